@@ -1,0 +1,52 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "Tandem",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "tandem", targets: ["tandem"]),
+        // LD_PRELOAD interposer that proves the process callbacks real-time safe (test support).
+        .library(name: "RTCheck", type: .dynamic, targets: ["RTCheck"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        .systemLibrary(name: "CJack", pkgConfig: "jack",
+                       providers: [.apt(["libjack-jackd2-dev"])]),
+        .systemLibrary(name: "CSndFile", pkgConfig: "sndfile",
+                       providers: [.apt(["libsndfile1-dev"])]),
+
+        .target(name: "Realtime"),
+        .target(name: "Jack", dependencies: [
+            "CJack", "Realtime",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .target(name: "SoundFile", dependencies: ["CSndFile"]),
+        .target(name: "Presets"),
+        .target(name: "Engine", dependencies: [
+            "Realtime", "Jack", "SoundFile", "Presets",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .executableTarget(name: "tandem", dependencies: [
+            "Engine", "Jack", "SoundFile", "Presets",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+
+        // Test support: the interposer, a probe with a deliberately bad callback, and shared fixtures.
+        .target(name: "RTCheck"),
+        .executableTarget(name: "rtcheck-probe", dependencies: ["Jack", "Realtime"]),
+        .target(name: "TestSupport", dependencies: ["Jack", "SoundFile"]),
+
+        .testTarget(name: "RealtimeTests", dependencies: ["Realtime"]),
+        .testTarget(name: "JackTests", dependencies: ["Jack", "Realtime", "TestSupport"]),
+        .testTarget(name: "SoundFileTests", dependencies: ["SoundFile", "TestSupport"]),
+        .testTarget(name: "PresetsTests", dependencies: ["Presets"]),
+        .testTarget(name: "EngineTests", dependencies: ["Engine", "TestSupport"]),
+        .testTarget(name: "TandemTests", dependencies: ["TestSupport", "SoundFile"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

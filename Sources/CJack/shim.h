@@ -1,0 +1,19 @@
+#ifndef TANDEM_CJACK_SHIM_H
+#define TANDEM_CJACK_SHIM_H
+
+#include <jack/jack.h>
+#include <jack/types.h>
+#include <jack/transport.h>
+#include <jack/statistics.h>
+
+/// `jack_client_open` is variadic, which Swift cannot call. This fixed-arity wrapper always passes a server
+/// name (JackServerName must be in `options`; a NULL `server_name` means the default server).
+static inline jack_client_t *tandem_jack_client_open(const char *client_name, jack_options_t options,
+                                                      jack_status_t *status, const char *server_name) {
+    if (server_name != NULL) {
+        return jack_client_open(client_name, (jack_options_t)(options | JackServerName), status, server_name);
+    }
+    return jack_client_open(client_name, options, status);
+}
+
+#endif

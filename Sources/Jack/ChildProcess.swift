@@ -1,0 +1,129 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+
+/// A child process started with `posix_spawn`, with an empty signal mask and default signal actions.
+///
+/// Why not Foundation.Process: a child inherits the spawning thread's signal mask, and test threads (or our own
+/// signal-handling setup) block SIGTERM/SIGINT, so children started that way ignore the stop signal and hang.
+///
+/// Threads: one owner (control side). Not thread-safe.
+public final class ChildProcess: @unchecked Sendable {
+    public let pid: pid_t
+    public let arguments: [String]
+    private var exitStatus: Int32?
+
+    /// Spawns `arguments` (the first is looked up in PATH). `environment` entries are added to (or replace) this
+    /// process's environment. Standard input is /dev/null unless `stdinFD` is given; stdout and stderr go to
+    /// `outputPath` (appended) or /dev/null.
+    public init(_ arguments: [String], environment: [String: String] = [:], outputPath: String? = nil,
+                stdinFD: Int32? = nil) throws {
+        precondition(!arguments.isEmpty, "ChildProcess needs a program")
+        self.arguments = arguments
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        if let stdinFD {
+            posix_spawn_file_actions_adddup2(&actions, stdinFD, 0)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        }
+        let out = outputPath ?? "/dev/null"
+        posix_spawn_file_actions_addopen(&actions, 1, out, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+
+        var attr = posix_spawnattr_t()
+        posix_spawnattr_init(&attr)
+        defer { posix_spawnattr_destroy(&attr) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        posix_spawnattr_setsigmask(&attr, &empty)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for s in [SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGCHLD, SIGUSR1, SIGUSR2] { sigaddset(&defaults, s) }
+        posix_spawnattr_setsigdefault(&attr, &defaults)
+        posix_spawnattr_setflags(&attr, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        var env = ProcessInfo.processInfo.environment
+        for (k, v) in environment { env[k] = v }
+        let envStrings = env.map { "\($0.key)=\($0.value)" }
+
+        var child = pid_t()
+        let rc = ChildProcess.withCStrings(arguments) { argv in
+            ChildProcess.withCStrings(envStrings) { envp in
+                posix_spawnp(&child, arguments[0], &actions, &attr, argv, envp)
+            }
+        }
+        guard rc == 0 else {
+            throw ChildProcessError(message: "cannot start '\(arguments[0])': \(String(cString: strerror(rc)))")
+        }
+        pid = child
+    }
+
+    private static func withCStrings<R>(_ strings: [String],
+                                        _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {
+        var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
+        pointers.append(nil)
+        defer { for p in pointers { free(p) } }
+        return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+    }
+
+    /// Sends a signal (no-op once reaped).
+    public func signal(_ sig: Int32) {
+        if exitStatus == nil { kill(pid, sig) }
+    }
+
+    /// Whether the child is still running (reaps it if it has exited).
+    public var isRunning: Bool {
+        if exitStatus != nil { return false }
+        var status: Int32 = 0
+        let r = waitpid(pid, &status, WNOHANG)
+        if r == pid {
+            exitStatus = status
+            return false
+        }
+        return r == 0
+    }
+
+    /// Waits up to `timeout` seconds for the child to exit. Returns its exit code (128+signal when killed by a
+    /// signal), or nil on time-out.
+    @discardableResult
+    public func wait(timeout: Double) -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while isRunning {
+            if Date() >= deadline { return nil }
+            usleep(5_000)
+        }
+        return exitCode
+    }
+
+    /// The exit code once reaped: the status for a normal exit, 128+signal when killed.
+    public var exitCode: Int32? {
+        guard let s = exitStatus else { return nil }
+        let sig = s & 0x7f
+        return sig == 0 ? (s >> 8) & 0xff : 128 + sig
+    }
+
+    /// Sends `sig`, waits up to `grace` seconds, then SIGKILLs and reaps. Returns the exit code.
+    @discardableResult
+    public func stop(_ sig: Int32 = SIGTERM, grace: Double = 5) -> Int32? {
+        guard isRunning else { return exitCode }
+        signal(sig)
+        if let code = wait(timeout: grace) { return code }
+        kill(pid, SIGKILL)
+        return wait(timeout: 5)
+    }
+
+    deinit {
+        if isRunning {
+            kill(pid, SIGKILL)
+            _ = wait(timeout: 5)
+        }
+    }
+}
+
+public struct ChildProcessError: Error, CustomStringConvertible {
+    public let message: String
+    public var description: String { message }
+}

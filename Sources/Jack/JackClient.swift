@@ -1,0 +1,194 @@
+import CJack
+import Logging
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The C signature of a JACK process callback. Implementations must be closure literals that capture nothing and
+/// reach all their state through `context`.
+public typealias JackProcessCallback = @convention(c) (jack_nframes_t, UnsafeMutableRawPointer?) -> Int32
+
+/// One JACK client: the Swift face of libjack for the control side.
+///
+/// Threads: control side only (not thread-safe; one owner). The process callback runs on JACK's RT thread and
+/// touches only the state behind its context pointer; notifications arrive in `notifications`.
+public final class JackClient: @unchecked Sendable {
+    /// The client handle; nil once closed.
+    public private(set) var handle: OpaquePointer?
+    /// The name the server gave this client (may differ from the requested one only if JACK renamed it).
+    public let name: String
+    /// The server this client belongs to (nil: the default server).
+    public let serverName: String?
+    /// Counters and latest values from JACK's notification callbacks.
+    public let notifications: JackNotifications
+    private var notificationContext: UnsafeMutableRawPointer?
+    public private(set) var isActive = false
+    private let logger: Logger
+
+    /// Opens a client on `server` (nil: `$JACK_DEFAULT_SERVER` or "default"). Never starts a server, and never lets
+    /// JACK rename the client silently: a taken name is an error.
+    public init(name: String, server: String?, logger: Logger = Logger(label: "tandem.jack")) throws(JackError) {
+        self.logger = logger
+        var status = jack_status_t(0)
+        let options = jack_options_t(JackNoStartServer.rawValue | JackUseExactName.rawValue)
+        let opened: OpaquePointer? = name.withCString { cname in
+            if let server {
+                return server.withCString { tandem_jack_client_open(cname, options, &status, $0) }
+            }
+            return tandem_jack_client_open(cname, options, &status, nil)
+        }
+        guard let opened else {
+            let where_ = server.map { "server '\($0)'" } ?? "the default JACK server"
+            let code: JackError.Code = status.rawValue & JackServerFailed.rawValue != 0 ? .serverNotRunning : .openFailed
+            throw JackError(code, "cannot open JACK client '\(name)' on \(where_)", status: status)
+        }
+        handle = opened
+        self.name = String(cString: jack_get_client_name(opened))
+        self.serverName = server
+        notifications = JackNotifications.allocate()
+        notificationContext = notifications.install(on: opened)
+    }
+
+    deinit {
+        close()
+        notifications.deallocate()
+    }
+
+    private func live() throws(JackError) -> OpaquePointer {
+        guard let handle else { throw JackError(.clientClosed, "JACK client '\(name)' is closed") }
+        return handle
+    }
+
+    /// The server's sample rate in frames per second.
+    public var sampleRate: Int { handle.map { Int(jack_get_sample_rate($0)) } ?? 0 }
+    /// The server's period (frames per process cycle).
+    public var bufferSize: Int { handle.map { Int(jack_get_buffer_size($0)) } ?? 0 }
+    /// JACK's frame time now (an estimate, for the control side).
+    public var frameTime: UInt32 { handle.map { jack_frame_time($0) } ?? 0 }
+    /// Whether the server runs with real-time scheduling.
+    public var isRealtime: Bool { handle.map { jack_is_realtime($0) != 0 } ?? false }
+    /// The server's DSP load in percent.
+    public var cpuLoad: Double { handle.map { Double(jack_cpu_load($0)) } ?? 0 }
+
+    // MARK: Ports
+
+    /// Registers an audio port named `shortName` on this client.
+    public func registerPort(_ shortName: String, direction: PortDirection) throws(JackError) -> JackPort {
+        let h = try live()
+        guard let port = jack_port_register(h, shortName, "32 bit float mono audio", direction.flags, 0) else {
+            throw JackError(.portRegisterFailed, "cannot register port '\(name):\(shortName)' (name taken or invalid?)")
+        }
+        return JackPort(handle: port)
+    }
+
+    /// Unregisters one of this client's ports.
+    public func unregisterPort(_ port: JackPort) {
+        guard let handle else { return }
+        jack_port_unregister(handle, port.handle)
+    }
+
+    /// Connects `source` (an output port) to `destination` (an input port), by full names. Connecting ports that are
+    /// already connected is not an error.
+    public func connect(_ source: String, _ destination: String) throws(JackError) {
+        let rc = jack_connect(try live(), source, destination)
+        if rc != 0 && rc != EEXIST {
+            throw JackError(.connectFailed, "cannot connect '\(source)' to '\(destination)' (does each port exist, "
+                                           + "and is the first an output and the second an input?)")
+        }
+    }
+
+    /// Disconnects `source` from `destination`, by full names.
+    public func disconnect(_ source: String, _ destination: String) throws(JackError) {
+        if jack_disconnect(try live(), source, destination) != 0 {
+            throw JackError(.disconnectFailed, "cannot disconnect '\(source)' from '\(destination)'")
+        }
+    }
+
+    /// Full names of ports matching a regular expression (nil: all), with flags narrowing direction.
+    public func ports(matching pattern: String? = nil, direction: PortDirection? = nil) -> [String] {
+        guard let handle else { return [] }
+        let flags = direction?.flags ?? 0
+        guard let list = jack_get_ports(handle, pattern, nil, flags) else { return [] }
+        defer { jack_free(UnsafeMutableRawPointer(mutating: list)) }
+        return Self.strings(list)
+    }
+
+    /// Full names of the ports connected to the port named `portName`.
+    public func connections(of portName: String) -> [String] {
+        guard let handle, let port = jack_port_by_name(handle, portName) else { return [] }
+        guard let list = jack_port_get_all_connections(handle, port) else { return [] }
+        defer { jack_free(UnsafeMutableRawPointer(mutating: list)) }
+        return Self.strings(list)
+    }
+
+    /// Whether a port of this name exists in the graph.
+    public func portExists(_ portName: String) -> Bool {
+        guard let handle else { return false }
+        return jack_port_by_name(handle, portName) != nil
+    }
+
+    /// Whether the named port is an output (nil if it does not exist).
+    public func isOutput(_ portName: String) -> Bool? {
+        guard let handle, let port = jack_port_by_name(handle, portName) else { return nil }
+        return jack_port_flags(port) & Int32(JackPortIsOutput.rawValue) != 0
+    }
+
+    /// The latency range JACK computed for a port: capture latency for inputs of ours (how old the audio is),
+    /// playback latency for outputs (how long until it is heard).
+    public func latency(of portName: String, capture: Bool) -> LatencyRange? {
+        guard let handle, let port = jack_port_by_name(handle, portName) else { return nil }
+        var range = jack_latency_range_t()
+        jack_port_get_latency_range(port, capture ? JackCaptureLatency : JackPlaybackLatency, &range)
+        return LatencyRange(min: range.min, max: range.max)
+    }
+
+    private static func strings(_ list: UnsafeMutablePointer<UnsafePointer<CChar>?>) -> [String] {
+        var out: [String] = []
+        var i = 0
+        while let s = list[i] {
+            out.append(String(cString: s))
+            i += 1
+        }
+        return out
+    }
+
+    // MARK: Lifecycle
+
+    /// Sets the process callback, calls it once on this (control) thread so one-time runtime work never happens on
+    /// the RT thread, runs `afterWarmUp` (reset what the warm-up call changed), then activates the client.
+    public func activate(process: JackProcessCallback, context: UnsafeMutableRawPointer,
+                         afterWarmUp: () -> Void) throws(JackError) {
+        let h = try live()
+        precondition(!isActive, "activate called twice on '\(name)'")
+        jack_set_process_callback(h, process, context)
+        _ = process(jack_get_buffer_size(h), context)
+        afterWarmUp()
+        if jack_activate(h) != 0 {
+            throw JackError(.activateFailed, "cannot activate JACK client '\(name)'")
+        }
+        isActive = true
+        logger.debug("activated", metadata: ["client": "\(name)"])
+    }
+
+    /// Stops the process callback. After it returns the callback no longer runs.
+    public func deactivate() {
+        guard let handle, isActive else { return }
+        jack_deactivate(handle)
+        isActive = false
+    }
+
+    /// Deactivates and closes the client (its ports disappear from the graph). Safe to call twice, and after the
+    /// server has shut the client down.
+    public func close() {
+        guard let handle else { return }
+        if notifications.count(.shutdown) == 0 { deactivate() }
+        jack_client_close(handle)
+        self.handle = nil
+        isActive = false
+        notificationContext?.deallocate()
+        notificationContext = nil
+    }
+
+    /// Whether the server has shut this client down (server gone or client kicked out).
+    public var wasShutDown: Bool { notifications.count(.shutdown) > 0 }
+}

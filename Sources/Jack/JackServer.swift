@@ -1,0 +1,102 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CJack
+import Foundation
+import Synchronization
+
+/// A private JACK server (`jackd -n NAME -d dummy`) that this process starts, owns and stops.
+///
+/// A watchdog shell holds the read end of a pipe whose write end only this process holds: when this process exits
+/// for any reason, even a crash, the pipe closes and the watchdog sends SIGTERM to the server. No server is left
+/// behind.
+///
+/// Threads: one owner (control side).
+public final class JackServer: @unchecked Sendable {
+    public let name: String
+    public let sampleRate: Int
+    public let period: Int
+    /// The jackd process.
+    public let process: ChildProcess
+    private let watchdog: ChildProcess
+    private var watchdogPipe: Int32
+    /// Where jackd's output goes.
+    public let logPath: String
+
+    /// Starts `jackd -n name [-R|-r] -d dummy -r rate -p period -C capture -P playback` and waits until a client can
+    /// connect.
+    public init(name: String, sampleRate: Int = 48000, period: Int = 256, realtime: Bool = false,
+                capturePorts: Int = 2, playbackPorts: Int = 2, logPath: String? = nil,
+                readyTimeout: Double = 10) throws {
+        self.name = name
+        self.sampleRate = sampleRate
+        self.period = period
+        self.logPath = logPath ?? "/tmp/tandem-jackd-\(name).log"
+        process = try ChildProcess(
+            ["jackd", "-n", name, realtime ? "-R" : "-r", "-d", "dummy", "-r", "\(sampleRate)", "-p", "\(period)",
+             "-C", "\(capturePorts)", "-P", "\(playbackPorts)"],
+            environment: ["JACK_NO_AUDIO_RESERVATION": "1"], outputPath: self.logPath)
+
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0, fcntl(fds[1], F_SETFD, FD_CLOEXEC) == 0, fcntl(fds[0], F_SETFD, FD_CLOEXEC) == 0 else {
+            process.stop()
+            throw ChildProcessError(message: "cannot create the watchdog pipe for jackd '\(name)'")
+        }
+        watchdogPipe = fds[1]
+        do {
+            watchdog = try ChildProcess(["/bin/sh", "-c", "read _ ; kill -TERM \(process.pid) 2>/dev/null"],
+                                        stdinFD: fds[0])
+        } catch {
+            Glibc.close(fds[0])
+            Glibc.close(fds[1])
+            process.stop()
+            throw error
+        }
+        Glibc.close(fds[0])
+
+        let deadline = Date().addingTimeInterval(readyTimeout)
+        while !JackServer.probe(name) {
+            if !process.isRunning || Date() >= deadline {
+                let log = (try? String(contentsOfFile: self.logPath, encoding: .utf8)) ?? ""
+                stop()
+                throw ChildProcessError(message: "jackd '\(name)' did not become ready: \(log.suffix(600))")
+            }
+            usleep(20_000)
+        }
+    }
+
+    /// Whether a client can connect to the server named `name` now.
+    public static func probe(_ name: String) -> Bool {
+        var status = jack_status_t(0)
+        let options = jack_options_t(JackNoStartServer.rawValue)
+        guard let c = tandem_jack_client_open("tandem-probe", options, &status, name) else { return false }
+        jack_client_close(c)
+        return true
+    }
+
+    /// Stops the server with SIGTERM (SIGKILL after a grace period), reaps it and the watchdog.
+    public func stop() {
+        process.stop(SIGTERM, grace: 5)
+        watchdog.stop(SIGKILL, grace: 1)
+        if watchdogPipe >= 0 {
+            Glibc.close(watchdogPipe)
+            watchdogPipe = -1
+        }
+    }
+
+    /// Kills the server hard (to simulate a crash) without stopping the watchdog.
+    public func kill9() {
+        process.stop(SIGKILL, grace: 1)
+    }
+
+    deinit { stop() }
+
+    /// A server name unique to this process and call, for tests and private demo servers.
+    public static func uniqueName(_ prefix: String) -> String {
+        counter.withLock { n in
+            n += 1
+            return "\(prefix)-\(getpid())-\(n)"
+        }
+    }
+    private static let counter = Mutex(0)
+}

@@ -1,0 +1,80 @@
+import Foundation
+import Jack
+import SoundFile
+
+/// Paths and helpers shared by the test targets.
+public enum TestEnvironment {
+    /// The folder holding the built products (`.build/debug` or the scratch path's equivalent).
+    public static var productsDirectory: URL {
+        let exe = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        var dir = exe.deletingLastPathComponent()
+        // Test bundles run as `.../debug/TandemPackageTests.xctest`.
+        while dir.path != "/" && !FileManager.default.fileExists(atPath: dir.appendingPathComponent("tandem").path) {
+            dir = dir.deletingLastPathComponent()
+        }
+        return dir
+    }
+
+    /// Path of a built executable or library (e.g. "tandem", "libRTCheck.so").
+    public static func product(_ name: String) -> String {
+        productsDirectory.appendingPathComponent(name).path
+    }
+
+    /// A fresh temporary directory for one test.
+    public static func temporaryDirectory(_ label: String) -> URL {
+        let url = URL(fileURLWithPath: NSTemporaryDirectory())
+            .appendingPathComponent("tandem-test-\(label)-\(getpid())-\(UUID().uuidString.prefix(8))")
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    /// Whether a program is on PATH.
+    public static func hasProgram(_ name: String) -> Bool {
+        (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").contains {
+            FileManager.default.isExecutableFile(atPath: "\($0)/\(name)")
+        }
+    }
+
+    /// Starts a private dummy server with a name unique to this test.
+    public static func server(_ label: String, period: Int = 256, sampleRate: Int = 48000) throws -> JackServer {
+        try JackServer(name: JackServer.uniqueName("t-\(label)"), sampleRate: sampleRate, period: period)
+    }
+
+    /// Writes interleaved samples to a new WAV file.
+    public static func writeWAV(_ samples: [Float], channels: Int, sampleRate: Int = 48000, path: String,
+                                sample: SampleFormat = .int24) throws {
+        let w = try SoundFileWriter(path: path, format: AudioFormat(container: .wav, sample: sample),
+                                    channels: channels, sampleRate: sampleRate)
+        try samples.withUnsafeBufferPointer { buf throws(SoundFileError) in
+            try w.write(buf.baseAddress!, frames: samples.count / channels)
+        }
+        try w.close()
+    }
+
+    /// Reads a whole audio file.
+    public static func readAudio(_ path: String) throws -> (samples: [Float], channels: Int, sampleRate: Int) {
+        let r = try SoundFileReader(path: path)
+        return (try r.readAll(), r.channels, r.sampleRate)
+    }
+
+    /// Runs a program to completion and returns its exit code and combined output.
+    @discardableResult
+    public static func run(_ arguments: [String], environment: [String: String] = [:],
+                           timeout: Double = 60) throws -> (code: Int32, output: String) {
+        let log = temporaryDirectory("run").appendingPathComponent("out.txt").path
+        let p = try ChildProcess(arguments, environment: environment, outputPath: log)
+        let code = p.wait(timeout: timeout) ?? { p.stop(SIGKILL); return -1 }()
+        let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        return (code, output)
+    }
+
+    /// Polls `condition` every 10 ms for up to `timeout` seconds.
+    public static func waitUntil(timeout: Double, _ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if condition() { return true }
+            usleep(10_000)
+        }
+        return condition()
+    }
+}

@@ -1,0 +1,92 @@
+import Testing
+import Realtime
+
+@Suite struct FrameRingTests {
+    @Test func writeThenReadKeepsFramesAndChannelOrder() {
+        let ring = FrameRing.allocate(channels: 2, capacity: 5)
+        defer { ring.deallocate() }
+        let left = UnsafeMutablePointer<Float>.allocate(capacity: 4)
+        let right = UnsafeMutablePointer<Float>.allocate(capacity: 4)
+        let buffers = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: 2)
+        defer { left.deallocate(); right.deallocate(); buffers.deallocate() }
+        buffers[0] = left
+        buffers[1] = right
+        for i in 0..<4 { left[i] = Float(i); right[i] = Float(100 + i) }
+        #expect(ring.writer.write(planar: buffers, frames: 3))
+        #expect(!ring.writer.write(planar: buffers, frames: 3), "all-or-nothing when there is no room")
+        #expect(ring.fill == 3)
+        #expect(ring.reader.read(planar: buffers, frames: 2) == 2)
+        #expect(left[0] == 0 && left[1] == 1 && right[0] == 100 && right[1] == 101)
+        // Wraps: 1 frame left, 4 written across the end.
+        for i in 0..<4 { left[i] = Float(10 + i); right[i] = Float(20 + i) }
+        #expect(ring.writer.write(planar: buffers, frames: 4))
+        let r = ring.reader.peek(5)
+        #expect(r.frames == 5 && r.secondFrames > 0)
+        #expect(r.sample(frame: 0, channel: 0).pointee == 2)
+        #expect(r.sample(frame: 4, channel: 1).pointee == 23)
+    }
+
+    @Test func messageRingRefusesWhenFullAndKeepsOrder() {
+        let ring = MessageRing.allocate(capacity: 3)
+        defer { ring.deallocate() }
+        for i in 0..<3 { #expect(ring.push(RTMessage(kind: 1, a: Int64(i)))) }
+        #expect(!ring.push(RTMessage(kind: 1, a: 99)))
+        #expect(ring.pop()?.a == 0)
+        #expect(ring.push(RTMessage(kind: 2, a: 3)))
+        #expect([ring.pop()?.a, ring.pop()?.a, ring.pop()?.a] == [1, 2, 3])
+        #expect(ring.pop() == nil)
+    }
+
+    /// One producer and one consumer thread move 50 million samples through a 61-frame ring in odd-sized steps, so
+    /// nearly every step wraps. Every sample must arrive once and in order.
+    @Test func stressFiftyMillionSamplesThroughASmallRing() {
+        let channels = 4
+        let totalFrames = 12_500_000          // x 4 channels = 50 M samples
+        let ring = FrameRing.allocate(channels: channels, capacity: 61)
+        defer { ring.deallocate() }
+        let modulus = 1 << 24                 // exact integers in Float
+
+        let producer = OSThread(name: "stress-producer") {
+            let writer = ring.writer
+            var next = 0
+            var step = 1
+            while next < totalFrames {
+                step = step % 37 + 1
+                let r = writer.reserve(min(step, totalFrames - next))
+                if r.frames == 0 { continue }
+                for f in 0..<r.frames {
+                    for c in 0..<channels {
+                        r.sample(frame: f, channel: c).pointee = Float(((next + f) * channels + c) % modulus)
+                    }
+                }
+                writer.commit(r.frames)
+                next += r.frames
+            }
+        }
+        let errors = AtomicCounterArray.allocate(count: 2)   // [0] wrong samples, [1] samples seen
+        defer { errors.deallocate() }
+        let consumer = OSThread(name: "stress-consumer") {
+            let reader = ring.reader
+            var step = 3
+            while reader.position < totalFrames {
+                step = step % 41 + 1
+                let r = reader.peek(step)
+                if r.frames == 0 { continue }
+                let base = reader.position
+                for f in 0..<r.frames {
+                    for c in 0..<channels
+                    where r.sample(frame: f, channel: c).pointee != Float(((base + f) * channels + c) % modulus) {
+                        errors.add(0, 1)
+                    }
+                }
+                reader.consume(r.frames)
+                errors.add(1, r.frames * channels)
+            }
+        }
+        producer.join()
+        consumer.join()
+        #expect(errors.load(0) == 0, "samples out of order or lost")
+        #expect(errors.load(1) == totalFrames * channels)
+        #expect(ring.totalRead == totalFrames && ring.totalWritten == totalFrames)
+    }
+}
