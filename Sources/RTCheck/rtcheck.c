@@ -129,8 +129,13 @@ static char report_path[4096];
  */
 static __thread int rt_checking __attribute__((tls_model("initial-exec")));
 
-/* Non-zero while the current thread is inside dlsym() for this library. */
-static __thread int in_resolve __attribute__((tls_model("initial-exec")));
+/*
+ * Non-zero while the current thread is inside dlsym() for this library.
+ * volatile: glibc declares dlsym as a leaf function, which would otherwise
+ * let the compiler drop the increment/decrement around the call even though
+ * dlsym does re-enter malloc/free here.
+ */
+static __thread volatile int in_resolve __attribute__((tls_model("initial-exec")));
 
 /* Counts one event. Lock-free and allocation-free; safe on the RT thread. */
 static void record_event(enum rt_category cat, const char *name)
@@ -159,7 +164,9 @@ static void record_event(enum rt_category cat, const char *name)
 static void *lookup_next(const char *symbol)
 {
     in_resolve++;
+    atomic_signal_fence(memory_order_seq_cst);
     void *fn = dlsym(RTLD_NEXT, symbol);
+    atomic_signal_fence(memory_order_seq_cst);
     in_resolve--;
     return fn;
 }
@@ -289,7 +296,10 @@ static void *alloc_uncounted(size_t size)
 /* Allocator wrappers                                                        */
 /*                                                                           */
 /* Counted when flagged, then forwarded. free(NULL) is a no-op and is not    */
-/* counted. Pointers inside the bootstrap buffer are never passed on.        */
+/* counted. Pointers inside the bootstrap buffer are never passed on. While  */
+/* a thread is resolving its first real allocator symbol, its allocations    */
+/* come from the bootstrap buffer and its frees of heap memory (dlerror      */
+/* buffers) are dropped rather than re-entering dlsym.                       */
 /* ------------------------------------------------------------------------ */
 
 RTCHECK_EXPORT void *malloc(size_t size)
