@@ -39,7 +39,7 @@ let package = Package(
         // Test support: the interposer, a probe with a deliberately bad callback, and shared fixtures.
         .target(name: "RTCheck"),
         .executableTarget(name: "rtcheck-probe", dependencies: ["Jack", "Realtime"]),
-        .target(name: "TestSupport", dependencies: ["Jack", "SoundFile"]),
+        .target(name: "TestSupport", dependencies: ["Jack", "Realtime", "SoundFile"]),
 
         .testTarget(name: "RealtimeTests", dependencies: ["Realtime"]),
         .testTarget(name: "JackTests", dependencies: ["Jack", "Realtime", "TestSupport"]),

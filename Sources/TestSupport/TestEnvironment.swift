@@ -37,7 +37,8 @@ public enum TestEnvironment {
 
     /// Starts a private dummy server with a name unique to this test.
     public static func server(_ label: String, period: Int = 256, sampleRate: Int = 48000) throws -> JackServer {
-        try JackServer(name: JackServer.uniqueName("t-\(label)"), sampleRate: sampleRate, period: period)
+        JackLibrary.routeMessages(verbose: false)
+        return try JackServer(name: JackServer.uniqueName("t-\(label)"), sampleRate: sampleRate, period: period)
     }
 
     /// Writes interleaved samples to a new WAV file.

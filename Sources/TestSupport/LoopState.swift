@@ -3,17 +3,17 @@ import Realtime
 
 /// RT state for the test clients: a player that copies a preloaded ring to its output ports once `started` is set,
 /// and a recorder that copies its input ports into a ring.
-struct LoopState: BitwiseCopyable {
-    var ports: UnsafeMutablePointer<JackPort>
-    var buffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+public struct LoopState: BitwiseCopyable {
+    public var ports: UnsafeMutablePointer<JackPort>
+    public var buffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
     /// Stands in for port buffers during the warm-up call.
-    var scratch: UnsafeMutablePointer<Float>
-    var channels: Int
-    var ring: FrameRing
-    var started: AtomicCounter
-    var cycles: AtomicCounter
+    public var scratch: UnsafeMutablePointer<Float>
+    public var channels: Int
+    public var ring: FrameRing
+    public var started: AtomicCounter
+    public var cycles: AtomicCounter
 
-    static func allocate(ports: [JackPort], ringFrames: Int) -> UnsafeMutablePointer<LoopState> {
+    public static func allocate(ports: [JackPort], ringFrames: Int) -> UnsafeMutablePointer<LoopState> {
         let p = UnsafeMutablePointer<JackPort>.allocate(capacity: ports.count)
         p.initialize(from: ports, count: ports.count)
         let b = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: ports.count)
@@ -26,7 +26,7 @@ struct LoopState: BitwiseCopyable {
         return state
     }
 
-    static func free(_ state: UnsafeMutablePointer<LoopState>) {
+    public static func free(_ state: UnsafeMutablePointer<LoopState>) {
         state.pointee.ring.deallocate()
         state.pointee.started.deallocate()
         state.pointee.cycles.deallocate()
@@ -37,7 +37,7 @@ struct LoopState: BitwiseCopyable {
     }
 
     /// Realtime: safe.
-    static let play: JackProcessCallback = { frames, arg in
+    public static let play: JackProcessCallback = { frames, arg in
         let s = arg!.assumingMemoryBound(to: LoopState.self).pointee
         let n = Int(frames)
         for c in 0..<s.channels { s.buffers[c] = s.ports[c].buffer(frames) ?? s.scratch }
@@ -49,11 +49,32 @@ struct LoopState: BitwiseCopyable {
     }
 
     /// Realtime: safe.
-    static let record: JackProcessCallback = { frames, arg in
+    public static let record: JackProcessCallback = { frames, arg in
         let s = arg!.assumingMemoryBound(to: LoopState.self).pointee
         for c in 0..<s.channels { s.buffers[c] = s.ports[c].buffer(frames) ?? s.scratch }
         _ = s.ring.writer.write(planar: s.buffers, frames: Int(frames))
         s.cycles.add(1)
         return 0
+    }
+}
+
+extension LoopState {
+    /// A source client for tests: `channels` output ports named out_1..N playing `samples` (interleaved) once
+    /// `started` is set. Returns the client and its state; close the client before freeing the state.
+    public static func source(name: String, server: String, channels: Int, samples: [Float]) throws
+        -> (JackClient, UnsafeMutablePointer<LoopState>) {
+        let client = try JackClient(name: name, server: server)
+        let ports = try (1...channels).map { try client.registerPort("out_\($0)", direction: .output) }
+        let frames = samples.count / channels
+        let state = LoopState.allocate(ports: ports, ringFrames: max(frames, 1))
+        try client.activate(process: LoopState.play, context: UnsafeMutableRawPointer(state)) {
+            state.pointee.ring.reset()
+            let w = state.pointee.ring.writer.reserve(frames)
+            samples.withUnsafeBufferPointer { src in
+                w.first.update(from: src.baseAddress!, count: w.firstFrames * channels)
+            }
+            state.pointee.ring.writer.commit(w.firstFrames)
+        }
+        return (client, state)
     }
 }

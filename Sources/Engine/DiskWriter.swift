@@ -1,0 +1,467 @@
+import Foundation
+import Logging
+import Realtime
+import SoundFile
+import Synchronization
+
+/// The disk-writer thread of one recorder: drains the capture ring in chunks and writes takes with libsndfile.
+///
+/// It owns the ring's reader half and the drop ring's consumer side. It blocks on disk, never touches JACK, and is
+/// woken by the RT callback (enough frames, or a drop) or by a 50 ms time-out. While no take is running it keeps the
+/// last `preroll` frames in the ring and discards older ones.
+///
+/// Threads: `send` and `drainEvents` and `status` from the control side; everything else on the writer thread.
+final class DiskWriter: @unchecked Sendable {
+    enum Command: Sendable {
+        /// Start a take at stream position `at` (the pre-roll is taken before it).
+        case start(at: Int, context: TakeContext)
+        /// End the running take at stream position `at` (exclusive).
+        case stop(at: Int, end: TakeEnd, detail: String?)
+        /// Start a new chunk at the next frame.
+        case rotate
+        /// Finish (after the running take has ended) and leave the thread.
+        case quit
+    }
+
+    /// A snapshot of the running take for status displays.
+    struct TakeStatus: Sendable {
+        var take: Int
+        var frames: Int
+        var files: [String]
+        var bytes: Int
+    }
+
+    private let config: RecorderConfig
+    private let state: RecorderState
+    private let sampleRate: Int
+    private let portNames: [String]
+    private let logger: Logger
+    private let xruns: @Sendable () -> Int
+    private let commands = Mutex<[Command]>([])
+    private let events = Mutex<[RecorderEvent]>([])
+    private let published = Mutex<TakeStatus?>(nil)
+
+    // Writer-thread state.
+    private var streamPosition = 0
+    private var take: ActiveTake?
+    private var nextTakeNumber = 1
+    private var quitRequested = false
+    private var pendingStop: (at: Int, end: TakeEnd, detail: String?)?
+    private let prerollFrames: Int
+    private let rotateFrames: Int?
+    private let silence: UnsafeMutablePointer<Float>
+    private let stemScratch: UnsafeMutablePointer<Float>
+    private static let chunkFrames = 8192
+
+    init(config: RecorderConfig, state: RecorderState, sampleRate: Int, portNames: [String], logger: Logger,
+         xruns: @escaping @Sendable () -> Int) {
+        self.config = config
+        self.state = state
+        self.sampleRate = sampleRate
+        self.portNames = portNames
+        self.logger = logger
+        self.xruns = xruns
+        prerollFrames = Int(config.prerollSeconds * Double(sampleRate))
+        var rotate: Int?
+        if let s = config.rotateSeconds { rotate = max(1, Int((s * Double(sampleRate)).rounded())) }
+        if let b = config.rotateBytes, let width = DiskWriter.bytesPerSample(config.format) {
+            let perFile = width * (config.stems ? 1 : state.channels)
+            let byBytes = max(1, (b - 4096) / perFile)   // leave room for the header
+            rotate = min(rotate ?? byBytes, byBytes)
+        }
+        rotateFrames = rotate
+        silence = .allocate(capacity: DiskWriter.chunkFrames * state.channels)
+        silence.initialize(repeating: 0, count: DiskWriter.chunkFrames * state.channels)
+        stemScratch = .allocate(capacity: DiskWriter.chunkFrames)
+        stemScratch.initialize(repeating: 0, count: DiskWriter.chunkFrames)
+    }
+
+    deinit {
+        silence.deallocate()
+        stemScratch.deallocate()
+    }
+
+    /// Bytes per sample of uncompressed formats (nil for encoded ones, rotated by observed file size).
+    static func bytesPerSample(_ f: AudioFormat) -> Int? {
+        guard f.container == .wav || f.container == .rf64 else { return nil }
+        switch f.sample {
+        case .float32: return 4
+        case .int24: return 3
+        case .int16: return 2
+        }
+    }
+
+    // MARK: Control side
+
+    /// Queues a command and wakes the writer. Control side.
+    func send(_ command: Command) {
+        commands.withLock { $0.append(command) }
+        state.wakeup.post()
+    }
+
+    /// Events since the last call. Control side.
+    func drainEvents() -> [RecorderEvent] {
+        events.withLock { e in
+            defer { e.removeAll() }
+            return e
+        }
+    }
+
+    /// The running take, if any. Any thread.
+    var status: TakeStatus? { published.withLock { $0 } }
+
+    // MARK: Writer thread
+
+    /// The thread body. Returns after `quit` once no take is running.
+    func run() {
+        while true {
+            state.wakeup.wait(seconds: 0.05)
+            state.wakeup.drain()
+            for command in commands.withLock({ c in defer { c.removeAll() }; return c }) { handle(command) }
+            pump()
+            if quitRequested && take == nil && pendingStop == nil { break }
+        }
+        if let t = take { finish(t, end: .stopped, detail: "writer stopped") }
+    }
+
+    private func handle(_ command: Command) {
+        switch command {
+        case .start(let at, let context):
+            if let t = take { finish(t, end: .stopped, detail: "a new take was started") }
+            begin(at: at, context: context)
+        case .stop(let at, let end, let detail):
+            if let t = take {
+                t.end = min(t.end ?? Int.max, at)
+                t.endReason = end
+                t.endDetail = detail
+                if t.end! <= streamPosition || t.end! <= t.start { finish(t, end: end, detail: detail) }
+            }
+        case .rotate:
+            if let t = take, t.framesWritten > 0 { rotate(t) }
+        case .quit:
+            quitRequested = true
+        }
+    }
+
+    /// Moves every frame the ring holds (and every announced gap) into the running take, or past it.
+    private func pump() {
+        let reader = state.ring.reader
+        while true {
+            if let gap = state.drops.peek(), Int(gap.a) <= streamPosition {
+                let remaining = Int(gap.a) + Int(gap.b) - streamPosition
+                if remaining > 0 {
+                    if recordedGap != gap.a {
+                        recordedGap = gap.a
+                        recordDrop(frames: remaining)
+                    }
+                    let done = advance(remaining, fromRing: false)
+                    if done < remaining {
+                        // Not all of the gap fitted before a take boundary: keep the rest for the next round.
+                        continue
+                    }
+                }
+                _ = state.drops.pop()
+                continue
+            }
+            var available = reader.available
+            if let gap = state.drops.peek() { available = min(available, Int(gap.a) - streamPosition) }
+            if available <= 0 { break }
+            if take == nil {
+                // Idle: keep the pre-roll, drop what is older.
+                let discard = min(available, reader.available - prerollFrames)
+                if discard <= 0 { break }
+                reader.consume(discard)
+                streamPosition += discard
+                continue
+            }
+            if advance(available, fromRing: true) == 0 { break }
+        }
+    }
+
+    /// Stream position of the gap already entered in the report (a gap may take several rounds to pass).
+    private var recordedGap: Int64 = -1
+
+    private func recordDrop(frames: Int) {
+        guard let t = take, streamPosition >= t.start else { return }
+        let overlap = min(frames, (t.end ?? Int.max) - streamPosition)
+        guard overlap > 0 else { return }
+        t.report.drops.append(.init(atFrame: streamPosition - t.start, frames: overlap))
+        t.report.droppedFrames += overlap
+    }
+
+    /// Handles up to `count` frames at the current position: ring frames (or silence for a gap) go into the take,
+    /// or are skipped when outside it. Stops at take and chunk boundaries. Returns frames handled.
+    private func advance(_ count: Int, fromRing: Bool) -> Int {
+        guard let t = take else {
+            if fromRing { state.ring.reader.consume(count) }
+            streamPosition += count
+            return count
+        }
+        if streamPosition < t.start {
+            let n = min(count, t.start - streamPosition)
+            if fromRing { state.ring.reader.consume(n) }
+            streamPosition += n
+            return n
+        }
+        var n = count
+        if let end = t.end { n = min(n, end - streamPosition) }
+        if let rotateFrames { n = min(n, rotateFrames - (t.framesWritten - t.chunkStart)) }
+        n = max(0, n)
+        if n > 0 {
+            if t.writers.isEmpty { openChunk(t) }
+            if !t.writers.isEmpty {
+                if fromRing {
+                    let r = state.ring.reader.peek(n)
+                    write(t, r.first, frames: r.firstFrames)
+                    if t.failed == nil { write(t, r.second, frames: r.secondFrames) }
+                } else {
+                    var left = n
+                    while left > 0 && t.failed == nil {
+                        let k = min(left, DiskWriter.chunkFrames)
+                        write(t, silence, frames: k)
+                        left -= k
+                    }
+                }
+            }
+            if fromRing { state.ring.reader.consume(n) }
+            streamPosition += n
+            t.framesWritten += n
+        }
+        if let failure = t.failed {
+            finish(t, end: .diskError, detail: failure)
+            return max(n, 1)
+        }
+        publish(t)
+        if let end = t.end, streamPosition >= end {
+            finish(t, end: t.endReason ?? .stopped, detail: t.endDetail)
+        } else if let rotateFrames, t.framesWritten - t.chunkStart >= rotateFrames {
+            rotate(t)
+        } else if let bytes = config.rotateBytes, rotateFrames == nil, t.fileBytes() >= bytes {
+            rotate(t)
+        } else if t.framesWritten - t.lastSync >= sampleRate {
+            for w in t.writers { w.flush() }
+            t.lastSync = t.framesWritten
+        }
+        return n
+    }
+
+    /// Writes interleaved frames to the chunk's file(s); a failure is kept in `t.failed`.
+    private func write(_ t: ActiveTake, _ samples: UnsafeMutablePointer<Float>, frames: Int) {
+        guard frames > 0 else { return }
+        do {
+            if config.stems {
+                let channels = state.channels
+                var done = 0
+                while done < frames {
+                    let k = min(frames - done, DiskWriter.chunkFrames)
+                    for (c, w) in t.writers.enumerated() {
+                        for i in 0..<k { stemScratch[i] = samples[(done + i) * channels + c] }
+                        try w.write(stemScratch, frames: k)
+                    }
+                    done += k
+                }
+            } else {
+                try t.writers[0].write(samples, frames: frames)
+            }
+        } catch {
+            t.failed = error.description
+        }
+    }
+
+    // MARK: Takes and chunks
+
+    private func begin(at: Int, context: TakeContext) {
+        // The pre-roll: as far back as requested, but no earlier than what the ring still holds.
+        let start = max(streamPosition, at - prerollFrames)
+        let date = context.anchor.wallClock(at: start)
+        var number = nextTakeNumber
+        while takeFilesExist(number, date: date) { number += 1 }
+        nextTakeNumber = number + 1
+        let iso = ISO8601DateFormatter()
+        iso.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let report = TakeReport(
+            tandemVersion: TandemVersion.string, session: config.session, take: number, sampleRate: sampleRate,
+            channels: state.channels, format: config.format.container.rawValue,
+            sampleFormat: config.format.sample.rawValue, stems: config.stems, startedAt: iso.string(from: date),
+            startFrameTime: context.anchor.frameTime(at: start), streamStart: start, prerollFrames: at - start,
+            ports: context.ports, chunks: [], frames: 0, xruns: 0, droppedFrames: 0, drops: [], ended: .recording,
+            endDetail: nil)
+        let t = ActiveTake(number: number, start: start, date: date, context: context, report: report,
+                           sidecar: path(take: number, date: date, channel: nil, chunk: nil, ext: "json"))
+        take = t
+        if let m = config.maxDurationSeconds {
+            t.end = start + Int((m * Double(sampleRate)).rounded())
+            t.endReason = .durationReached
+        }
+        openChunk(t)
+        if let failure = t.failed {
+            finish(t, end: .diskError, detail: failure)
+            return
+        }
+        emit(.takeStarted(take: number, files: t.writers.map(\.path)))
+        logger.info("take started", metadata: ["take": "\(number)", "files": "\(t.writers.map(\.path))"])
+    }
+
+    private func takeFilesExist(_ number: Int, date: Date) -> Bool {
+        let fm = FileManager.default
+        if fm.fileExists(atPath: path(take: number, date: date, channel: nil, chunk: nil, ext: "json")) { return true }
+        let chunk: Int? = (rotateFrames != nil || config.rotateBytes != nil) ? 1 : nil
+        let channels: [String?] = config.stems ? portNames.map { $0 } : [nil]
+        return channels.contains { fm.fileExists(atPath: path(take: number, date: date, channel: $0, chunk: chunk,
+                                                               ext: config.format.container.fileExtension)) }
+    }
+
+    private func path(take: Int, date: Date, channel: String?, chunk: Int?, ext: String) -> String {
+        let name = FileNameTemplate(config.template).render(
+            .init(session: config.session, take: take, date: date, channel: channel, chunk: chunk), fileExtension: ext)
+        return (config.directory as NSString).appendingPathComponent(name)
+    }
+
+    private func openChunk(_ t: ActiveTake) {
+        let rotating = rotateFrames != nil || config.rotateBytes != nil
+        t.chunkIndex += 1
+        t.chunkStart = t.framesWritten
+        let chunk: Int? = rotating ? t.chunkIndex : nil
+        let channels: [String?] = config.stems ? portNames.map { $0 } : [nil]
+        let position = t.start + t.framesWritten
+        let date = t.context.anchor.wallClock(at: position)
+        let midnight = Calendar.current.startOfDay(for: date)
+        let dayFormatter = DateFormatter()
+        dayFormatter.locale = Locale(identifier: "en_US_POSIX")
+        dayFormatter.dateFormat = "yyyy-MM-dd"
+        let timeFormatter = DateFormatter()
+        timeFormatter.locale = Locale(identifier: "en_US_POSIX")
+        timeFormatter.dateFormat = "HH:mm:ss"
+        let bext = BroadcastInfo(timeReference: UInt64(max(0, date.timeIntervalSince(midnight) * Double(sampleRate))),
+                                 description: "\(config.session) take \(t.number)", originator: "Tandem",
+                                 originationDate: dayFormatter.string(from: date),
+                                 originationTime: timeFormatter.string(from: date))
+        var writers: [SoundFileWriter] = []
+        for channel in channels {
+            let base = path(take: t.number, date: t.date, channel: channel, chunk: chunk,
+                            ext: config.format.container.fileExtension)
+            var attempt = 0
+            while true {
+                let candidate = attempt == 0 ? base : DiskWriter.variant(base, attempt)
+                do {
+                    writers.append(try SoundFileWriter(path: candidate, format: config.format,
+                                                       channels: config.stems ? 1 : state.channels,
+                                                       sampleRate: sampleRate, broadcast: bext))
+                    break
+                } catch where error.code == .alreadyExists && attempt < 999 {
+                    attempt += 1    // never overwrite: take the next free variant of the name
+                } catch {
+                    t.failed = error.description
+                    for w in writers { try? w.close() }
+                    return
+                }
+            }
+        }
+        t.writers = writers
+        t.report.chunks.append(.init(files: writers.map(\.path), startFrame: t.framesWritten, frames: 0))
+        t.lastSync = t.framesWritten
+        writeSidecar(t)
+        if t.chunkIndex > 1 { emit(.chunkStarted(take: t.number, chunk: t.chunkIndex, files: writers.map(\.path))) }
+    }
+
+    /// "name.wav" -> "name+1.wav".
+    static func variant(_ path: String, _ n: Int) -> String {
+        let ns = path as NSString
+        return ns.deletingPathExtension + "+\(n)." + ns.pathExtension
+    }
+
+    private func closeChunk(_ t: ActiveTake) {
+        for w in t.writers {
+            do { try w.close() } catch { t.failed = t.failed ?? error.description }
+        }
+        if !t.report.chunks.isEmpty {
+            t.report.chunks[t.report.chunks.count - 1].frames = t.framesWritten - t.chunkStart
+        }
+        t.writers = []
+    }
+
+    private func rotate(_ t: ActiveTake) {
+        closeChunk(t)
+        t.report.frames = t.framesWritten
+        openChunk(t)
+        if let failure = t.failed { finish(t, end: .diskError, detail: failure) }
+    }
+
+    private func finish(_ t: ActiveTake, end: TakeEnd, detail: String?) {
+        guard take === t else { return }
+        closeChunk(t)
+        if t.report.chunks.last?.frames == 0 && t.report.chunks.count > 1 {
+            // A chunk opened at the very end holds nothing: remove its empty files.
+            for f in t.report.chunks.removeLast().files { unlink(f) }
+        }
+        t.report.frames = t.framesWritten
+        t.report.xruns = max(0, xruns() - t.context.xrunsAtStart)
+        t.report.ended = t.failed != nil ? .diskError : end
+        t.report.endDetail = t.failed ?? detail
+        writeSidecar(t)
+        take = nil
+        published.withLock { $0 = nil }
+        if let failure = t.failed {
+            logger.error("take ended by a disk error", metadata: ["take": "\(t.number)", "error": "\(failure)"])
+            emit(.diskError(take: t.number, message: failure))
+        } else {
+            logger.info("take finished", metadata: ["take": "\(t.number)", "frames": "\(t.framesWritten)",
+                                                    "ended": "\(t.report.ended.rawValue)"])
+        }
+        emit(.takeFinished(report: t.report, sidecar: t.sidecar))
+    }
+
+    private func writeSidecar(_ t: ActiveTake) {
+        var r = t.report
+        r.frames = t.framesWritten
+        if !r.chunks.isEmpty && !t.writers.isEmpty { r.chunks[r.chunks.count - 1].frames = t.framesWritten - t.chunkStart }
+        do { try r.write(to: t.sidecar) } catch {
+            logger.warning("cannot write take report", metadata: ["path": "\(t.sidecar)", "error": "\(error)"])
+        }
+    }
+
+    private func publish(_ t: ActiveTake) {
+        let s = TakeStatus(take: t.number, frames: t.framesWritten, files: t.writers.map(\.path), bytes: t.fileBytes())
+        published.withLock { $0 = s }
+    }
+
+    private func emit(_ e: RecorderEvent) { events.withLock { $0.append(e) } }
+}
+
+/// One take being written. Writer thread only.
+final class ActiveTake {
+    let number: Int
+    /// Stream position of the first frame.
+    let start: Int
+    /// Wall-clock time of the first frame (names every chunk of the take).
+    let date: Date
+    let context: TakeContext
+    var report: TakeReport
+    let sidecar: String
+    /// Stream position where the take ends (exclusive), once known.
+    var end: Int?
+    var endReason: TakeEnd?
+    var endDetail: String?
+    var writers: [SoundFileWriter] = []
+    var chunkIndex = 0
+    /// Take offset of the current chunk's first frame.
+    var chunkStart = 0
+    var framesWritten = 0
+    var lastSync = 0
+    var failed: String?
+
+    init(number: Int, start: Int, date: Date, context: TakeContext, report: TakeReport, sidecar: String) {
+        self.number = number
+        self.start = start
+        self.date = date
+        self.context = context
+        self.report = report
+        self.sidecar = sidecar
+    }
+
+    func fileBytes() -> Int {
+        writers.reduce(0) { sum, w in
+            sum + ((try? FileManager.default.attributesOfItem(atPath: w.path)[.size] as? Int) ?? 0)
+        }
+    }
+}

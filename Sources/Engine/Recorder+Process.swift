@@ -1,0 +1,75 @@
+import CJack
+import Jack
+import Realtime
+
+// The recorder's real-time path. Everything here runs on JACK's process thread: it copies, counts and posts,
+// and never allocates, locks, logs, throws or waits.
+
+extension RecorderState {
+    /// The JACK process callback. Realtime: safe.
+    static let process: JackProcessCallback = { frames, arg in
+        RecorderState.cycle(arg!.assumingMemoryBound(to: RecorderState.self).pointee, frames: frames)
+        return 0
+    }
+
+    /// One cycle: meter, copy into the ring (or drop and count), stamp the stream position, wake the writer.
+    /// Realtime: safe.
+    @inline(__always)
+    static func cycle(_ s: RecorderState, frames: jack_nframes_t) {
+        let began = monotonicNanoseconds()
+        let n = Int(frames)
+        let counters = s.counters
+        let position = counters.load(Counter.streamFrames.rawValue)
+        counters.store(Counter.cycleStamp.rawValue,
+                       Int(jack_last_frame_time(s.client)) << 32 | (position & 0xFFFF_FFFF))
+
+        for c in 0..<s.channels { s.buffers[c] = s.ports[c].buffer(frames) ?? s.scratch }
+        meter(s, frames: n)
+
+        var written = false
+        var pendingFrames = counters.load(Counter.pendingDropFrames.rawValue)
+        if pendingFrames > 0 {
+            // A gap must be announced before any frame after it reaches the ring.
+            let start = counters.load(Counter.pendingDropStart.rawValue)
+            if s.drops.push(RTMessage(kind: dropKind, a: Int64(start), b: Int64(pendingFrames))) {
+                counters.store(Counter.pendingDropFrames.rawValue, 0)
+                pendingFrames = 0
+            }
+        }
+        if pendingFrames == 0 {
+            written = s.ring.writer.write(planar: s.buffers, frames: n)
+        }
+        if !written {
+            if pendingFrames == 0 { counters.store(Counter.pendingDropStart.rawValue, position) }
+            counters.store(Counter.pendingDropFrames.rawValue, pendingFrames + n)
+            counters.add(Counter.droppedFrames.rawValue, n)
+        }
+        counters.store(Counter.streamFrames.rawValue, position + n)
+        counters.add(Counter.cycles.rawValue, 1)
+        counters.add(Counter.meterFrames.rawValue, n)
+        if !written || s.ring.fill >= s.wakeFrames { s.wakeup.post() }
+
+        let spent = monotonicNanoseconds() - began
+        counters.store(Counter.lastCycleNanos.rawValue, spent)
+        counters.storeMax(Counter.maxCycleNanos.rawValue, spent)
+    }
+
+    /// Peak and sum of squares per channel into the meter atomics. Realtime: safe.
+    @inline(__always)
+    static func meter(_ s: RecorderState, frames n: Int) {
+        for c in 0..<s.channels {
+            let b = s.buffers[c]
+            var peak: Float = 0
+            var sum: Float = 0
+            for i in 0..<n {
+                let v = b[i]
+                let a = abs(v)
+                if a > peak { peak = a }
+                sum += v * v
+            }
+            s.peaks.storeMax(c, Int(peak.bitPattern))
+            let scaled = Double(sum) * sumSquaresScale
+            s.sumSquares.add(c, scaled < 1e18 ? Int(scaled) : 1_000_000_000_000_000_000)   // NaN/inf clamp
+        }
+    }
+}

@@ -1,0 +1,212 @@
+import Foundation
+import Jack
+import Logging
+import Realtime
+import SoundFile
+
+/// A failure to set up or run a recorder, in words a user can act on.
+public struct EngineError: Error, CustomStringConvertible, Sendable {
+    public enum Code: Sendable { case badConfig, badDirectory, jack, file }
+    public let code: Code
+    public let message: String
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+    public var description: String { message }
+}
+
+/// Per-channel levels since the last read.
+public struct MeterReading: Sendable, Equatable {
+    public var peak: Float
+    public var rms: Float
+    /// dBFS of a linear level (-inf for 0).
+    public static func decibels(_ level: Float) -> Double { 20 * log10(Double(level)) }
+}
+
+/// The recorder: one JACK client with input ports, a capture ring and a disk-writer thread.
+///
+/// Threads: control side only (one owner). The RT callback and the writer thread run behind it.
+public final class Recorder: @unchecked Sendable {
+    public let config: RecorderConfig
+    public let client: JackClient
+    public let ports: [JackPort]
+    let state: UnsafeMutablePointer<RecorderState>
+    let writer: DiskWriter
+    private let thread: OSThread
+    private let logger: Logger
+    private var closed = false
+
+    /// Opens the client, registers the ports, starts the writer thread and activates. No take runs yet (armed).
+    public init(config: RecorderConfig, server: String?, logger: Logger = Logger(label: "tandem.rec"))
+        throws(EngineError) {
+        let problems = config.problems()
+        guard problems.isEmpty else { throw EngineError(.badConfig, problems.joined(separator: "; ")) }
+        try Recorder.checkDirectory(config.directory)
+        self.config = config
+        self.logger = logger
+        do {
+            client = try JackClient(name: config.clientName, server: server, logger: logger)
+        } catch {
+            throw EngineError(.jack, error.description)
+        }
+        let rate = client.sampleRate
+        if let e = config.format.check(channels: config.stems ? 1 : config.ports.count, sampleRate: rate) {
+            client.close()
+            throw EngineError(.badConfig, e.message)
+        }
+        var registered: [JackPort] = []
+        do {
+            for name in config.ports { registered.append(try client.registerPort(name, direction: .input)) }
+        } catch {
+            client.close()
+            throw EngineError(.jack, error.description)
+        }
+        ports = registered
+        let ringFrames = Int((config.ringSeconds + config.prerollSeconds) * Double(rate)) + 2 * JackPort.maxPeriod
+        let wakeFrames = max(client.bufferSize, rate / 20)
+        state = RecorderState.allocate(client: client.handle!, ports: registered, ringFrames: ringFrames,
+                                       wakeFrames: wakeFrames)
+        let notifications = client.notifications
+        writer = DiskWriter(config: config, state: state.pointee, sampleRate: rate, portNames: config.ports,
+                            logger: logger, xruns: { notifications.count(.xrun) })
+        let w = writer
+        thread = OSThread(name: "tandem-disk-writer") { w.run() }
+        let s = state
+        do {
+            try client.activate(process: RecorderState.process, context: UnsafeMutableRawPointer(state)) {
+                s.pointee.resetAfterWarmUp()
+            }
+        } catch {
+            writer.send(.quit)
+            thread.join()
+            client.close()
+            RecorderState.free(state)
+            throw EngineError(.jack, error.description)
+        }
+        logger.info("recorder ready", metadata: ["client": "\(client.name)", "ports": "\(config.ports.count)",
+                                                 "rate": "\(rate)"])
+    }
+
+    /// Checks that `directory` exists, is a directory and is writable.
+    public static func checkDirectory(_ directory: String) throws(EngineError) {
+        var isDir: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDir) else {
+            throw EngineError(.badDirectory, "output directory '\(directory)' does not exist")
+        }
+        guard isDir.boolValue else { throw EngineError(.badDirectory, "output path '\(directory)' is not a directory") }
+        guard access(directory, W_OK) == 0 else {
+            throw EngineError(.badDirectory, "output directory '\(directory)' is not writable")
+        }
+    }
+
+    deinit {
+        close()
+        RecorderState.free(state)
+    }
+
+    /// The sample rate of the recorder's server.
+    public var sampleRate: Int { client.sampleRate }
+
+    /// Frames the callback has seen since activation.
+    public var streamPosition: Int { state.pointee.counter(.streamFrames) }
+
+    /// Frames dropped because the ring was full.
+    public var droppedFrames: Int { state.pointee.counter(.droppedFrames) }
+
+    /// Process cycles run.
+    public var cycles: Int { state.pointee.counter(.cycles) }
+
+    /// Frames waiting in the capture ring, and its size.
+    public var ringFill: (frames: Int, capacity: Int) { (state.pointee.ring.fill, state.pointee.ring.capacity) }
+
+    /// The running take, if any.
+    public var takeStatus: (take: Int, frames: Int, files: [String], bytes: Int)? {
+        writer.status.map { ($0.take, $0.frames, $0.files, $0.bytes) }
+    }
+
+    /// The longest process cycle since the last call, in nanoseconds.
+    public func takeMaxCycleNanos() -> Int { state.pointee.counters.exchange(RecorderState.Counter.maxCycleNanos.rawValue, 0) }
+
+    /// Peak and RMS per channel since the last call (the call resets them).
+    public func readMeters() -> [MeterReading] {
+        let s = state.pointee
+        let frames = max(1, s.counters.exchange(RecorderState.Counter.meterFrames.rawValue, 0))
+        return (0..<s.channels).map { c in
+            let peak = Float(bitPattern: UInt32(truncatingIfNeeded: s.peaks.exchange(c, 0)))
+            let sum = Double(s.sumSquares.exchange(c, 0)) / RecorderState.sumSquaresScale
+            return MeterReading(peak: peak, rms: Float((sum / Double(frames)).squareRoot()))
+        }
+    }
+
+    /// Where stream position and JACK frame time meet, and the wall clock of that moment.
+    func anchor() -> TakeAnchor {
+        let s = state.pointee
+        let stamp = s.counter(.cycleStamp)
+        let position = s.counter(.streamFrames)
+        let stampPosition = position - ((position - (stamp & 0xFFFF_FFFF)) & 0xFFFF_FFFF)
+        let stampFrameTime = UInt32(truncatingIfNeeded: stamp >> 32)
+        let now = Date()
+        let frameNow = client.frameTime
+        let age = Double(Int32(bitPattern: frameNow &- stampFrameTime)) / Double(max(1, sampleRate))
+        return TakeAnchor(streamPosition: stampPosition, frameTime: stampFrameTime,
+                          wallClock: now.addingTimeInterval(-age), sampleRate: sampleRate)
+    }
+
+    /// Starts a take now (with the configured pre-roll before it). A running take is finished first.
+    public func startTake() {
+        startTake(at: streamPosition)
+    }
+
+    /// Starts a take at a given stream position (frames since activation).
+    public func startTake(at position: Int) {
+        let portInfo = ports.map { port in
+            TakeReport.Port(name: port.name, connections: client.connections(of: port.name),
+                            captureLatency: client.latency(of: port.name, capture: true))
+        }
+        writer.send(.start(at: position, context: TakeContext(anchor: anchor(), ports: portInfo,
+                                                              xrunsAtStart: client.notifications.count(.xrun))))
+    }
+
+    /// Ends the running take after every frame captured so far.
+    public func stopTake(_ end: TakeEnd = .stopped, detail: String? = nil) {
+        writer.send(.stop(at: streamPosition, end: end, detail: detail))
+    }
+
+    /// Starts the next chunk file of the running take at the next frame.
+    public func rotate() { writer.send(.rotate) }
+
+    /// Whether a take is being written.
+    public var isRecording: Bool { writer.status != nil }
+
+    /// Events since the last call.
+    public func drainEvents() -> [RecorderEvent] { writer.drainEvents() }
+
+    /// Stops cleanly: ends the take after every captured frame, lets the writer drain the ring and finalize, then
+    /// deactivates and closes the client. When the server is gone, finalizes what reached the ring.
+    public func close(end: TakeEnd = .stopped, detail: String? = nil, timeout: Double = 10) {
+        guard !closed else { return }
+        closed = true
+        let serverGone = client.wasShutDown
+        if !serverGone {
+            writer.send(.stop(at: streamPosition, end: end, detail: detail))
+            writer.send(.quit)
+            let deadline = Date().addingTimeInterval(timeout)
+            while writer.status != nil && Date() < deadline { usleep(5_000) }
+        }
+        client.deactivate()
+        // The callback no longer runs: announce a gap it could not, so the writer never waits for frames.
+        let s = state.pointee
+        let pending = s.counter(.pendingDropFrames)
+        if pending > 0 {
+            s.drops.push(RTMessage(kind: RecorderState.dropKind, a: Int64(s.counter(.pendingDropStart)),
+                                   b: Int64(pending)))
+            s.counters.store(RecorderState.Counter.pendingDropFrames.rawValue, 0)
+        }
+        writer.send(.stop(at: s.counter(.streamFrames), end: end, detail: detail))
+        writer.send(.quit)
+        thread.join()
+        client.close()
+        logger.info("recorder closed", metadata: ["client": "\(client.name)"])
+    }
+}

@@ -1,0 +1,51 @@
+import SoundFile
+
+/// Everything that shapes one recorder: its JACK client, ports, files and take rules.
+public struct RecorderConfig: Sendable, Equatable {
+    /// JACK client name.
+    public var clientName = "tandem-rec"
+    /// Short names of the input ports, in channel order.
+    public var ports: [String] = ["in_1", "in_2"]
+    /// Folder the takes go to (must exist and be writable).
+    public var directory = "."
+    /// Session name, used in file names.
+    public var session = "take"
+    /// File name template without extension; see `FileNameTemplate`.
+    public var template = FileNameTemplate.defaultTemplate
+    public var format = AudioFormat()
+    /// One mono file per channel instead of one interleaved file.
+    public var stems = false
+    /// Start a new chunk file every this many seconds (nil: never).
+    public var rotateSeconds: Double?
+    /// Start a new chunk file when a file reaches this many bytes (nil: never).
+    public var rotateBytes: Int?
+    /// Seconds kept in memory while armed; a take starts this long before its start command.
+    public var prerollSeconds: Double = 0
+    /// A take ends by itself after this many seconds (nil: never).
+    public var maxDurationSeconds: Double?
+    /// Capture ring size in seconds (on top of the pre-roll).
+    public var ringSeconds: Double = 4
+
+    public init() {}
+
+    /// Every problem with this configuration, in words (empty when valid). Checks no files.
+    public func problems() -> [String] {
+        var out: [String] = []
+        if clientName.isEmpty || clientName.utf8.count > 63 { out.append("client name must be 1 to 63 bytes") }
+        if ports.isEmpty { out.append("a recorder needs at least one port") }
+        if Set(ports).count != ports.count { out.append("port names must be unique") }
+        if ports.count > 256 { out.append("at most 256 ports") }
+        for p in ports where p.isEmpty || p.contains(":") { out.append("bad port name '\(p)' (empty or contains ':')") }
+        if let r = rotateSeconds, !(r > 0) { out.append("rotation seconds must be > 0") }
+        if let r = rotateBytes, r < 4096 { out.append("rotation size must be at least 4096 bytes") }
+        if !(prerollSeconds >= 0 && prerollSeconds <= 600) { out.append("pre-roll must be 0 to 600 seconds") }
+        if let m = maxDurationSeconds, !(m > 0) { out.append("maximum duration must be > 0 seconds") }
+        if !(ringSeconds >= 0.1 && ringSeconds <= 600) { out.append("ring must be 0.1 to 600 seconds") }
+        if let q = format.quality, !(q >= 0 && q <= 1) { out.append("quality must be 0 to 1") }
+        if format.container == .flac && format.sample == .float32 {
+            out.append("FLAC stores integers only: sample format int24 or int16")
+        }
+        out += FileNameTemplate(template).problems()
+        return out
+    }
+}

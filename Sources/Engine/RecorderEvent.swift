@@ -1,0 +1,37 @@
+import Foundation
+
+/// What the recorder tells its owner (read with `Recorder.drainEvents()`).
+public enum RecorderEvent: Sendable {
+    case takeStarted(take: Int, files: [String])
+    case chunkStarted(take: Int, chunk: Int, files: [String])
+    case takeFinished(report: TakeReport, sidecar: String)
+    /// A file could not be written; the take was finalized and ended.
+    case diskError(take: Int, message: String)
+}
+
+/// Where and when a take's first frames were captured, as the control side knows it when the take starts.
+struct TakeAnchor: Sendable {
+    /// A stream position...
+    var streamPosition: Int
+    /// ...its JACK frame time...
+    var frameTime: UInt32
+    /// ...and its wall-clock time.
+    var wallClock: Date
+    var sampleRate: Int
+
+    func frameTime(at position: Int) -> UInt32 {
+        frameTime &+ UInt32(truncatingIfNeeded: position - streamPosition)
+    }
+
+    func wallClock(at position: Int) -> Date {
+        wallClock.addingTimeInterval(Double(position - streamPosition) / Double(sampleRate))
+    }
+}
+
+/// What the control side hands the writer with a start command.
+struct TakeContext: Sendable {
+    var anchor: TakeAnchor
+    var ports: [TakeReport.Port]
+    /// Xrun count of the recorder's client when the take starts.
+    var xrunsAtStart: Int
+}

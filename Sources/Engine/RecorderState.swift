@@ -1,0 +1,98 @@
+import CJack
+import Jack
+import Realtime
+
+/// Everything the recorder's process callback touches, in one value built before activation and reached only
+/// through the callback's context pointer. Nothing else writes it while the client is active; the counters,
+/// meters and rings inside are the only channels to other threads.
+struct RecorderState: BitwiseCopyable {
+    /// Indices into `counters`.
+    enum Counter: Int, CaseIterable {
+        /// Frames the callback has seen since activation (captured plus dropped): the stream position.
+        case streamFrames
+        /// Frames dropped because the capture ring was full.
+        case droppedFrames
+        /// Process cycles run.
+        case cycles
+        /// Start of the drop not yet announced to the writer (stream position), and its length (0: none).
+        case pendingDropStart, pendingDropFrames
+        /// `(JACK frame time << 32) | (stream position & 0xFFFF_FFFF)` at the start of the latest cycle.
+        case cycleStamp
+        /// Frames summed into the meters since the meters were last read.
+        case meterFrames
+        /// Duration of the latest cycle's work and the longest since last read, in nanoseconds.
+        case lastCycleNanos, maxCycleNanos
+    }
+
+    /// The JACK client handle (for `jack_last_frame_time`).
+    let client: OpaquePointer
+    let ports: UnsafeMutablePointer<JackPort>
+    let channels: Int
+    /// This cycle's port buffers (filled at the top of each cycle).
+    let buffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+    /// Stands in for port buffers when libjack has none (the warm-up call).
+    let scratch: UnsafeMutablePointer<Float>
+    /// Capture ring; the callback owns its writer half, the disk writer its reader half.
+    let ring: FrameRing
+    /// Gaps (drops), announced to the writer before any frame that follows them: kind 1, a = stream position,
+    /// b = frames.
+    let drops: MessageRing
+    let counters: AtomicCounterArray
+    /// Per-channel peak since last read, as the bit pattern of a non-negative Float (ordering preserved).
+    let peaks: AtomicCounterArray
+    /// Per-channel sum of squares since last read, in units of 2^-32.
+    let sumSquares: AtomicCounterArray
+    /// Posted when the ring holds at least `wakeFrames`, or after a drop.
+    let wakeup: Wakeup
+    let wakeFrames: Int
+
+    static let dropKind: Int32 = 1
+    static let sumSquaresScale = 4_294_967_296.0
+
+    static func allocate(client: OpaquePointer, ports: [JackPort], ringFrames: Int, wakeFrames: Int)
+        -> UnsafeMutablePointer<RecorderState> {
+        let p = UnsafeMutablePointer<JackPort>.allocate(capacity: ports.count)
+        p.initialize(from: ports, count: ports.count)
+        let buffers = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: ports.count)
+        let scratch = UnsafeMutablePointer<Float>.allocate(capacity: JackPort.maxPeriod)
+        scratch.initialize(repeating: 0, count: JackPort.maxPeriod)
+        buffers.initialize(repeating: scratch, count: ports.count)
+        let state = UnsafeMutablePointer<RecorderState>.allocate(capacity: 1)
+        state.initialize(to: RecorderState(
+            client: client, ports: p, channels: ports.count, buffers: buffers, scratch: scratch,
+            ring: .allocate(channels: ports.count, capacity: ringFrames),
+            drops: .allocate(capacity: 1024),
+            counters: .allocate(count: Counter.allCases.count),
+            peaks: .allocate(count: ports.count), sumSquares: .allocate(count: ports.count),
+            wakeup: .allocate(), wakeFrames: wakeFrames))
+        return state
+    }
+
+    /// Frees everything. Control thread, after the client is closed and the writer has stopped.
+    static func free(_ state: UnsafeMutablePointer<RecorderState>) {
+        let s = state.pointee
+        s.ring.deallocate()
+        s.drops.deallocate()
+        s.counters.deallocate()
+        s.peaks.deallocate()
+        s.sumSquares.deallocate()
+        s.wakeup.deallocate()
+        s.ports.deallocate()
+        s.buffers.deallocate()
+        s.scratch.deallocate()
+        state.deallocate()
+    }
+
+    /// Undoes what the warm-up call did. Control thread, before activation.
+    func resetAfterWarmUp() {
+        ring.reset()
+        drops.reset()
+        for i in 0..<counters.count { counters.store(i, 0) }
+        for c in 0..<channels {
+            peaks.store(c, 0)
+            sumSquares.store(c, 0)
+        }
+    }
+
+    func counter(_ c: Counter) -> Int { counters.load(c.rawValue) }
+}

@@ -1,0 +1,82 @@
+import Foundation
+import Jack
+
+/// Why a take ended, as written in its sidecar.
+public enum TakeEnd: String, Codable, Sendable {
+    /// Still being written (a sidecar that says this after the process is gone means the process was killed).
+    case recording
+    case stopped
+    case durationReached
+    case stopTimeReached
+    case diskError
+    case serverLost
+    /// Found after a crash or kill and completed on a later start.
+    case interrupted
+}
+
+/// The sidecar written beside every take (JSON): what was recorded, from where, and what went wrong.
+public struct TakeReport: Codable, Sendable {
+    public struct Port: Codable, Sendable {
+        public var name: String
+        public var connections: [String]
+        public var captureLatency: LatencyRange?
+    }
+    public struct Chunk: Codable, Sendable {
+        /// File paths of this chunk (one, or one per channel for stems).
+        public var files: [String]
+        /// Frame offset of the chunk's first frame within the take.
+        public var startFrame: Int
+        public var frames: Int
+    }
+    public struct Drop: Codable, Sendable {
+        /// Frame offset within the take where the gap starts (filled with silence).
+        public var atFrame: Int
+        public var frames: Int
+    }
+
+    public var tandemVersion: String
+    public var session: String
+    public var take: Int
+    public var sampleRate: Int
+    public var channels: Int
+    public var format: String
+    public var sampleFormat: String
+    public var stems: Bool
+    /// Wall-clock time of the take's first frame (ISO 8601, UTC).
+    public var startedAt: String
+    /// JACK frame time of the take's first frame.
+    public var startFrameTime: UInt32
+    /// Recorder stream position (frames since the recorder's client was activated) of the first frame.
+    public var streamStart: Int
+    /// Pre-roll frames included before the start command.
+    public var prerollFrames: Int
+    public var ports: [Port]
+    public var chunks: [Chunk]
+    public var frames: Int
+    public var xruns: Int
+    public var droppedFrames: Int
+    public var drops: [Drop]
+    public var ended: TakeEnd
+    /// Human-readable detail on how it ended (the disk error's message, for example).
+    public var endDetail: String?
+
+    /// Encodes as pretty JSON.
+    public func json() -> Data {
+        let e = JSONEncoder()
+        e.outputFormatting = [.prettyPrinted, .sortedKeys]
+        return (try? e.encode(self)) ?? Data()
+    }
+
+    /// Writes the report to `path` atomically (a temporary file renamed over the previous version).
+    public func write(to path: String) throws {
+        try json().write(to: URL(fileURLWithPath: path), options: .atomic)
+    }
+
+    public static func read(from path: String) throws -> TakeReport {
+        try JSONDecoder().decode(TakeReport.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+    }
+}
+
+public enum TandemVersion {
+    public static let string = "0.1.0"
+}

@@ -1,0 +1,207 @@
+import ArgumentParser
+import Engine
+import Foundation
+import Jack
+import Logging
+import SoundFile
+
+struct RecordCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "record",
+        abstract: "Record JACK input ports to files until stopped (SIGINT/SIGTERM), a duration or a stop time.",
+        discussion: """
+            Signals: SIGINT or SIGTERM end the take after every captured frame and exit 0; SIGUSR1 starts a take \
+            (with --armed), SIGUSR2 ends the running take and keeps the recorder armed.
+            """)
+
+    @OptionGroup var server: ServerOptions
+
+    @Option(name: .long, help: "JACK client name.")
+    var client = "tandem-rec"
+
+    @Option(name: [.short, .long], help: "Number of input ports (in_1..in_N), when --port is not given.")
+    var channels: Int?
+
+    @Option(name: .long, help: "Input port short name, once per port, in channel order (repeatable).")
+    var port: [String] = []
+
+    @Option(name: .long, help: "Source port (exact name or regular expression) to connect, in channel order (repeatable).")
+    var connect: [String] = []
+
+    @Option(name: [.short, .long], help: "Output directory (must exist).")
+    var dir = "."
+
+    @Option(name: .long, help: "Session name, used in file names.")
+    var session = "take"
+
+    @Option(name: .long, help: "File name template without extension: {session} {take} {take:03} {date} {time} {channel} {chunk}.")
+    var template = FileNameTemplate.defaultTemplate
+
+    @Option(name: [.short, .long], help: "Container: wav (RF64 past 4 GiB), rf64, flac, ogg, opus, mp3.")
+    var format = "wav"
+
+    @Option(name: .long, help: "Sample format for wav/rf64/flac: float32, int24, int16.")
+    var sample = "float32"
+
+    @Option(name: .long, help: "Encoder quality 0...1 (Vorbis/Opus/MP3 quality, FLAC compression).")
+    var quality: Double?
+
+    @Flag(name: .long, help: "One mono file per channel instead of one interleaved file.")
+    var stems = false
+
+    @Option(name: .long, help: "Start a new chunk file every N seconds (sample-accurate).")
+    var rotate: Double?
+
+    @Option(name: .long, help: "Start a new chunk file at this size (bytes; K, M, G suffixes allowed).")
+    var rotateSize: String?
+
+    @Option(name: .long, help: "Seconds kept while armed; a take starts this long before its start command.")
+    var preroll: Double = 0
+
+    @Option(name: [.customShort("t"), .long], help: "End the take (and exit) after this many seconds.")
+    var duration: Double?
+
+    @Option(name: .long, help: "End the take (and exit) at this local time, HH:MM or HH:MM:SS.")
+    var stopAt: String?
+
+    @Flag(name: .long, help: "Start armed: record nothing until SIGUSR1.")
+    var armed = false
+
+    @Option(name: .long, help: "Capture ring size in seconds.")
+    var ring: Double = 4
+
+    func validate() throws {
+        if let channels, !(1...256).contains(channels) { throw ValidationError("--channels must be 1 to 256") }
+        if channels != nil && !port.isEmpty { throw ValidationError("give either --channels or --port, not both") }
+        if Container(rawValue: format) == nil {
+            throw ValidationError("unknown --format '\(format)' (wav, rf64, flac, ogg, opus, mp3)")
+        }
+        if SampleFormat(rawValue: sample) == nil {
+            throw ValidationError("unknown --sample '\(sample)' (float32, int24, int16)")
+        }
+        if let rotateSize, RecordCommand.parseSize(rotateSize) == nil {
+            throw ValidationError("--rotate-size '\(rotateSize)' is not a size (e.g. 500M, 2G, 1048576)")
+        }
+        if let stopAt, RecordCommand.parseClock(stopAt) == nil {
+            throw ValidationError("--stop-at '\(stopAt)' is not a time of day (HH:MM or HH:MM:SS)")
+        }
+        let problems = makeConfig().problems()
+        if !problems.isEmpty { throw ValidationError(problems.joined(separator: "\n")) }
+    }
+
+    static func parseSize(_ s: String) -> Int? {
+        let units: [Character: Int] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30]
+        if let last = s.uppercased().last, let unit = units[last] {
+            return Double(s.dropLast()).map { Int($0 * Double(unit)) }
+        }
+        return Int(s)
+    }
+
+    /// Seconds since local midnight.
+    static func parseClock(_ s: String) -> Int? {
+        let parts = s.split(separator: ":").map { Int($0) }
+        guard parts.count == 2 || parts.count == 3, parts.allSatisfy({ $0 != nil }) else { return nil }
+        let h = parts[0]!, m = parts[1]!, sec = parts.count == 3 ? parts[2]! : 0
+        guard (0..<24).contains(h), (0..<60).contains(m), (0..<60).contains(sec) else { return nil }
+        return h * 3600 + m * 60 + sec
+    }
+
+    func makeConfig() -> RecorderConfig {
+        var c = RecorderConfig()
+        c.clientName = client
+        c.ports = !port.isEmpty ? port : (1...(channels ?? 2)).map { "in_\($0)" }
+        c.directory = dir
+        c.session = session
+        c.template = template
+        c.format = AudioFormat(container: Container(rawValue: format) ?? .wav,
+                               sample: SampleFormat(rawValue: sample) ?? .float32, quality: quality)
+        c.stems = stems
+        c.rotateSeconds = rotate
+        c.rotateBytes = rotateSize.flatMap(RecordCommand.parseSize)
+        c.prerollSeconds = preroll
+        c.maxDurationSeconds = duration
+        c.ringSeconds = ring
+        return c
+    }
+
+    func run() throws {
+        let signals = SignalWatcher.install()
+        server.bootstrapLogging()
+        let logger = Logger(label: "tandem.rec")
+        let recorder: Recorder
+        do {
+            recorder = try Recorder(config: makeConfig(), server: server.server, logger: logger)
+        } catch {
+            fail(error.code == .jack ? .jackUnavailable : .badInput, error.message)
+        }
+        do {
+            try Patching.connectSources(connect, to: recorder.ports.map(\.name), client: recorder.client)
+        } catch {
+            recorder.close()
+            fail(.badInput, "\(error)")
+        }
+        if !armed { recorder.startTake() }
+        let stopDeadline = stopAt.flatMap(RecordCommand.parseClock).map(RecordCommand.nextOccurrence)
+        var status = ExitStatus.ok
+        var stopReason: TakeEnd = .stopped
+        loop: while true {
+            signals.wakeup.wait(seconds: 0.05)
+            if signals.take(SIGINT) > 0 || signals.take(SIGTERM) > 0 { break }
+            if signals.take(SIGUSR1) > 0 { recorder.startTake() }
+            if signals.take(SIGUSR2) > 0 { recorder.stopTake() }
+            if let stopDeadline, Date() >= stopDeadline {
+                stopReason = .stopTimeReached
+                break
+            }
+            if recorder.client.wasShutDown {
+                logger.error("JACK server shut the recorder down",
+                             metadata: ["reason": "\(recorder.client.notifications.shutdownReason ?? "-")"])
+                stopReason = .serverLost
+                status = .jackUnavailable
+                break
+            }
+            for event in recorder.drainEvents() {
+                switch report(event) {
+                case .diskError:
+                    status = .diskError
+                    break loop
+                case .finished(let end) where end == .durationReached:
+                    break loop
+                default: break
+                }
+            }
+        }
+        recorder.close(end: stopReason)
+        for event in recorder.drainEvents() {
+            if case .diskError = report(event) { status = .diskError }
+        }
+        if status != .ok { Foundation.exit(status.rawValue) }
+    }
+
+    enum Outcome { case none, diskError, finished(TakeEnd) }
+
+    /// Prints what a user wants to know about an event; returns what it means for the run.
+    func report(_ event: RecorderEvent) -> Outcome {
+        switch event {
+        case .takeStarted(let take, let files):
+            say("take \(take) recording: \(files.joined(separator: ", "))")
+        case .chunkStarted(let take, let chunk, let files):
+            say("take \(take) chunk \(chunk): \(files.joined(separator: ", "))")
+        case .takeFinished(let r, let sidecar):
+            let seconds = Double(r.frames) / Double(max(1, r.sampleRate))
+            say("take \(r.take) \(r.ended.rawValue): \(r.frames) frames (\(String(format: "%.3f", seconds)) s), "
+                  + "\(r.chunks.count) chunk(s), dropped \(r.droppedFrames), xruns \(r.xruns); report \(sidecar)")
+            return .finished(r.ended)
+        case .diskError(let take, let message):
+            FileHandle.standardError.write(Data("tandem: take \(take) ended by a disk error: \(message)\n".utf8))
+            return .diskError
+        }
+        return .none
+    }
+
+    static func nextOccurrence(_ secondsOfDay: Int) -> Date {
+        let midnight = Calendar.current.startOfDay(for: Date())
+        let today = midnight.addingTimeInterval(Double(secondsOfDay))
+        return today > Date() ? today : today.addingTimeInterval(86400)
+    }
+}

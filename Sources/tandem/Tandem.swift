@@ -1,0 +1,57 @@
+import ArgumentParser
+import Engine
+import Foundation
+import Jack
+import Logging
+
+/// Exit codes, documented in docs/CLI.md.
+enum ExitStatus: Int32 {
+    case ok = 0
+    case failure = 1
+    case badInput = 2
+    case jackUnavailable = 3
+    case diskError = 4
+    case interrupted = 5
+}
+
+@main
+struct Tandem: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tandem",
+        abstract: "A headless recorder and player that lives in a JACK graph.",
+        version: TandemVersion.string,
+        subcommands: [RecordCommand.self, StitchCommand.self, PortsCommand.self, DemoCommand.self])
+}
+
+/// Options every command that talks to JACK shares.
+struct ServerOptions: ParsableArguments {
+    @Option(name: .long, help: "JACK server name (default: $JACK_DEFAULT_SERVER or 'default').")
+    var server: String?
+
+    @Flag(name: .shortAndLong, help: "Log more (lifecycle details).")
+    var verbose = false
+
+    @Flag(name: .shortAndLong, help: "Log only warnings and errors.")
+    var quiet = false
+
+    func bootstrapLogging() {
+        JackLibrary.routeMessages(verbose: verbose)
+        let level: Logger.Level = verbose ? .debug : quiet ? .warning : .info
+        LoggingSystem.bootstrap { label in
+            var h = StreamLogHandler.standardError(label: label)
+            h.logLevel = level
+            return h
+        }
+    }
+}
+
+/// Prints `message` to stderr and exits with `status`.
+func fail(_ status: ExitStatus, _ message: String) -> Never {
+    FileHandle.standardError.write(Data("tandem: \(message)\n".utf8))
+    Foundation.exit(status.rawValue)
+}
+
+/// Writes a line to stdout at once (no buffering: scripts and pipes see it when it happens).
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
