@@ -1,0 +1,39 @@
+# Tandem: the two commands that matter are `make demo` and `make test` (see README.md).
+SHELL := /bin/bash
+SWIFT ?= swift
+APT_PACKAGES := libjack-jackd2-dev jackd2 libsndfile1-dev jack-capture sndfile-tools sox libsox-fmt-all \
+                jack-tools pkg-config
+TEST_FLAGS ?=
+
+.PHONY: deps build release demo test test-tsan bench clean
+
+# Installs what is missing with apt (idempotent). As non-root it prints the exact command instead.
+deps:
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -z "$$missing" ]; then echo "deps: all installed"; \
+	elif [ "$$(id -u)" = 0 ]; then \
+	  echo "deps: installing $$missing"; \
+	  (apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	else echo "deps: missing packages; run:"; echo "  sudo apt-get update && sudo apt-get install -y $$missing"; exit 1; fi
+
+build: deps
+	$(SWIFT) build
+
+release: deps
+	$(SWIFT) build -c release
+
+demo: build
+	$(SWIFT) run tandem demo
+
+# Every test: unit tests, tests against private JACK servers, the real peers and the RT-safety interposer.
+# JACK allows one server per process, so tests run one at a time.
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build --no-parallel $(TEST_FLAGS)
+
+# The lock-free ring under ThreadSanitizer (its own build folder).
+test-tsan: deps
+	$(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter RealtimeTests
+
+clean:
+	rm -rf .build .build-tsan
