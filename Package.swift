@@ -46,7 +46,7 @@ let package = Package(
         .testTarget(name: "SoundFileTests", dependencies: ["SoundFile", "TestSupport"]),
         .testTarget(name: "PresetsTests", dependencies: ["Presets"]),
         .testTarget(name: "EngineTests", dependencies: ["Engine", "TestSupport"]),
-        .testTarget(name: "TandemTests", dependencies: ["TestSupport", "SoundFile"]),
+        .testTarget(name: "TandemTests", dependencies: ["TestSupport", "SoundFile", "Engine", "Jack"]),
     ],
     swiftLanguageModes: [.v6]
 )

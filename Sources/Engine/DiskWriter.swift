@@ -287,7 +287,8 @@ final class DiskWriter: @unchecked Sendable {
             ports: context.ports, chunks: [], frames: 0, xruns: 0, droppedFrames: 0, drops: [], ended: .recording,
             endDetail: nil)
         let t = ActiveTake(number: number, start: start, date: date, context: context, report: report,
-                           sidecar: path(take: number, date: date, channel: nil, chunk: nil, ext: "json"))
+                           sidecar: SidecarFile(path: path(take: number, date: date, channel: nil, chunk: nil,
+                                                           ext: "json")))
         take = t
         if let m = config.maxDurationSeconds {
             t.end = start + Int((m * Double(sampleRate)).rounded())
@@ -408,15 +409,15 @@ final class DiskWriter: @unchecked Sendable {
             logger.info("take finished", metadata: ["take": "\(t.number)", "frames": "\(t.framesWritten)",
                                                     "ended": "\(t.report.ended.rawValue)"])
         }
-        emit(.takeFinished(report: t.report, sidecar: t.sidecar))
+        emit(.takeFinished(report: t.report, sidecar: t.sidecar.path))
     }
 
     private func writeSidecar(_ t: ActiveTake) {
         var r = t.report
         r.frames = t.framesWritten
         if !r.chunks.isEmpty && !t.writers.isEmpty { r.chunks[r.chunks.count - 1].frames = t.framesWritten - t.chunkStart }
-        do { try r.write(to: t.sidecar) } catch {
-            logger.warning("cannot write take report", metadata: ["path": "\(t.sidecar)", "error": "\(error)"])
+        do { try t.sidecar.write(r.json()) } catch {
+            logger.warning("cannot write take report", metadata: ["error": "\(error)"])
         }
     }
 
@@ -437,7 +438,7 @@ final class ActiveTake {
     let date: Date
     let context: TakeContext
     var report: TakeReport
-    let sidecar: String
+    let sidecar: SidecarFile
     /// Stream position where the take ends (exclusive), once known.
     var end: Int?
     var endReason: TakeEnd?
@@ -450,7 +451,7 @@ final class ActiveTake {
     var lastSync = 0
     var failed: String?
 
-    init(number: Int, start: Int, date: Date, context: TakeContext, report: TakeReport, sidecar: String) {
+    init(number: Int, start: Int, date: Date, context: TakeContext, report: TakeReport, sidecar: SidecarFile) {
         self.number = number
         self.start = start
         self.date = date

@@ -67,11 +67,6 @@ public struct TakeReport: Codable, Sendable {
         return (try? e.encode(self)) ?? Data()
     }
 
-    /// Writes the report to `path` atomically (a temporary file renamed over the previous version).
-    public func write(to path: String) throws {
-        try json().write(to: URL(fileURLWithPath: path), options: .atomic)
-    }
-
     public static func read(from path: String) throws -> TakeReport {
         try JSONDecoder().decode(TakeReport.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
     }

@@ -160,16 +160,18 @@ struct RecordCommand: ParsableCommand {
                 status = .jackUnavailable
                 break
             }
+            var done = false
             for event in recorder.drainEvents() {
                 switch report(event) {
                 case .diskError:
                     status = .diskError
-                    break loop
+                    done = true
                 case .finished(let end) where end == .durationReached:
-                    break loop
+                    done = true
                 default: break
                 }
             }
+            if done { break loop }
         }
         recorder.close(end: stopReason)
         for event in recorder.drainEvents() {

@@ -16,6 +16,18 @@ enum ExitStatus: Int32 {
 
 @main
 struct Tandem: ParsableCommand {
+    /// Parses and runs, mapping every usage error to exit code 2 (ArgumentParser's own default is 64).
+    static func main() {
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch {
+            if exitCode(for: error) == .success { exit(withError: error) }
+            FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+            Foundation.exit(ExitStatus.badInput.rawValue)
+        }
+    }
+
     static let configuration = CommandConfiguration(
         commandName: "tandem",
         abstract: "A headless recorder and player that lives in a JACK graph.",

@@ -1,0 +1,56 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A take's JSON report on disk, rewritten in place.
+///
+/// The file is created (never over an existing one) with room reserved beyond its first content, and every update
+/// overwrites it from the start and pads with spaces to the reserved length. So the final report still fits when
+/// the disk has filled up during the take, which is exactly when it matters most; a temporary-file-and-rename
+/// update would fail there.
+///
+/// Threads: the disk-writer thread that owns the take.
+final class SidecarFile {
+    let path: String
+    private var fd: Int32 = -1
+    private var reserved = 0
+    static let minimumReservation = 64 * 1024
+
+    init(path: String) {
+        self.path = path
+    }
+
+    deinit {
+        if fd >= 0 { Glibc.close(fd) }
+    }
+
+    /// Writes `data` as the file's whole content. Throws a message naming the file on failure.
+    func write(_ data: Data) throws {
+        if fd < 0 {
+            fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            if fd < 0 { throw SidecarError(message: "\(path): \(String(cString: strerror(errno)))") }
+        }
+        let wanted = max(SidecarFile.minimumReservation, data.count * 2)
+        var body = data
+        if data.count <= reserved {
+            body.append(Data(repeating: 0x20, count: reserved - data.count - 1))
+            body.append(0x0A)
+        } else {
+            // Grow the reservation (this may fail on a full disk; the old content then stays as it was).
+            body.append(Data(repeating: 0x20, count: wanted - data.count - 1))
+            body.append(0x0A)
+        }
+        let written = body.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        if written != body.count {
+            throw SidecarError(message: "\(path): \(written < 0 ? String(cString: strerror(errno)) : "short write")")
+        }
+        reserved = max(reserved, body.count)
+        fsync(fd)
+    }
+}
+
+struct SidecarError: Error, CustomStringConvertible {
+    let message: String
+    var description: String { message }
+}

@@ -1,0 +1,71 @@
+import Testing
+import Foundation
+import Jack
+import TestSupport
+
+/// The real-time path, proven: the LD_PRELOAD interposer counts allocations, locks, writes and Swift runtime
+/// calls made inside process callbacks.
+@Suite(.serialized) struct RTSafetyTests {
+    struct Report {
+        var cycles = 0
+        var events = -1
+        var line = ""
+    }
+
+    static func lastReport(_ path: String) -> Report {
+        let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        guard let line = text.split(separator: "\n").last(where: { $0.hasPrefix("rtcheck ") }) else { return Report() }
+        var r = Report(line: String(line))
+        for field in line.split(separator: " ") {
+            let kv = field.split(separator: "=", maxSplits: 1)
+            if kv.count == 2, kv[0] == "cycles" { r.cycles = Int(kv[1]) ?? 0 }
+            if kv.count == 2, kv[0] == "events" { r.events = Int(kv[1]) ?? -1 }
+        }
+        return r
+    }
+
+    var interposer: String { TestEnvironment.product("libRTCheck.so") }
+
+    /// Steady recording of 16 channels (fed by sndfile-jackplay, rotating files every second): zero events.
+    @Test(.enabled(if: TestEnvironment.hasProgram("sndfile-jackplay")))
+    func recorderCallbackIsCleanWhileRecordingSixteenChannels() throws {
+        let server = try TestEnvironment.server("rtrec")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("rtrec")
+        let source = dir.appendingPathComponent("noise.wav").path
+        try TestEnvironment.writeWAV(Signals.noise(frames: 48000, channels: 16), channels: 16, path: source)
+        let reportPath = dir.appendingPathComponent("rtcheck.txt").path
+        let tandem = try TandemProcess(["record", "-c", "16", "-d", dir.path, "--rotate", "1"], server: server,
+                                       extraEnvironment: ["LD_PRELOAD": interposer, "RTCHECK_REPORT": reportPath],
+                                       log: dir.appendingPathComponent("tandem.log").path)
+        #expect(tandem.waitFor(" recording: "))
+        let player = try startJackplay(source, pattern: "tandem-rec:in_%d", server: server, loop: true,
+                                       log: dir.appendingPathComponent("jackplay.log").path)
+        usleep(4_000_000)
+        tandem.process.signal(SIGINT)
+        #expect(tandem.process.wait(timeout: 15) == 0, "\(tandem.output)")
+        player.stop()
+        let r = Self.lastReport(reportPath)
+        #expect(r.cycles > 500, "\(r.line)")
+        #expect(r.events == 0, "\(r.line)")
+        #expect(tandem.output.contains("chunk 3"), "rotation happened while measured")
+    }
+
+    /// The check can fail: a callback that builds an array and a string each cycle is caught.
+    @Test func interposerCatchesABadCallback() throws {
+        let server = try TestEnvironment.server("rtbad")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("rtbad")
+        var results: [String: Report] = [:]
+        for mode in ["clean", "bad"] {
+            let reportPath = dir.appendingPathComponent("\(mode).txt").path
+            let p = try ChildProcess([TestEnvironment.product("rtcheck-probe"), server.name, mode, "1.5"],
+                                     environment: ["LD_PRELOAD": interposer, "RTCHECK_REPORT": reportPath],
+                                     outputPath: dir.appendingPathComponent("\(mode).log").path)
+            #expect(p.wait(timeout: 15) == 0)
+            results[mode] = Self.lastReport(reportPath)
+        }
+        #expect(results["clean"]!.cycles > 100 && results["clean"]!.events == 0, "\(results["clean"]!.line)")
+        #expect(results["bad"]!.cycles > 100 && results["bad"]!.events > 0, "\(results["bad"]!.line)")
+    }
+}

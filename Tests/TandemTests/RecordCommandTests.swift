@@ -1,0 +1,151 @@
+import Testing
+import Foundation
+import Engine
+import Jack
+import SoundFile
+import TestSupport
+
+/// `tandem record` as a user runs it: a subprocess against a private server, fed by real peers.
+@Suite(.serialized) struct RecordCommandTests {
+    /// 10 s of 16-channel 24-bit noise played by sndfile-jackplay arrive sample for sample, in channel order.
+    @Test(.enabled(if: TestEnvironment.hasProgram("sndfile-jackplay")))
+    func sixteenChannelsFromSndfileJackplayAreBitExact() throws {
+        let server = try TestEnvironment.server("rec16")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("rec16")
+        let noise = Signals.noise(frames: 10 * 48000, channels: 16, seed: 16)
+        let source = dir.appendingPathComponent("noise.wav").path
+        try TestEnvironment.writeWAV(noise, channels: 16, path: source, sample: .int24)
+        let tandem = try TandemProcess(["record", "-c", "16", "-d", dir.path, "--session", "bitexact", "-t", "13"],
+                                       server: server, log: dir.appendingPathComponent("tandem.log").path)
+        #expect(tandem.waitFor(" recording: "))
+        let player = try startJackplay(source, pattern: "tandem-rec:in_%d", server: server,
+                                       log: dir.appendingPathComponent("jackplay.log").path)
+        #expect(player.wait(timeout: 20) != nil)
+        #expect(tandem.process.wait(timeout: 20) == 0, "\(tandem.output)")
+        let file = try #require(announcedFile(tandem.output))
+        let recorded = try TestEnvironment.readAudio(file)
+        #expect(recorded.channels == 16)
+        let alignment = AudioCompare.align(source: noise, recorded: recorded.samples, channels: 16)
+        let a = try #require(alignment)
+        #expect(a.matchedFrames == 480_000 && a.mismatchedFrames == 0, "\(a)")
+        let report = try TakeReport.read(from: try #require(announcedReport(tandem.output)))
+        #expect(report.ended == .durationReached && report.droppedFrames == 0 && report.frames == 13 * 48000)
+        #expect(report.ports.count == 16 && report.ports[0].connections == ["jackplay:out_1"] || report.ports[0].connections.isEmpty)
+    }
+
+    /// kill -9 during a WAV take: the file opens in libsndfile and sox, with at most 1 s missing.
+    @Test func killNineLeavesAReadableFile() throws {
+        let server = try TestEnvironment.server("kill9")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("kill9")
+        let tandem = try TandemProcess(["record", "-c", "4", "-d", dir.path, "--connect", "system:capture_.*"],
+                                       server: server, log: dir.appendingPathComponent("tandem.log").path)
+        #expect(tandem.waitFor(" recording: "))
+        let started = Date()
+        usleep(3_000_000)
+        tandem.process.signal(SIGKILL)
+        let elapsed = Date().timeIntervalSince(started)
+        _ = tandem.process.wait(timeout: 5)
+        let file = try #require(announcedFile(tandem.output))
+        let reader = try SoundFileReader(path: file)
+        #expect(reader.channels == 4)
+        let sox = try TestEnvironment.run(["sox", "--i", "-s", file])
+        #expect(sox.code == 0, "sox reads it: \(sox.output)")
+        let soxFrames = Int(sox.output.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "\n").last ?? "")
+        #expect(soxFrames == reader.frames)
+        let missing = elapsed - Double(reader.frames) / 48000
+        #expect(missing <= 1.0, "missing \(missing) s of \(elapsed) s")
+        let report = try TakeReport.read(from: (file as NSString).deletingPathExtension + ".json")
+        #expect(report.ended == .recording, "a killed take's report still says recording")
+    }
+
+    /// An existing file with the next take's name is left untouched; the take gets the next free number.
+    @Test func existingFilesAreNeverOverwritten() throws {
+        let server = try TestEnvironment.server("noover")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("noover")
+        let precious = dir.appendingPathComponent("s-001.wav").path
+        try Data("not audio, but mine".utf8).write(to: URL(fileURLWithPath: precious))
+        let tandem = try TandemProcess(["record", "-c", "1", "-d", dir.path, "--session", "s",
+                                        "--template", "{session}-{take:03}", "-t", "1"],
+                                       server: server, log: dir.appendingPathComponent("tandem.log").path)
+        #expect(tandem.process.wait(timeout: 10) == 0)
+        #expect(try String(contentsOfFile: precious, encoding: .utf8) == "not audio, but mine")
+        #expect(announcedFile(tandem.output) == dir.appendingPathComponent("s-002.wav").path)
+        #expect(try SoundFileReader(path: dir.appendingPathComponent("s-002.wav").path).frames == 48000)
+    }
+
+    /// Disk full on a small tmpfs: a valid file with every frame written before the error, a clear message, a
+    /// report that says why, exit code 4.
+    @Test(.enabled(if: getuid() == 0, "mounting a tmpfs needs root"))
+    func diskFullEndsTheTakeWithAValidFile() throws {
+        let server = try TestEnvironment.server("full")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("full")
+        let mount = dir.appendingPathComponent("small").path
+        try FileManager.default.createDirectory(atPath: mount, withIntermediateDirectories: true)
+        let m = try TestEnvironment.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", mount])
+        try #require(m.code == 0, "mount: \(m.output)")
+        defer { _ = try? TestEnvironment.run(["umount", "-l", mount]) }
+        let tandem = try TandemProcess(["record", "-c", "8", "-d", mount, "--connect", "system:capture_.*", "-t", "30"],
+                                       server: server, log: dir.appendingPathComponent("tandem.log").path)
+        let code = tandem.process.wait(timeout: 20)
+        #expect(code == 4, "exit code for a disk error: \(tandem.output)")
+        #expect(tandem.output.contains("disk error"))
+        let file = try #require(announcedFile(tandem.output))
+        let reader = try SoundFileReader(path: file)
+        #expect(reader.frames > 10_000)
+        let sox = try TestEnvironment.run(["sox", "--i", "-s", file])
+        #expect(sox.code == 0)
+        let report = try TakeReport.read(from: try #require(announcedReport(tandem.output)))
+        #expect(report.ended == .diskError && report.endDetail != nil)
+        #expect(report.frames >= reader.frames)
+        let size = (try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? 0
+        #expect(size >= reader.frames * 8 * 4, "the header counts no frame that is not in the file")
+    }
+
+    @Test func badOptionsExitTwoWithAMessage() throws {
+        let server = try TestEnvironment.server("badopt")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("badopt")
+        let cases: [([String], String)] = [
+            (["record", "--format", "aiff"], "--format"),
+            (["record", "-c", "0"], "--channels"),
+            (["record", "-d", "/nonexistent/dir"], "/nonexistent/dir"),
+            (["record", "--template", "{nope}"], "{nope}"),
+            (["record", "--rotate-size", "lots"], "--rotate-size"),
+            (["record", "--stop-at", "25:00"], "--stop-at"),
+            (["record", "--connect", "nobody:out_.*", "-d", dir.path], "nobody:out_"),
+        ]
+        for (args, mention) in cases {
+            let t = try TandemProcess(args, server: server, log: dir.appendingPathComponent("bad-\(mention.hashValue).log").path)
+            #expect(t.process.wait(timeout: 10) == 2, "\(args): \(t.output)")
+            #expect(t.output.contains(mention), "\(args) names the problem: \(t.output)")
+        }
+    }
+
+    @Test func noServerExitsThree() throws {
+        let dir = TestEnvironment.temporaryDirectory("noserver")
+        let p = try ChildProcess([TestEnvironment.product("tandem"), "record", "-d", dir.path, "--server", "none-\(getpid())"],
+                                 outputPath: dir.appendingPathComponent("log").path)
+        #expect(p.wait(timeout: 10) == 3)
+    }
+
+    /// The demo's private server dies with it, even on SIGKILL.
+    @Test func privateServerNeverOutlivesItsOwner() throws {
+        let dir = TestEnvironment.temporaryDirectory("owner")
+        let log = dir.appendingPathComponent("demo.log").path
+        let p = try ChildProcess([TestEnvironment.product("tandem"), "demo", "--hold", "30"],
+                                 environment: ["JACK_DEFAULT_SERVER": "absent-\(getpid())"], outputPath: log)
+        #expect(TestEnvironment.waitUntil(timeout: 10) {
+            ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("ports on")
+        })
+        let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        let name = try #require(text.split(separator: "'").dropFirst().first.map(String.init))
+        #expect(JackServer.probe(name))
+        p.signal(SIGKILL)
+        _ = p.wait(timeout: 5)
+        #expect(TestEnvironment.waitUntil(timeout: 5) { !JackServer.probe(name) }, "server \(name) stopped by watchdog")
+    }
+}

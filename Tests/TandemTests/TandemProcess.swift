@@ -1,0 +1,43 @@
+import Foundation
+import Jack
+import TestSupport
+
+/// Runs the built `tandem` binary as a subprocess against a private server.
+struct TandemProcess {
+    let process: ChildProcess
+    let logPath: String
+
+    init(_ arguments: [String], server: JackServer, extraEnvironment: [String: String] = [:], log: String) throws {
+        logPath = log
+        var env = ["JACK_DEFAULT_SERVER": server.name, "JACK_NO_START_SERVER": "1"]
+        for (k, v) in extraEnvironment { env[k] = v }
+        process = try ChildProcess([TestEnvironment.product("tandem")] + arguments, environment: env, outputPath: log)
+    }
+
+    var output: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    /// Waits until the output contains `text`.
+    func waitFor(_ text: String, timeout: Double = 10) -> Bool {
+        TestEnvironment.waitUntil(timeout: timeout) { output.contains(text) }
+    }
+}
+
+/// Starts `sndfile-jackplay` on `file`, auto-connected to `pattern` (printf-style, e.g. "tandem-rec:in_%d").
+func startJackplay(_ file: String, pattern: String, server: JackServer, loop: Bool = false, log: String) throws
+    -> ChildProcess {
+    try ChildProcess(["sndfile-jackplay"] + (loop ? ["--loop=0"] : []) + ["--autoconnect=\(pattern)", file],
+                     environment: ["JACK_DEFAULT_SERVER": server.name, "JACK_NO_START_SERVER": "1"],
+                     outputPath: log)
+}
+
+/// The path of the file a `tandem record` run announced ("take N recording: PATH").
+func announcedFile(_ output: String) -> String? {
+    guard let line = output.split(separator: "\n").first(where: { $0.contains(" recording: ") }) else { return nil }
+    return line.components(separatedBy: " recording: ").last?.components(separatedBy: ", ").first
+}
+
+/// The report path a `tandem record` run announced ("...; report PATH").
+func announcedReport(_ output: String) -> String? {
+    guard let line = output.split(separator: "\n").first(where: { $0.contains("; report ") }) else { return nil }
+    return line.components(separatedBy: "; report ").last
+}
