@@ -211,6 +211,7 @@ final class DiskWriter: @unchecked Sendable {
             if t.writers.isEmpty { openChunk(t) }
             if !t.writers.isEmpty {
                 if fromRing {
+                    injectStall(t)
                     let r = state.ring.reader.peek(n)
                     write(t, r.first, frames: r.firstFrames)
                     if t.failed == nil { write(t, r.second, frames: r.secondFrames) }
@@ -243,6 +244,15 @@ final class DiskWriter: @unchecked Sendable {
             t.lastSync = t.framesWritten
         }
         return n
+    }
+
+    /// The test-only slow-disk fault: blocks this thread once, as a stalled disk would.
+    private func injectStall(_ t: ActiveTake) {
+        guard let after = config.faults.stallAfterSeconds, !t.stalled,
+              t.framesWritten >= Int(after * Double(sampleRate)) else { return }
+        t.stalled = true
+        logger.warning("fault injection: stalling the disk writer", metadata: ["seconds": "\(config.faults.stallSeconds)"])
+        usleep(UInt32(config.faults.stallSeconds * 1_000_000))
     }
 
     /// Writes interleaved frames to the chunk's file(s); a failure is kept in `t.failed`.
@@ -450,6 +460,8 @@ final class ActiveTake {
     var framesWritten = 0
     var lastSync = 0
     var failed: String?
+    /// Whether the test-only stall fault has fired for this take.
+    var stalled = false
 
     init(number: Int, start: Int, date: Date, context: TakeContext, report: TakeReport, sidecar: SidecarFile) {
         self.number = number

@@ -1,3 +1,4 @@
+import Foundation
 import SoundFile
 
 /// Everything that shapes one recorder: its JACK client, ports, files and take rules.
@@ -25,6 +26,8 @@ public struct RecorderConfig: Sendable, Equatable {
     public var maxDurationSeconds: Double?
     /// Capture ring size in seconds (on top of the pre-roll).
     public var ringSeconds: Double = 4
+    /// Test-only fault injection (never set by presets).
+    public var faults = RecorderFaults()
 
     public init() {}
 
@@ -47,5 +50,27 @@ public struct RecorderConfig: Sendable, Equatable {
         }
         out += FileNameTemplate(template).problems()
         return out
+    }
+}
+
+/// Faults a test can inject into the disk writer, to prove what happens when the disk misbehaves.
+/// The command line reads them from `TANDEM_FAULT_STALL_WRITER=AFTER_SECONDS:STALL_SECONDS`.
+public struct RecorderFaults: Sendable, Equatable {
+    /// Once a take holds this many seconds, the writer stalls (as a slow disk would) ...
+    public var stallAfterSeconds: Double?
+    /// ... for this long, once.
+    public var stallSeconds: Double = 0
+
+    public init(stallAfterSeconds: Double? = nil, stallSeconds: Double = 0) {
+        self.stallAfterSeconds = stallAfterSeconds
+        self.stallSeconds = stallSeconds
+    }
+
+    /// Reads `TANDEM_FAULT_STALL_WRITER` from the environment.
+    public static func fromEnvironment() -> RecorderFaults {
+        guard let v = ProcessInfo.processInfo.environment["TANDEM_FAULT_STALL_WRITER"] else { return RecorderFaults() }
+        let parts = v.split(separator: ":").compactMap { Double($0) }
+        guard parts.count == 2 else { return RecorderFaults() }
+        return RecorderFaults(stallAfterSeconds: parts[0], stallSeconds: parts[1])
     }
 }

@@ -121,6 +121,7 @@ struct RecordCommand: ParsableCommand {
         c.prerollSeconds = preroll
         c.maxDurationSeconds = duration
         c.ringSeconds = ring
+        c.faults = RecorderFaults.fromEnvironment()
         return c
     }
 

@@ -157,3 +157,112 @@ import TestSupport
         #expect(p.contains("{bogus}") && p.contains("'/'") && p.contains("unique") && p.contains("FLAC"))
     }
 }
+
+@Suite(.serialized) struct RecorderFileTests {
+    func ramp(_ seconds: Int, channels: Int = 1) -> [Float] {
+        (0..<(seconds * 48000)).flatMap { f in (0..<channels).map { c in Float(f + 1 + c * 1_000_000) / 8_388_608 } }
+    }
+
+    func record(_ label: String, seconds: Double, channels: Int = 1, configure: (inout RecorderConfig) -> Void)
+        throws -> (report: TakeReport, sidecar: String, source: [Float]) {
+        let server = try TestEnvironment.server(label)
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory(label)
+        let signal = ramp(Int(seconds) + 1, channels: channels)
+        let (source, sourceState) = try LoopState.source(name: "src", server: server.name, channels: channels,
+                                                         samples: signal)
+        var c = RecorderConfig()
+        c.clientName = "rec"
+        c.ports = (1...channels).map { "in_\($0)" }
+        c.directory = dir.path
+        c.session = label
+        configure(&c)
+        let recorder = try Recorder(config: c, server: server.name)
+        for i in 1...channels { try source.connect("src:out_\(i)", "rec:in_\(i)") }
+        recorder.startTake()
+        usleep(100_000)
+        sourceState.pointee.started.store(1)
+        usleep(UInt32(seconds * 1_000_000))
+        recorder.close()
+        source.close()
+        LoopState.free(sourceState)
+        let finished = recorder.drainEvents().compactMap { e -> (TakeReport, String)? in
+            if case .takeFinished(let r, let p) = e { return (r, p) }
+            return nil
+        }
+        let (report, sidecar) = try #require(finished.first)
+        return (report, sidecar, signal)
+    }
+
+    /// A writer stalled for 2 s with a 0.5 s ring: the RT side drops and counts, the sidecar says where, the file
+    /// keeps its timeline with silence in the gap, and the take goes on afterwards.
+    @Test func slowDiskDropsAreCountedPlacedAndFilledWithSilence() throws {
+        let (report, sidecar, _) = try record("stall", seconds: 5) {
+            $0.ringSeconds = 0.5
+            $0.faults = RecorderFaults(stallAfterSeconds: 1, stallSeconds: 2)
+        }
+        #expect(report.droppedFrames > 48000, "about 1.5 s dropped: \(report.droppedFrames)")
+        #expect(!report.drops.isEmpty)
+        #expect(report.drops.map(\.frames).reduce(0, +) == report.droppedFrames)
+        let onDisk = try TakeReport.read(from: sidecar)
+        #expect(onDisk.droppedFrames == report.droppedFrames && onDisk.drops.count == report.drops.count)
+        let audio = try TestEnvironment.readAudio(report.chunks[0].files[0]).samples
+        #expect(audio.count == report.frames)
+        var inGap = [Bool](repeating: false, count: audio.count)
+        for d in report.drops { for i in d.atFrame..<min(audio.count, d.atFrame + d.frames) { inGap[i] = true } }
+        let firstSignal = try #require(audio.firstIndex { $0 != 0 })
+        let base = Int((audio[firstSignal] * 8_388_608).rounded()) - firstSignal
+        var wrong = 0
+        for i in firstSignal..<audio.count {
+            let v = Int((audio[i] * 8_388_608).rounded())
+            if inGap[i] { if v != 0 { wrong += 1 } } else if v != base + i && v != 0 { wrong += 1 }
+        }
+        #expect(wrong == 0, "signal outside the gaps sits at its original time; the gaps are silent")
+        #expect(audio[(report.drops.last!.atFrame + report.drops.last!.frames)...].contains { $0 != 0 },
+                "the take goes on after the stall")
+    }
+
+    @Test func stemsWriteOneMonoFilePerChannel() throws {
+        let (report, _, source) = try record("stems", seconds: 2, channels: 3) { $0.stems = true }
+        let files = report.chunks[0].files
+        #expect(files.count == 3 && files[1].hasSuffix("-in_2.wav"))
+        for (c, f) in files.enumerated() {
+            let audio = try TestEnvironment.readAudio(f)
+            #expect(audio.channels == 1 && audio.samples.count == report.frames)
+            let channelSource = stride(from: c, to: source.count, by: 3).map { source[$0] }
+            let a = AudioCompare.align(source: Array(channelSource.prefix(48000)), recorded: audio.samples, channels: 1)
+            #expect(a?.mismatchedFrames == 0 && a?.matchedFrames == 48000, "stem \(c + 1)")
+        }
+    }
+
+    @Test func sizeRotationKeepsEveryChunkUnderTheLimit() throws {
+        let limit = 100_000
+        let (report, _, _) = try record("size", seconds: 3, channels: 2) {
+            $0.rotateBytes = limit
+            $0.format = AudioFormat(container: .wav, sample: .int16)
+        }
+        #expect(report.chunks.count >= 3)
+        for chunk in report.chunks {
+            let size = try FileManager.default.attributesOfItem(atPath: chunk.files[0])[.size] as! Int
+            #expect(size <= limit, "\(chunk.files[0]) is \(size) bytes")
+        }
+        #expect(report.chunks.map(\.frames).reduce(0, +) == report.frames)
+    }
+
+    @Test func flacTakeIsLosslessAndWavCarriesItsTimeReference() throws {
+        let (flac, _, source) = try record("flac", seconds: 2, channels: 2) {
+            $0.format = AudioFormat(container: .flac, sample: .int24)
+        }
+        let audio = try TestEnvironment.readAudio(flac.chunks[0].files[0]).samples
+        let a = AudioCompare.align(source: Array(source.prefix(2 * 48000)), recorded: audio, channels: 2)
+        #expect(a?.matchedFrames == 48000 && a?.mismatchedFrames == 0)
+
+        let (wav, _, _) = try record("bext", seconds: 1) { _ in }
+        let reference = try SoundFileReader(path: wav.chunks[0].files[0]).broadcastTimeReference
+        let reported = ISO8601DateFormatter().date(from: wav.startedAt.replacingOccurrences(of: #"\.\d+"#, with: "",
+                                                                                          options: .regularExpression))
+        let secondsOfDay = Double(try #require(reference)) / 48000
+        let midnight = Calendar.current.startOfDay(for: try #require(reported))
+        #expect(abs(secondsOfDay - reported!.timeIntervalSince(midnight)) < 1.5)
+    }
+}
