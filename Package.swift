@@ -18,13 +18,15 @@ let package = Package(
                        providers: [.apt(["libjack-jackd2-dev"])]),
         .systemLibrary(name: "CSndFile", pkgConfig: "sndfile",
                        providers: [.apt(["libsndfile1-dev"])]),
+        .systemLibrary(name: "CSoxr", pkgConfig: "soxr",
+                       providers: [.apt(["libsoxr-dev"])]),
 
         .target(name: "Realtime"),
         .target(name: "Jack", dependencies: [
             "CJack", "Realtime",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .target(name: "SoundFile", dependencies: ["CSndFile"]),
+        .target(name: "SoundFile", dependencies: ["CSndFile", "CSoxr"]),
         .target(name: "Presets"),
         .target(name: "Engine", dependencies: [
             "Realtime", "Jack", "SoundFile", "Presets",

@@ -29,6 +29,27 @@ public enum Patching {
         }
     }
 
+    /// Connects `outputs` in order to destinations (each an exact input port name, or a regular expression
+    /// expanding to several input ports in name order). Fewer destinations than outputs is fine; more is an error.
+    public static func connectDestinations(_ destinations: [String], from outputs: [String], client: JackClient) throws {
+        var expanded: [String] = []
+        for d in destinations {
+            if client.portExists(d) {
+                expanded.append(d)
+                continue
+            }
+            let matches = client.ports(matching: d, direction: .input)
+            if matches.isEmpty { throw PatchError(message: "no input port matches '\(d)'") }
+            expanded += matches.sorted(by: portOrder)
+        }
+        if expanded.count > outputs.count {
+            throw PatchError(message: "\(expanded.count) destination ports for \(outputs.count) outputs")
+        }
+        for (output, destination) in zip(outputs, expanded) {
+            do { try client.connect(output, destination) } catch { throw PatchError(message: error.description) }
+        }
+    }
+
     /// Orders "x:out_2" before "x:out_10".
     static func portOrder(_ a: String, _ b: String) -> Bool {
         a.compare(b, options: .numeric) == .orderedAscending

@@ -40,6 +40,12 @@ public struct AtomicCounter: BitwiseCopyable, @unchecked Sendable {
     /// Replaces the value and returns the old one. Realtime: safe.
     @inlinable @inline(__always) @discardableResult
     public func exchange(_ value: Int) -> Int { cell.pointee.exchange(value, ordering: .acquiringAndReleasing) }
+
+    /// Stores `desired` if the value is `expected`; returns whether it did. Realtime: safe.
+    @inlinable @inline(__always) @discardableResult
+    public func compareExchange(expected: Int, desired: Int) -> Bool {
+        cell.pointee.compareExchange(expected: expected, desired: desired, ordering: .acquiringAndReleasing).exchanged
+    }
 }
 
 /// A block of `count` atomic integers in one allocation (per-channel meters, per-kind event counts).
@@ -84,4 +90,10 @@ public struct AtomicCounterArray: BitwiseCopyable, @unchecked Sendable {
     /// Replaces the value and returns the old one. Realtime: safe.
     @inlinable @inline(__always) @discardableResult
     public func exchange(_ i: Int, _ value: Int) -> Int { cells[i].exchange(value, ordering: .acquiringAndReleasing) }
+
+    /// Stores `desired` in cell `i` if it holds `expected`; returns whether it did. Realtime: safe.
+    @inlinable @inline(__always) @discardableResult
+    public func compareExchange(_ i: Int, expected: Int, desired: Int) -> Bool {
+        cells[i].compareExchange(expected: expected, desired: desired, ordering: .acquiringAndReleasing).exchanged
+    }
 }

@@ -78,3 +78,38 @@ extension LoopState {
         return (client, state)
     }
 }
+
+/// An in-process capture client for tests: `channels` input ports (in_1..N) recording everything into memory.
+public final class TestCapture {
+    public let client: JackClient
+    let state: UnsafeMutablePointer<LoopState>
+    public let channels: Int
+
+    public init(name: String, server: String, channels: Int, seconds: Double) throws {
+        let client = try JackClient(name: name, server: server)
+        self.client = client
+        self.channels = channels
+        let ports = try (1...channels).map { try client.registerPort("in_\($0)", direction: .input) }
+        let s = LoopState.allocate(ports: ports, ringFrames: Int(seconds * 48000))
+        state = s
+        try client.activate(process: LoopState.record, context: UnsafeMutableRawPointer(s)) { s.pointee.ring.reset() }
+    }
+
+    /// Frames captured so far.
+    public var frames: Int { state.pointee.ring.fill }
+
+    /// Everything captured, interleaved. Call after `close`.
+    public func samples() -> [Float] {
+        let r = state.pointee.ring.reader.peek(state.pointee.ring.fill)
+        var out = [Float](repeating: 0, count: r.frames * channels)
+        for f in 0..<r.frames { for c in 0..<channels { out[f * channels + c] = r.sample(frame: f, channel: c).pointee } }
+        return out
+    }
+
+    public func close() { client.close() }
+
+    deinit {
+        client.close()
+        LoopState.free(state)
+    }
+}

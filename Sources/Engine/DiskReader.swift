@@ -1,0 +1,272 @@
+import Foundation
+import Logging
+import Realtime
+import SoundFile
+import Synchronization
+
+/// Where in the queue a stretch of the playback ring comes from: from ring position `ringPosition` on, the ring
+/// holds item `item` starting at file frame `fileFrame`, `ratio` file frames per output frame.
+struct PlaybackMarker: Sendable {
+    var ringPosition: Int
+    var item: Int
+    var path: String
+    var fileFrame: Int
+    var ratio: Double
+    var fileFrames: Int
+    var fileRate: Int
+}
+
+/// What the player tells its owner.
+public enum PlayerEvent: Sendable, Equatable {
+    case itemStarted(item: Int, path: String)
+    /// A file could not be played; the queue went on with the next one.
+    case itemFailed(item: Int, path: String, message: String)
+    /// Every item has been played (no loop).
+    case queueFinished
+}
+
+/// The disk-reader thread of one player: keeps the playback ring filled ahead of the play head with libsndfile
+/// (and libsoxr when a file's rate differs from the server's), mapping file channels to output ports.
+///
+/// It owns the ring's writer half and writes `skipTo` / `drainedAt`. Woken by the RT callback when the ring has
+/// room, or every 50 ms.
+///
+/// Threads: `send`, `markers`, `drainEvents` from the control side; the rest on the reader thread.
+final class DiskReader: @unchecked Sendable {
+    enum Command: Sendable {
+        /// Replace the queue and start at `item`, file frame `frame`.
+        case load([String], item: Int, frame: Int)
+        /// Jump to `frame` of `item` (nil: the current one).
+        case seek(item: Int?, frame: Int)
+        case next
+        case quit
+    }
+
+    private let state: PlayerState
+    private let sampleRate: Int
+    private let logger: Logger
+    private let channelMap: [Int]?
+    private let loop: LoopMode
+    private let quality: ResampleQuality
+    private let commands = Mutex<[Command]>([])
+    private let events = Mutex<[PlayerEvent]>([])
+    private let markerList = Mutex<[PlaybackMarker]>([])
+
+    // Reader-thread state.
+    private var queue: [String] = []
+    private var index = 0
+    private var file: SoundFileReader?
+    private var resampler: Resampler?
+    private var fileFrame = 0
+    private var quit = false
+    /// Nothing more to read. True until a queue is loaded (then `drainedAt` is left alone: there was no queue).
+    private var drained = true
+    private var failuresInARow = 0
+    private static let chunkFrames = 4096
+    private let fileBuffer: UnsafeMutablePointer<Float>
+    private var fileBufferChannels = 0
+    private let resampled: UnsafeMutablePointer<Float>
+    private static let maxFileChannels = 256
+
+    init(config: PlayerConfig, state: PlayerState, sampleRate: Int, logger: Logger) {
+        self.state = state
+        self.sampleRate = sampleRate
+        self.logger = logger
+        channelMap = config.channelMap
+        loop = config.loop
+        quality = config.resampleQuality
+        fileBuffer = .allocate(capacity: DiskReader.chunkFrames * DiskReader.maxFileChannels)
+        // Room for the largest upsampling ratio we accept (8x) plus the converter's tail.
+        resampled = .allocate(capacity: (DiskReader.chunkFrames * 8 + 8192) * DiskReader.maxFileChannels)
+    }
+
+    deinit {
+        fileBuffer.deallocate()
+        resampled.deallocate()
+    }
+
+    // MARK: Control side
+
+    func send(_ command: Command) {
+        commands.withLock { $0.append(command) }
+        state.wakeup.post()
+    }
+
+    func drainEvents() -> [PlayerEvent] {
+        events.withLock { e in
+            defer { e.removeAll() }
+            return e
+        }
+    }
+
+    /// The markers, oldest first.
+    var markers: [PlaybackMarker] { markerList.withLock { $0 } }
+
+    // MARK: Reader thread
+
+    func run() {
+        while !quit {
+            for command in commands.withLock({ c in defer { c.removeAll() }; return c }) { handle(command) }
+            if quit { break }
+            fill()
+            state.wakeup.wait(seconds: 0.05)
+            state.wakeup.drain()
+        }
+    }
+
+    private func handle(_ command: Command) {
+        switch command {
+        case .load(let list, let item, let frame):
+            queue = list
+            jump(item: item, frame: frame)
+        case .seek(let item, let frame):
+            jump(item: item ?? index, frame: frame)
+        case .next:
+            jump(item: index + 1, frame: 0)
+        case .quit:
+            quit = true
+        }
+    }
+
+    /// Drops what the ring holds and continues from `item` at `frame`.
+    private func jump(item: Int, frame: Int) {
+        closeFile()
+        drained = false
+        state.set(.drainedAt, Int.max)
+        state.set(.skipTo, state.ring.totalWritten)
+        index = item
+        failuresInARow = 0
+        if index >= queue.count || (!open(index, at: frame) && !advance()) { markDrained() }
+    }
+
+    private func emit(_ e: PlayerEvent) { events.withLock { $0.append(e) } }
+
+    private func closeFile() {
+        file?.close()
+        file = nil
+        resampler = nil
+    }
+
+    /// Opens item `i` at `frame`; on failure reports it and leaves `file` nil (the caller moves on).
+    @discardableResult
+    private func open(_ i: Int, at frame: Int) -> Bool {
+        let path = queue[i]
+        do throws(SoundFileError) {
+            let f = try SoundFileReader(path: path)
+            guard f.channels >= 1 && f.channels <= DiskReader.maxFileChannels else {
+                throw SoundFileError(.cannotOpen, path: path, message: "\(f.channels) channels is more than Tandem plays")
+            }
+            guard f.sampleRate > 0 && sampleRate <= f.sampleRate * 8 else {
+                throw SoundFileError(.unsupportedFormat, path: path,
+                                     message: "sample rate \(f.sampleRate) Hz cannot be converted to \(sampleRate) Hz")
+            }
+            if frame > 0 { try f.seek(to: min(frame, f.frames)) }
+            file = f
+            fileFrame = min(frame, f.frames)
+            resampler = f.sampleRate == sampleRate ? nil
+                : try Resampler(from: f.sampleRate, to: sampleRate, channels: f.channels, quality: quality)
+            let marker = PlaybackMarker(ringPosition: state.ring.totalWritten, item: i, path: path, fileFrame: fileFrame,
+                                        ratio: Double(f.sampleRate) / Double(sampleRate), fileFrames: f.frames,
+                                        fileRate: f.sampleRate)
+            markerList.withLock { m in
+                m.append(marker)
+                if m.count > 64 { m.removeFirst(m.count - 64) }   // only recent ones can still be playing
+            }
+            failuresInARow = 0
+            return true
+        } catch {
+            logger.error("cannot play file, skipping it", metadata: ["file": "\(path)", "error": "\(error.message)"])
+            emit(.itemFailed(item: i, path: path, message: error.description))
+            failuresInARow += 1
+            return false
+        }
+    }
+
+    /// Moves to the item after the current one (per the loop mode). Returns false when the queue is done.
+    private func advance() -> Bool {
+        closeFile()
+        var next = loop == .item ? index : index + 1
+        while true {
+            if next >= queue.count {
+                guard loop == .all, !queue.isEmpty, failuresInARow < queue.count else { return false }
+                next = 0
+            }
+            index = next
+            if open(index, at: 0) { return true }
+            if loop == .item || failuresInARow >= queue.count { return false }
+            next = index + 1
+        }
+    }
+
+    /// Writes file frames into the ring until it is full or the queue is done.
+    private func fill() {
+        let writer = state.ring.writer
+        while !drained {
+            guard let f = file else {
+                markDrained()
+                return
+            }
+            // Enough room for a whole converted chunk?
+            let ratio = Double(sampleRate) / Double(f.sampleRate)
+            let need = Int((Double(DiskReader.chunkFrames) * ratio).rounded(.up)) + 64
+            if writer.space < need { return }
+            let got: Int
+            do {
+                got = try f.read(into: fileBuffer, frames: DiskReader.chunkFrames)
+            } catch {
+                emit(.itemFailed(item: index, path: f.path, message: error.description))
+                logger.error("read error, skipping the rest of the file",
+                             metadata: ["file": "\(f.path)", "error": "\(error.message)"])
+                if !advance() { markDrained(); return }
+                continue
+            }
+            fileFrame += got
+            if let r = resampler {
+                if got > 0 {
+                    let out = r.process(fileBuffer, inputFrames: got, into: resampled, outputCapacity: need)
+                    writeMapped(resampled, frames: out.produced, fileChannels: f.channels)
+                } else {
+                    // End of file: flush the converter's tail.
+                    while true {
+                        let out = r.process(nil, inputFrames: 0, into: resampled, outputCapacity: min(writer.space, 8192))
+                        if out.produced == 0 { break }
+                        writeMapped(resampled, frames: out.produced, fileChannels: f.channels)
+                    }
+                }
+            } else if got > 0 {
+                writeMapped(fileBuffer, frames: got, fileChannels: f.channels)
+            }
+            if got == 0 {
+                if !advance() { markDrained(); return }
+            }
+        }
+    }
+
+    private func markDrained() {
+        guard !drained else { return }
+        drained = true
+        state.set(.drainedAt, state.ring.totalWritten)
+    }
+
+    /// Copies interleaved file frames into the ring, mapping file channels to output channels.
+    private func writeMapped(_ source: UnsafePointer<Float>, frames: Int, fileChannels: Int) {
+        guard frames > 0 else { return }
+        let writer = state.ring.writer
+        let outChannels = state.channels
+        let r = writer.reserve(frames)
+        precondition(r.frames == frames, "playback ring space was checked before reading")
+        for i in 0..<frames {
+            let src = source + i * fileChannels
+            for o in 0..<outChannels {
+                let fileChannel: Int
+                if let map = channelMap {
+                    fileChannel = map[o] - 1
+                } else {
+                    fileChannel = fileChannels == 1 ? 0 : o
+                }
+                r.sample(frame: i, channel: o).pointee = fileChannel >= 0 && fileChannel < fileChannels ? src[fileChannel] : 0
+            }
+        }
+        writer.commit(frames)
+    }
+}

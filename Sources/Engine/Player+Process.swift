@@ -1,0 +1,98 @@
+import CJack
+import Jack
+import Realtime
+
+// The player's real-time path: ring to ports, start offset, gain ramp, underrun counting. Runs on JACK's process
+// thread; never allocates, locks, logs, throws or waits.
+
+extension PlayerState {
+    /// The JACK process callback. Realtime: safe.
+    static let process: JackProcessCallback = { frames, arg in
+        PlayerState.cycle(arg!.assumingMemoryBound(to: PlayerState.self).pointee, frames: frames)
+        return 0
+    }
+
+    /// Realtime: safe.
+    @inline(__always)
+    static func cycle(_ s: PlayerState, frames: jack_nframes_t) {
+        let began = monotonicNanoseconds()
+        let n = Int(frames)
+        let c = s.counters
+        let frameTime = jack_last_frame_time(s.client)
+        let reader = s.ring.reader
+        c.store(Counter.cycleFrameTime.rawValue, Int(frameTime))
+        c.store(Counter.cycleRingPosition.rawValue, reader.position)
+        for ch in 0..<s.channels {
+            s.buffers[ch] = s.ports[ch].buffer(frames) ?? (s.scratch + ch * JackPort.maxPeriod)
+        }
+        defer {
+            c.add(Counter.cycles.rawValue, 1)
+            if s.ring.writer.space >= s.wakeSpace { s.wakeup.post() }
+            let spent = monotonicNanoseconds() - began
+            c.store(Counter.lastCycleNanos.rawValue, spent)
+            c.storeMax(Counter.maxCycleNanos.rawValue, spent)
+        }
+
+        // Stale frames (before a seek or a new queue) are discarded, never played.
+        let skipTo = c.load(Counter.skipTo.rawValue)
+        if reader.position < skipTo { reader.consume(min(reader.available, skipTo - reader.position)) }
+
+        let transport = c.load(Counter.transport.rawValue)
+        let gainNow = Float(bitPattern: UInt32(truncatingIfNeeded: c.load(Counter.gainNow.rawValue)))
+        if transport == 0 || (transport == 2 && gainNow == 0) {
+            silence(s, from: 0, frames: n)
+            return
+        }
+
+        // A scheduled start: silence until the frame time arrives, then play from that frame of the cycle.
+        var offset = 0
+        let startAt = c.load(Counter.startAt.rawValue)
+        if startAt >= 0 {
+            let ahead = Int(Int32(bitPattern: UInt32(truncatingIfNeeded: startAt) &- frameTime))
+            if ahead >= n {
+                silence(s, from: 0, frames: n)
+                return
+            }
+            offset = max(0, ahead)
+            c.compareExchange(Counter.startAt.rawValue, expected: startAt, desired: -1)
+        }
+        if c.load(Counter.startedAtFrameTime.rawValue) < 0 {
+            c.store(Counter.startedAtFrameTime.rawValue, Int(frameTime &+ UInt32(offset)))
+        }
+        silence(s, from: 0, frames: offset)
+
+        let wanted = n - offset
+        for ch in 0..<s.channels { s.shifted[ch] = s.buffers[ch] + offset }
+        let got = reader.read(planar: UnsafePointer(s.shifted), frames: wanted)
+        c.add(Counter.playedFrames.rawValue, got)
+        if got < wanted {
+            silence(s, from: offset + got, frames: wanted - got)
+            if reader.position < c.load(Counter.drainedAt.rawValue) {
+                c.add(Counter.underrunFrames.rawValue, wanted - got)
+                c.add(Counter.underrunCycles.rawValue, 1)
+            }
+        }
+
+        // Gain: ramp linearly across the cycle from where the last cycle ended to the target (0 while pausing).
+        let target = transport == 2 ? 0 : Float(bitPattern: UInt32(truncatingIfNeeded: c.load(Counter.gainTarget.rawValue)))
+        if gainNow != 1 || target != 1 {
+            let step = (target - gainNow) / Float(max(1, got))
+            for ch in 0..<s.channels {
+                let b = s.shifted[ch]
+                var g = gainNow
+                for i in 0..<got {
+                    g += step
+                    b[i] *= g
+                }
+            }
+            c.store(Counter.gainNow.rawValue, Int(target.bitPattern))
+        }
+    }
+
+    /// Realtime: safe.
+    @inline(__always)
+    static func silence(_ s: PlayerState, from: Int, frames: Int) {
+        guard frames > 0 else { return }
+        for ch in 0..<s.channels { (s.buffers[ch] + from).update(repeating: 0, count: frames) }
+    }
+}

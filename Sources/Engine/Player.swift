@@ -1,0 +1,199 @@
+import Foundation
+import Jack
+import Logging
+import Realtime
+import SoundFile
+
+/// Where playback is.
+public struct PlayerPosition: Sendable, Equatable {
+    /// Index in the queue, and its path (nil before anything was queued).
+    public var item: Int?
+    public var path: String?
+    /// Frame within the file (in the file's own rate) and seconds.
+    public var frame: Int
+    public var seconds: Double
+    /// The file's length in frames and seconds.
+    public var frames: Int
+    public var duration: Double
+    public var playing: Bool
+    public var paused: Bool
+}
+
+/// The player: one JACK client with output ports, a playback ring and a disk-reader thread.
+///
+/// Threads: control side only (one owner).
+public final class Player: @unchecked Sendable {
+    public let config: PlayerConfig
+    public let client: JackClient
+    public let ports: [JackPort]
+    let state: UnsafeMutablePointer<PlayerState>
+    let reader: DiskReader
+    private let thread: OSThread
+    private let logger: Logger
+    private var closed = false
+    private var announcedMarker = -1
+    private var announcedFinish = false
+    private var pendingEvents: [PlayerEvent] = []
+
+    /// Opens the client, registers the ports, starts the reader thread and activates. Loads `config.queue`, and
+    /// starts playing at once when `config.startImmediately` is set.
+    public init(config: PlayerConfig, server: String?, logger: Logger = Logger(label: "tandem.play"))
+        throws(EngineError) {
+        let problems = config.problems()
+        guard problems.isEmpty else { throw EngineError(.badConfig, problems.joined(separator: "; ")) }
+        self.config = config
+        self.logger = logger
+        do {
+            client = try JackClient(name: config.clientName, server: server, logger: logger)
+        } catch {
+            throw EngineError(.jack, error.description)
+        }
+        var registered: [JackPort] = []
+        do {
+            for name in config.ports { registered.append(try client.registerPort(name, direction: .output)) }
+        } catch {
+            client.close()
+            throw EngineError(.jack, error.description)
+        }
+        ports = registered
+        let rate = client.sampleRate
+        let ringFrames = Int(config.ringSeconds * Double(rate)) + 2 * JackPort.maxPeriod
+        state = PlayerState.allocate(client: client.handle!, ports: registered, ringFrames: ringFrames,
+                                     wakeSpace: max(client.bufferSize, 8192))
+        state.pointee.set(.gainTarget, Int(config.gain.bitPattern))
+        reader = DiskReader(config: config, state: state.pointee, sampleRate: rate, logger: logger)
+        let r = reader
+        thread = OSThread(name: "tandem-disk-reader") { r.run() }
+        let s = state
+        let gain = config.gain
+        do {
+            try client.activate(process: PlayerState.process, context: UnsafeMutableRawPointer(state)) {
+                s.pointee.resetAfterWarmUp()
+                s.pointee.set(.gainTarget, Int(gain.bitPattern))
+                s.pointee.set(.gainNow, Int(gain.bitPattern))
+            }
+        } catch {
+            reader.send(.quit)
+            thread.join()
+            client.close()
+            PlayerState.free(state)
+            throw EngineError(.jack, error.description)
+        }
+        if !config.queue.isEmpty { load(config.queue) }
+        if config.startImmediately && !config.queue.isEmpty {
+            // Let the reader fill the ring first, so playback starts without an underrun.
+            _ = waitForFill(seconds: 2)
+            play()
+        }
+        logger.info("player ready", metadata: ["client": "\(client.name)", "ports": "\(config.ports.count)",
+                                               "rate": "\(rate)"])
+    }
+
+    deinit {
+        close()
+        PlayerState.free(state)
+    }
+
+    /// Waits until the ring is full or the queue is drained (up to `seconds`).
+    @discardableResult
+    public func waitForFill(seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        let s = state.pointee
+        while Date() < deadline {
+            if s.ring.writer.space < max(8192, s.wakeSpace) + 4096 || s.counter(.drainedAt) != Int.max { return true }
+            usleep(2_000)
+        }
+        return false
+    }
+
+    /// Replaces the queue and cues its first item (playback state unchanged).
+    public func load(_ queue: [String], item: Int = 0, frame: Int = 0) {
+        announcedMarker = -1
+        announcedFinish = false
+        reader.send(.load(queue, item: item, frame: frame))
+    }
+
+    /// Starts or resumes playback, at once or at a JACK frame time (sample-accurate).
+    public func play(atFrameTime frameTime: UInt32? = nil) {
+        state.pointee.set(.startAt, frameTime.map { Int($0) } ?? -1)
+        state.pointee.set(.transport, 1)
+    }
+
+    /// Pauses (fading out over one period); the ports carry silence and the play head stays.
+    public func pause() { state.pointee.set(.transport, 2) }
+
+    /// Stops: silence, nothing consumed.
+    public func stop() { state.pointee.set(.transport, 0) }
+
+    /// Jumps to `frame` of `item` (nil: the current item).
+    public func seek(item: Int? = nil, frame: Int) { reader.send(.seek(item: item, frame: frame)) }
+
+    /// Skips to the next item.
+    public func next() { reader.send(.next) }
+
+    /// Sets the gain (ramped over one period).
+    public func setGain(dB: Double) { state.pointee.set(.gainTarget, Int(Float(pow(10, dB / 20)).bitPattern)) }
+
+    public var sampleRate: Int { client.sampleRate }
+    public var playedFrames: Int { state.pointee.counter(.playedFrames) }
+    public var underrunFrames: Int { state.pointee.counter(.underrunFrames) }
+    public var underrunCycles: Int { state.pointee.counter(.underrunCycles) }
+    public var cycles: Int { state.pointee.counter(.cycles) }
+    public var ringFill: (frames: Int, capacity: Int) { (state.pointee.ring.fill, state.pointee.ring.capacity) }
+    /// JACK frame time at which the first frame of the current run was played (nil before).
+    public var startedAtFrameTime: UInt32? {
+        let v = state.pointee.counter(.startedAtFrameTime)
+        return v < 0 ? nil : UInt32(truncatingIfNeeded: v)
+    }
+    public func takeMaxCycleNanos() -> Int { state.pointee.counters.exchange(PlayerState.Counter.maxCycleNanos.rawValue, 0) }
+
+    /// Whether every queued item has been played out (no loop).
+    public var isFinished: Bool {
+        let s = state.pointee
+        let drained = s.counter(.drainedAt)
+        return drained != Int.max && s.ring.totalRead >= drained && s.counter(.skipTo) <= drained
+    }
+
+    /// The current position.
+    public var position: PlayerPosition {
+        let s = state.pointee
+        let played = s.ring.totalRead
+        let transport = s.counter(.transport)
+        guard let m = reader.markers.last(where: { $0.ringPosition <= max(played, s.counter(.skipTo)) })
+                ?? reader.markers.first else {
+            return PlayerPosition(item: nil, path: nil, frame: 0, seconds: 0, frames: 0, duration: 0,
+                                  playing: transport == 1, paused: transport == 2)
+        }
+        let frame = min(m.fileFrames, m.fileFrame + Int((Double(max(0, played - m.ringPosition)) * m.ratio).rounded()))
+        return PlayerPosition(item: m.item, path: m.path, frame: frame, seconds: Double(frame) / Double(m.fileRate),
+                              frames: m.fileFrames, duration: Double(m.fileFrames) / Double(m.fileRate),
+                              playing: transport == 1, paused: transport == 2)
+    }
+
+    /// Events since the last call: failures from the reader, item starts and the end of the queue as the play head
+    /// reaches them.
+    public func drainEvents() -> [PlayerEvent] {
+        var out = reader.drainEvents()
+        let played = state.pointee.ring.totalRead
+        for (i, m) in reader.markers.enumerated() where m.ringPosition <= played && m.ringPosition > announcedMarker {
+            _ = i
+            announcedMarker = m.ringPosition
+            out.append(.itemStarted(item: m.item, path: m.path))
+        }
+        if isFinished && !announcedFinish {
+            announcedFinish = true
+            out.append(.queueFinished)
+        }
+        return out
+    }
+
+    /// Stops the reader thread, deactivates and closes the client.
+    public func close() {
+        guard !closed else { return }
+        closed = true
+        reader.send(.quit)
+        thread.join()
+        client.close()
+        logger.info("player closed", metadata: ["client": "\(client.name)"])
+    }
+}

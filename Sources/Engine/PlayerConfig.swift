@@ -1,0 +1,50 @@
+import SoundFile
+
+/// What repeats when the queue reaches an end.
+public enum LoopMode: String, Sendable, Codable, CaseIterable {
+    case none, item, all
+}
+
+/// Everything that shapes one player.
+public struct PlayerConfig: Sendable, Equatable {
+    public var clientName = "tandem-play"
+    /// Short names of the output ports, in channel order.
+    public var ports: [String] = ["out_1", "out_2"]
+    /// Files played back to back, without a gap.
+    public var queue: [String] = []
+    public var loop: LoopMode = .none
+    /// Gain in dB applied to every channel (ramped over one period when changed).
+    public var gainDB: Double = 0
+    /// For each output port, the 1-based file channel it plays (0: silence). nil: a mono file plays on every port,
+    /// otherwise file channel k plays on port k and extra file channels are left out.
+    public var channelMap: [Int]?
+    public var resampleQuality: ResampleQuality = .high
+    /// Playback ring size in seconds (its memory scales with the channel count).
+    public var ringSeconds: Double = 2
+    /// Start playing as soon as the client is active (false: wait for `play`).
+    public var startImmediately = true
+
+    public init() {}
+
+    public func problems() -> [String] {
+        var out: [String] = []
+        if clientName.isEmpty || clientName.utf8.count > 63 { out.append("client name must be 1 to 63 bytes") }
+        if ports.isEmpty { out.append("a player needs at least one port") }
+        if Set(ports).count != ports.count { out.append("port names must be unique") }
+        for p in ports where p.isEmpty || p.contains(":") { out.append("bad port name '\(p)' (empty or contains ':')") }
+        if !(gainDB >= -120 && gainDB <= 24) { out.append("gain must be -120 to +24 dB") }
+        if !(ringSeconds >= 0.1 && ringSeconds <= 60) { out.append("ring must be 0.1 to 60 seconds") }
+        if let map = channelMap {
+            if map.count != ports.count { out.append("channel map has \(map.count) entries for \(ports.count) ports") }
+            if map.contains(where: { $0 < 0 || $0 > 256 }) { out.append("channel map entries must be 0 to 256") }
+        }
+        return out
+    }
+
+    /// The linear gain.
+    public var gain: Float { Float(pow(10, gainDB / 20)) }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif

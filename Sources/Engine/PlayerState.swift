@@ -1,0 +1,95 @@
+import CJack
+import Jack
+import Realtime
+
+/// Everything the player's process callback touches, in one value built before activation and reached only
+/// through the callback's context pointer.
+struct PlayerState: BitwiseCopyable {
+    enum Counter: Int, CaseIterable {
+        /// 0 stopped (silence, nothing consumed), 1 playing, 2 paused. Written by the control side.
+        case transport
+        /// JACK frame time at which to start playing (sample-accurately), or -1 for "at once". Control sets it,
+        /// the callback clears it (compare-and-swap) once reached.
+        case startAt
+        /// Ring position up to which frames are stale (after a seek or a new queue) and are discarded. Written by
+        /// the disk reader (the ring's producer) before it writes fresh frames.
+        case skipTo
+        /// Ring position after which no more frames will come (queue finished), or Int.max. Written by the reader.
+        case drainedAt
+        /// Target gain, as the bit pattern of a Float. Written by the control side.
+        case gainTarget
+        /// Gain the last cycle ended on, as Float bits. Callback only.
+        case gainNow
+        /// Frames delivered from the ring to the ports.
+        case playedFrames
+        /// Frames of silence output because the ring ran short while playing (underruns), and such cycles.
+        case underrunFrames, underrunCycles
+        case cycles
+        /// JACK frame time of the latest cycle, and the ring position at its start.
+        case cycleFrameTime, cycleRingPosition
+        /// JACK frame time at which the first ring frame of the current run was played (-1 before).
+        case startedAtFrameTime
+        case lastCycleNanos, maxCycleNanos
+    }
+
+    let client: OpaquePointer
+    let ports: UnsafeMutablePointer<JackPort>
+    let channels: Int
+    let buffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+    /// `buffers` shifted by a start offset inside a cycle.
+    let shifted: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+    let scratch: UnsafeMutablePointer<Float>
+    /// Playback ring: the disk reader owns the writer half, the callback the reader half.
+    let ring: FrameRing
+    let counters: AtomicCounterArray
+    /// Posted when the ring has room for another chunk.
+    let wakeup: Wakeup
+    let wakeSpace: Int
+
+    static func allocate(client: OpaquePointer, ports: [JackPort], ringFrames: Int, wakeSpace: Int)
+        -> UnsafeMutablePointer<PlayerState> {
+        let p = UnsafeMutablePointer<JackPort>.allocate(capacity: ports.count)
+        p.initialize(from: ports, count: ports.count)
+        let scratch = UnsafeMutablePointer<Float>.allocate(capacity: JackPort.maxPeriod * ports.count)
+        scratch.initialize(repeating: 0, count: JackPort.maxPeriod * ports.count)
+        let buffers = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: ports.count)
+        let shifted = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: ports.count)
+        for c in 0..<ports.count {
+            (buffers + c).initialize(to: scratch + c * JackPort.maxPeriod)
+            (shifted + c).initialize(to: scratch + c * JackPort.maxPeriod)
+        }
+        let state = UnsafeMutablePointer<PlayerState>.allocate(capacity: 1)
+        state.initialize(to: PlayerState(
+            client: client, ports: p, channels: ports.count, buffers: buffers, shifted: shifted, scratch: scratch,
+            ring: .allocate(channels: ports.count, capacity: ringFrames),
+            counters: .allocate(count: Counter.allCases.count), wakeup: .allocate(), wakeSpace: wakeSpace))
+        state.pointee.resetAfterWarmUp()
+        return state
+    }
+
+    static func free(_ state: UnsafeMutablePointer<PlayerState>) {
+        let s = state.pointee
+        s.ring.deallocate()
+        s.counters.deallocate()
+        s.wakeup.deallocate()
+        s.ports.deallocate()
+        s.buffers.deallocate()
+        s.shifted.deallocate()
+        s.scratch.deallocate()
+        state.deallocate()
+    }
+
+    /// Control thread, before activation.
+    func resetAfterWarmUp() {
+        ring.reset()
+        for i in 0..<counters.count { counters.store(i, 0) }
+        counters.store(Counter.startAt.rawValue, -1)
+        counters.store(Counter.drainedAt.rawValue, Int.max)
+        counters.store(Counter.startedAtFrameTime.rawValue, -1)
+        counters.store(Counter.gainTarget.rawValue, Int(Float(1).bitPattern))
+        counters.store(Counter.gainNow.rawValue, Int(Float(1).bitPattern))
+    }
+
+    func counter(_ c: Counter) -> Int { counters.load(c.rawValue) }
+    func set(_ c: Counter, _ v: Int) { counters.store(c.rawValue, v) }
+}

@@ -1,0 +1,145 @@
+import ArgumentParser
+import Engine
+import Foundation
+import Jack
+import Logging
+import SoundFile
+
+struct PlayCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "play",
+        abstract: "Play files back to back into JACK output ports, resampled to the server's rate when needed.",
+        discussion: """
+            Exits 0 when the queue has played out (never with --loop), 2 if a file could not be played (the others \
+            still play). SIGINT/SIGTERM stop at once; SIGUSR1 plays, SIGUSR2 pauses.
+            """)
+
+    @OptionGroup var server: ServerOptions
+
+    @Argument(help: "Files to play, in order.")
+    var files: [String]
+
+    @Option(name: .long, help: "JACK client name.")
+    var client = "tandem-play"
+
+    @Option(name: [.short, .long], help: "Number of output ports (out_1..out_N). Default: the first file's channels.")
+    var channels: Int?
+
+    @Option(name: .long, help: "Output port short name, once per port, in channel order (repeatable).")
+    var port: [String] = []
+
+    @Option(name: .long, help: "Destination port (exact name or regular expression) for the outputs, in order (repeatable).")
+    var connect: [String] = []
+
+    @Option(name: .long, help: "Loop: none, item (the current file), all (the whole queue).")
+    var loop = "none"
+
+    @Option(name: .long, help: "Gain in dB (negative values as --gain=-6).")
+    var gain: Double = 0
+
+    @Option(name: .long, help: "For each output port, the file channel it plays (1-based, 0 = silence), e.g. 1,1 or 2,1.")
+    var map: String?
+
+    @Option(name: .long, help: "Resampling quality: low, medium, high, very-high.")
+    var quality = "high"
+
+    @Option(name: .long, help: "Start this many seconds into the first file.")
+    var seek: Double?
+
+    @Option(name: .long, help: "Start at this frame of the first file.")
+    var seekFrame: Int?
+
+    @Flag(name: .long, help: "Cue the queue but wait for SIGUSR1 before playing.")
+    var wait = false
+
+    @Option(name: .long, help: "Playback ring size in seconds.")
+    var ring: Double = 2
+
+    func validate() throws {
+        if files.isEmpty { throw ValidationError("give at least one file to play") }
+        if let channels, !(1...256).contains(channels) { throw ValidationError("--channels must be 1 to 256") }
+        if channels != nil && !port.isEmpty { throw ValidationError("give either --channels or --port, not both") }
+        if LoopMode(rawValue: loop) == nil { throw ValidationError("unknown --loop '\(loop)' (none, item, all)") }
+        if ResampleQuality(rawValue: quality) == nil {
+            throw ValidationError("unknown --quality '\(quality)' (low, medium, high, very-high)")
+        }
+        if let map, parseMap(map) == nil { throw ValidationError("--map '\(map)' is not a list like 1,2 or 1,1") }
+        if seek != nil && seekFrame != nil { throw ValidationError("give either --seek or --seek-frame") }
+        if let seek, seek < 0 { throw ValidationError("--seek must not be negative") }
+        if let seekFrame, seekFrame < 0 { throw ValidationError("--seek-frame must not be negative") }
+    }
+
+    func parseMap(_ s: String) -> [Int]? {
+        let parts = s.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
+        return parts.isEmpty || parts.contains(nil) ? nil : parts.map { $0! }
+    }
+
+    func makeConfig() -> PlayerConfig {
+        var c = PlayerConfig()
+        c.clientName = client
+        let count = channels ?? (try? SoundFileReader(path: files[0]).channels) ?? 2
+        c.ports = !port.isEmpty ? port : (1...max(1, count)).map { "out_\($0)" }
+        c.queue = files
+        c.loop = LoopMode(rawValue: loop) ?? .none
+        c.gainDB = gain
+        c.channelMap = map.flatMap(parseMap)
+        c.resampleQuality = ResampleQuality(rawValue: quality) ?? .high
+        c.ringSeconds = ring
+        c.startImmediately = false
+        return c
+    }
+
+    func run() throws {
+        let signals = SignalWatcher.install()
+        server.bootstrapLogging()
+        let config = makeConfig()
+        let problems = config.problems()
+        if !problems.isEmpty { fail(.badInput, problems.joined(separator: "; ")) }
+        let player: Player
+        do {
+            player = try Player(config: config, server: server.server, logger: Logger(label: "tandem.play"))
+        } catch {
+            fail(error.code == .jack ? .jackUnavailable : .badInput, error.message)
+        }
+        do {
+            try Patching.connectDestinations(connect, from: player.ports.map(\.name), client: player.client)
+        } catch {
+            player.close()
+            fail(.badInput, "\(error)")
+        }
+        var startFrame = seekFrame ?? 0
+        if let seek, let r = try? SoundFileReader(path: files[0]) { startFrame = Int(seek * Double(r.sampleRate)) }
+        if startFrame > 0 { player.seek(item: 0, frame: startFrame) }
+        player.waitForFill(seconds: 5)
+        if !wait { player.play() }
+
+        var failed = false
+        loop: while true {
+            signals.wakeup.wait(seconds: 0.02)
+            if signals.take(SIGINT) > 0 || signals.take(SIGTERM) > 0 { break }
+            if signals.take(SIGUSR1) > 0 { player.play() }
+            if signals.take(SIGUSR2) > 0 { player.pause() }
+            if player.client.wasShutDown {
+                player.close()
+                fail(.jackUnavailable, "the JACK server shut the player down")
+            }
+            for event in player.drainEvents() {
+                switch event {
+                case .itemStarted(let item, let path):
+                    let p = player.position
+                    say("playing \(item + 1)/\(files.count): \(path) (\(String(format: "%.3f", p.duration)) s)")
+                case .itemFailed(_, let path, let message):
+                    failed = true
+                    FileHandle.standardError.write(Data("tandem: cannot play '\(path)': \(message)\n".utf8))
+                case .queueFinished:
+                    // The last frames were handed to JACK in the cycle that consumed them; let it finish.
+                    usleep(UInt32(3 * player.client.bufferSize * 1_000_000 / max(1, player.sampleRate)))
+                    say("finished: \(player.playedFrames) frames played, \(player.underrunFrames) underrun frames")
+                    break loop
+                }
+            }
+        }
+        player.close()
+        if failed { Foundation.exit(ExitStatus.badInput.rawValue) }
+    }
+}

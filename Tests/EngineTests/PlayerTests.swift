@@ -1,0 +1,160 @@
+import Testing
+import Foundation
+import Engine
+import Jack
+import SoundFile
+import TestSupport
+
+/// In-process player tests: the player plays into an in-process capture client on a private server.
+@Suite(.serialized) struct PlayerTests {
+    struct Rig {
+        let server: JackServer
+        let dir: URL
+        let player: Player
+        let capture: TestCapture
+
+        init(_ label: String, channels: Int, captureSeconds: Double = 12, configure: (inout PlayerConfig) -> Void)
+            throws {
+            server = try TestEnvironment.server(label)
+            dir = TestEnvironment.temporaryDirectory(label)
+            capture = try TestCapture(name: "cap", server: server.name, channels: channels, seconds: captureSeconds)
+            var c = PlayerConfig()
+            c.ports = (1...channels).map { "out_\($0)" }
+            c.startImmediately = false
+            configure(&c)
+            player = try Player(config: c, server: server.name)
+            for i in 1...channels { try player.client.connect("tandem-play:out_\(i)", "cap:in_\(i)") }
+        }
+
+        /// Plays until the queue has finished (or `seconds` pass), then stops everything and returns the capture.
+        func playOut(seconds: Double = 20, start: Bool = true) -> (samples: [Float], events: [PlayerEvent]) {
+            player.waitForFill(seconds: 5)
+            if start { player.play() }
+            var events: [PlayerEvent] = []
+            _ = TestEnvironment.waitUntil(timeout: seconds) {
+                events += player.drainEvents()
+                return events.contains(.queueFinished)
+            }
+            usleep(100_000)
+            player.close()
+            capture.close()
+            server.stop()
+            return (capture.samples(), events)
+        }
+
+        func file(_ name: String, _ samples: [Float], channels: Int, rate: Int = 48000) throws -> String {
+            let path = dir.appendingPathComponent(name).path
+            try TestEnvironment.writeWAV(samples, channels: channels, sampleRate: rate, path: path)
+            return path
+        }
+    }
+
+    @Test func twoQueuedFilesArriveAsTheirExactConcatenation() throws {
+        var rig: Rig!
+        rig = try Rig("gapless", channels: 2) { _ in }
+        let a = Signals.noise(frames: 30_001, channels: 2, seed: 1)   // odd lengths: no period alignment
+        let b = Signals.noise(frames: 20_011, channels: 2, seed: 2)
+        let pa = try rig.file("a.wav", a, channels: 2), pb = try rig.file("b.wav", b, channels: 2)
+        rig.player.load([pa, pb])
+        let out = rig.playOut()
+        let alignment = AudioCompare.align(source: a + b, recorded: out.samples, channels: 2)
+        let m = try #require(alignment)
+        #expect(m.matchedFrames == 50_012 && m.mismatchedFrames == 0 && m.extraFrames == 0, "\(m)")
+        #expect(out.events.contains(.itemStarted(item: 1, path: pb)))
+    }
+
+    @Test func aLoopedFileRepeatsExactly() throws {
+        let rig = try Rig("loop", channels: 1) { $0.loop = .item }
+        let a = Signals.noise(frames: 12_345, channels: 1, seed: 3)
+        rig.player.load([try rig.file("a.wav", a, channels: 1)])
+        _ = rig.playOut(seconds: 1.2)
+        let got = rig.capture.samples()
+        let start = try #require(got.firstIndex { $0 != 0 })
+        let repeats = (got.count - start) / a.count
+        #expect(repeats >= 3)
+        let expected = Array((0..<repeats).map { _ in a }.joined())
+        #expect(Array(got[start..<(start + expected.count)]) == expected)
+    }
+
+    @Test func seekDeliversTheFileFromThatFrame() throws {
+        let rig = try Rig("seek", channels: 2) { _ in }
+        let a = Signals.noise(frames: 48_000, channels: 2, seed: 4)
+        rig.player.load([try rig.file("a.wav", a, channels: 2)], frame: 12_345)
+        let out = rig.playOut()
+        let tail = Array(a[(12_345 * 2)...])
+        let m = try #require(AudioCompare.align(source: tail, recorded: out.samples, channels: 2))
+        #expect(m.matchedFrames == 48_000 - 12_345 && m.mismatchedFrames == 0 && m.extraFrames == 0, "\(m)")
+    }
+
+    @Test func aCorruptFileBetweenTwoGoodOnesIsReportedAndSkipped() throws {
+        let rig = try Rig("corrupt", channels: 1) { _ in }
+        let a = Signals.noise(frames: 10_000, channels: 1, seed: 5)
+        let c = Signals.noise(frames: 10_000, channels: 1, seed: 6)
+        let bad = rig.dir.appendingPathComponent("bad.wav").path
+        try Data("RIFF....WAVEfmt this is not audio".utf8).write(to: URL(fileURLWithPath: bad))
+        rig.player.load([try rig.file("a.wav", a, channels: 1), bad, try rig.file("c.wav", c, channels: 1)])
+        let out = rig.playOut()
+        let failures = out.events.filter { if case .itemFailed(1, bad, _) = $0 { return true } else { return false } }
+        #expect(failures.count == 1)
+        let m = try #require(AudioCompare.align(source: a + c, recorded: out.samples, channels: 1))
+        #expect(m.matchedFrames == 20_000 && m.mismatchedFrames == 0, "\(m)")
+    }
+
+    @Test func monoPlaysOnEveryPortAndAnExplicitMapSwaps() throws {
+        let mono = try Rig("mono", channels: 2) { _ in }
+        let a = Signals.noise(frames: 5_000, channels: 1, seed: 7)
+        mono.player.load([try mono.file("m.wav", a, channels: 1)])
+        let out = mono.playOut().samples
+        let both = a.flatMap { [$0, $0] }
+        #expect(AudioCompare.align(source: both, recorded: out, channels: 2)?.matchedFrames == 5_000)
+
+        let swap = try Rig("swap", channels: 2) { $0.channelMap = [2, 1] }
+        let st = Signals.noise(frames: 5_000, channels: 2, seed: 8)
+        swap.player.load([try swap.file("s.wav", st, channels: 2)])
+        let swapped = stride(from: 0, to: st.count, by: 2).flatMap { [st[$0 + 1], st[$0]] }
+        #expect(AudioCompare.align(source: swapped, recorded: swap.playOut().samples, channels: 2)?.matchedFrames == 5_000)
+    }
+
+    /// A 44.1 kHz 1 kHz sine on a 48 kHz server plays at 1 kHz, for the right length, with low distortion.
+    @Test func resampledSinePlaysAtItsPitch() throws {
+        let rig = try Rig("resample", channels: 1) { $0.resampleQuality = .high }
+        let sine = Signals.sine(frames: 2 * 44100, channels: 1, frequency: 1000, sampleRate: 44100, peak: 0.5)
+        rig.player.load([try rig.file("s441.wav", sine, channels: 1, rate: 44100)])
+        let got = rig.playOut().samples
+        let first = try #require(got.firstIndex { $0 != 0 })
+        let last = try #require(got.lastIndex { abs($0) > 1e-4 })
+        let length = Double(last - first + 1) / 48000
+        #expect(abs(length - 2.0) < 0.002, "length \(length) s")
+        // Frequency and THD+N from a least-squares sine fit over the steady middle second.
+        let mid = Array(got[(first + 24000)..<(first + 72000)])
+        let fit = SineFit.fit(mid, sampleRate: 48000, around: 1000)
+        #expect(abs(fit.frequency - 1000) < 0.05, "frequency \(fit.frequency) Hz")
+        #expect(fit.thdPlusNoiseDB < -100, "THD+N \(fit.thdPlusNoiseDB) dB")
+        let report = "resample 44100->48000 high: length \(length) s, frequency \(fit.frequency) Hz, THD+N \(fit.thdPlusNoiseDB) dB"
+        try? report.write(toFile: "/tmp/tandem-resample-measurement.txt", atomically: true, encoding: .utf8)
+    }
+
+    /// 64 channels at a 256-frame period for 30 s: no underrun after the start.
+    @Test func sixtyFourChannelsPlayWithoutUnderruns() throws {
+        let server = try TestEnvironment.server("p64")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("p64")
+        let path = dir.appendingPathComponent("n64.wav").path
+        try TestEnvironment.writeWAV(Signals.noise(frames: 3 * 48000, channels: 64, seed: 9), channels: 64, path: path)
+        var c = PlayerConfig()
+        c.ports = (1...64).map { "out_\($0)" }
+        c.queue = [path]
+        c.loop = .item
+        let player = try Player(config: c, server: server.name)
+        let sink = try TestCapture(name: "sink", server: server.name, channels: 64, seconds: 1)
+        for i in 1...64 { try player.client.connect("tandem-play:out_\(i)", "sink:in_\(i)") }
+        let startUnderruns = player.underrunFrames
+        usleep(30_000_000)
+        let played = player.playedFrames
+        let underruns = player.underrunFrames - startUnderruns
+        player.close()
+        sink.close()
+        #expect(underruns == 0, "underrun frames \(underruns)")
+        #expect(played >= 29 * 48000, "played \(played)")
+    }
+}
