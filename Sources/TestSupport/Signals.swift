@@ -21,7 +21,7 @@ public enum Signals {
         var out = [Float](repeating: 0, count: frames * channels)
         for f in 0..<frames {
             let v = peak * sin(2 * .pi * frequency * Double(f) / Double(sampleRate))
-            let q = Float((v * 8_388_608).rounded() / 8_388_608)
+            let q = Float((v * 8_388_608).rounded() / 8_388_608) + 0   // + 0: no -0.0
             for c in 0..<channels { out[f * channels + c] = q }
         }
         return out

@@ -136,10 +136,10 @@ import TestSupport
     @Test func privateServerNeverOutlivesItsOwner() throws {
         let dir = TestEnvironment.temporaryDirectory("owner")
         let log = dir.appendingPathComponent("demo.log").path
-        let p = try ChildProcess([TestEnvironment.product("tandem"), "demo", "--hold", "30"],
+        let p = try ChildProcess([TestEnvironment.product("tandem"), "demo", "--seconds", "60", "-d", dir.path],
                                  environment: ["JACK_DEFAULT_SERVER": "absent-\(getpid())"], outputPath: log)
         #expect(TestEnvironment.waitUntil(timeout: 10) {
-            ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("ports on")
+            ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("playing ")
         })
         let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         let name = try #require(text.split(separator: "'").dropFirst().first.map(String.init))
@@ -147,5 +147,23 @@ import TestSupport
         p.signal(SIGKILL)
         _ = p.wait(timeout: 5)
         #expect(TestEnvironment.waitUntil(timeout: 5) { !JackServer.probe(name) }, "server \(name) stopped by watchdog")
+    }
+
+    /// The demo on a machine with no server: finishes by itself, the take matches the source, nothing left running.
+    @Test func demoRunsOnAPrivateServerAndVerifiesItsTake() throws {
+        let dir = TestEnvironment.temporaryDirectory("demo")
+        let log = dir.appendingPathComponent("demo.log").path
+        let absent = "absent-demo-\(getpid())"
+        let p = try ChildProcess([TestEnvironment.product("tandem"), "demo", "--seconds", "3", "-d", dir.path],
+                                 environment: ["JACK_DEFAULT_SERVER": absent], outputPath: log)
+        #expect(p.wait(timeout: 30) == 0)
+        let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        #expect(text.contains("started a private dummy server"), "\(text)")
+        #expect(text.contains("verified: 144000 of 144000 source frames arrived bit for bit"), "\(text)")
+        #expect(text.contains("stopped the private server"))
+        let name = try #require(text.split(separator: "'").dropFirst().first.map(String.init))
+        #expect(!JackServer.probe(name))
+        let leftovers = try TestEnvironment.run(["pgrep", "-f", "jackd -n \(name) "])
+        #expect(leftovers.code != 0, "no jackd left: \(leftovers.output)")
     }
 }
