@@ -27,7 +27,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "SoundFile", dependencies: ["CSndFile", "CSoxr"]),
-        .target(name: "Presets"),
+        .target(name: "Presets", dependencies: ["SoundFile"]),
         .target(name: "Engine", dependencies: [
             "Realtime", "Jack", "SoundFile", "Presets",
             .product(name: "Logging", package: "swift-log"),
@@ -46,7 +46,7 @@ let package = Package(
         .testTarget(name: "RealtimeTests", dependencies: ["Realtime"]),
         .testTarget(name: "JackTests", dependencies: ["Jack", "Realtime", "TestSupport"]),
         .testTarget(name: "SoundFileTests", dependencies: ["SoundFile", "TestSupport"]),
-        .testTarget(name: "PresetsTests", dependencies: ["Presets"]),
+        .testTarget(name: "PresetsTests", dependencies: ["Presets", "TestSupport"]),
         .testTarget(name: "EngineTests", dependencies: ["Engine", "TestSupport"]),
         .testTarget(name: "TandemTests", dependencies: ["TestSupport", "SoundFile", "Engine", "Jack"]),
     ],

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Presets
 import Realtime
 import SoundFile
 import Synchronization
@@ -39,15 +40,17 @@ final class DiskReader: @unchecked Sendable {
         /// Jump to `frame` of `item` (nil: the current one).
         case seek(item: Int?, frame: Int)
         case next
+        /// New loop mode, channel map and resampling quality (from the next chunk; the queue is not touched).
+        case configure(loop: LoopMode, map: [Int]?, quality: ResampleQuality)
         case quit
     }
 
     private let state: PlayerState
     private let sampleRate: Int
     private let logger: Logger
-    private let channelMap: [Int]?
-    private let loop: LoopMode
-    private let quality: ResampleQuality
+    private var channelMap: [Int]?
+    private var loop: LoopMode
+    private var quality: ResampleQuality
     private let commands = Mutex<[Command]>([])
     private let events = Mutex<[PlayerEvent]>([])
     private let markerList = Mutex<[PlaybackMarker]>([])
@@ -123,6 +126,10 @@ final class DiskReader: @unchecked Sendable {
             jump(item: item ?? index, frame: frame)
         case .next:
             jump(item: index + 1, frame: 0)
+        case .configure(let newLoop, let map, let q):
+            loop = newLoop
+            channelMap = map
+            quality = q
         case .quit:
             quit = true
         }

@@ -1,3 +1,4 @@
+import Presets
 import Foundation
 import Logging
 import Realtime
@@ -19,6 +20,8 @@ final class DiskWriter: @unchecked Sendable {
         case stop(at: Int, end: TakeEnd, detail: String?)
         /// Start a new chunk at the next frame.
         case rotate
+        /// Use these file and take settings from the next take on (the running take is not touched).
+        case configure(RecorderConfig)
         /// Finish (after the running take has ended) and leave the thread.
         case quit
     }
@@ -31,7 +34,7 @@ final class DiskWriter: @unchecked Sendable {
         var bytes: Int
     }
 
-    private let config: RecorderConfig
+    private var config: RecorderConfig
     private let state: RecorderState
     private let sampleRate: Int
     private let portNames: [String]
@@ -48,7 +51,7 @@ final class DiskWriter: @unchecked Sendable {
     private var quitRequested = false
     private var pendingStop: (at: Int, end: TakeEnd, detail: String?)?
     private let prerollFrames: Int
-    private let rotateFrames: Int?
+    private var rotateFrames: Int?
     private let silence: UnsafeMutablePointer<Float>
     private let stemScratch: UnsafeMutablePointer<Float>
     private static let chunkFrames = 8192
@@ -62,14 +65,7 @@ final class DiskWriter: @unchecked Sendable {
         self.logger = logger
         self.xruns = xruns
         prerollFrames = Int(config.prerollSeconds * Double(sampleRate))
-        var rotate: Int?
-        if let s = config.rotateSeconds { rotate = max(1, Int((s * Double(sampleRate)).rounded())) }
-        if let b = config.rotateBytes, let width = DiskWriter.bytesPerSample(config.format) {
-            let perFile = width * (config.stems ? 1 : state.channels)
-            let byBytes = max(1, (b - 4096) / perFile)   // leave room for the header
-            rotate = min(rotate ?? byBytes, byBytes)
-        }
-        rotateFrames = rotate
+        rotateFrames = DiskWriter.rotationFrames(config, channels: state.channels, sampleRate: sampleRate)
         silence = .allocate(capacity: DiskWriter.chunkFrames * state.channels)
         silence.initialize(repeating: 0, count: DiskWriter.chunkFrames * state.channels)
         stemScratch = .allocate(capacity: DiskWriter.chunkFrames)
@@ -79,6 +75,18 @@ final class DiskWriter: @unchecked Sendable {
     deinit {
         silence.deallocate()
         stemScratch.deallocate()
+    }
+
+    /// Chunk length in frames from the rotation settings (by time, or by size for uncompressed formats).
+    static func rotationFrames(_ config: RecorderConfig, channels: Int, sampleRate: Int) -> Int? {
+        var rotate: Int?
+        if let s = config.rotateSeconds { rotate = max(1, Int((s * Double(sampleRate)).rounded())) }
+        if let b = config.rotateBytes, let width = DiskWriter.bytesPerSample(config.format) {
+            let perFile = width * (config.stems ? 1 : channels)
+            let byBytes = max(1, (b - 4096) / perFile)   // leave room for the header
+            rotate = min(rotate ?? byBytes, byBytes)
+        }
+        return rotate
     }
 
     /// Bytes per sample of uncompressed formats (nil for encoded ones, rotated by observed file size).
@@ -138,6 +146,9 @@ final class DiskWriter: @unchecked Sendable {
             }
         case .rotate:
             if let t = take, t.framesWritten > 0 { rotate(t) }
+        case .configure(let c):
+            pendingConfig = c
+            if take == nil { applyPendingConfig() }
         case .quit:
             quitRequested = true
         }
@@ -280,7 +291,17 @@ final class DiskWriter: @unchecked Sendable {
 
     // MARK: Takes and chunks
 
+    private var pendingConfig: RecorderConfig?
+
+    private func applyPendingConfig() {
+        guard let c = pendingConfig else { return }
+        pendingConfig = nil
+        config = c
+        rotateFrames = DiskWriter.rotationFrames(c, channels: state.channels, sampleRate: sampleRate)
+    }
+
     private func begin(at: Int, context: TakeContext) {
+        applyPendingConfig()
         // The pre-roll: as far back as requested, but no earlier than what the ring still holds.
         let start = max(streamPosition, at - prerollFrames)
         let date = context.anchor.wallClock(at: start)
@@ -295,7 +316,7 @@ final class DiskWriter: @unchecked Sendable {
             sampleFormat: config.format.sample.rawValue, stems: config.stems, startedAt: iso.string(from: date),
             startFrameTime: context.anchor.frameTime(at: start), streamStart: start, prerollFrames: at - start,
             ports: context.ports, chunks: [], frames: 0, xruns: 0, droppedFrames: 0, drops: [], ended: .recording,
-            endDetail: nil)
+            endDetail: nil, notes: context.notes.isEmpty ? nil : context.notes, playback: context.playback)
         let t = ActiveTake(number: number, start: start, date: date, context: context, report: report,
                            sidecar: SidecarFile(path: path(take: number, date: date, channel: nil, chunk: nil,
                                                            ext: "json")))
@@ -412,6 +433,7 @@ final class DiskWriter: @unchecked Sendable {
         writeSidecar(t)
         take = nil
         published.withLock { $0 = nil }
+        applyPendingConfig()
         if let failure = t.failed {
             logger.error("take ended by a disk error", metadata: ["take": "\(t.number)", "error": "\(failure)"])
             emit(.diskError(take: t.number, message: failure))

@@ -2,6 +2,7 @@ import Foundation
 import Jack
 import Logging
 import Realtime
+import Presets
 import SoundFile
 
 /// Where playback is.
@@ -108,6 +109,7 @@ public final class Player: @unchecked Sendable {
 
     /// Replaces the queue and cues its first item (playback state unchanged).
     public func load(_ queue: [String], item: Int = 0, frame: Int = 0) {
+        self.queue = queue
         announcedMarker = -1
         announcedFinish = false
         reader.send(.load(queue, item: item, frame: frame))
@@ -130,6 +132,14 @@ public final class Player: @unchecked Sendable {
 
     /// Skips to the next item.
     public func next() { reader.send(.next) }
+
+    /// New loop mode, channel map and resampling quality; the queue and the play head are not touched.
+    public func reconfigure(loop: LoopMode, map: [Int]?, quality: ResampleQuality) {
+        reader.send(.configure(loop: loop, map: map, quality: quality))
+    }
+
+    /// The queue last loaded.
+    public private(set) var queue: [String] = []
 
     /// Sets the gain (ramped over one period).
     public func setGain(dB: Double) { state.pointee.set(.gainTarget, Int(Float(pow(10, dB / 20)).bitPattern)) }

@@ -1,9 +1,5 @@
+import Presets
 import SoundFile
-
-/// What repeats when the queue reaches an end.
-public enum LoopMode: String, Sendable, Codable, CaseIterable {
-    case none, item, all
-}
 
 /// Everything that shapes one player.
 public struct PlayerConfig: Sendable, Equatable {

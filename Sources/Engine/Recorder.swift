@@ -159,13 +159,30 @@ public final class Recorder: @unchecked Sendable {
     }
 
     /// Starts a take at a given stream position (frames since activation).
-    public func startTake(at position: Int) {
+    public func startTake(at position: Int, notes: [String] = [], playback: PlaybackAlignment? = nil) {
         let portInfo = ports.map { port in
             TakeReport.Port(name: port.name, connections: client.connections(of: port.name),
                             captureLatency: client.latency(of: port.name, capture: true))
         }
         writer.send(.start(at: position, context: TakeContext(anchor: anchor(), ports: portInfo,
-                                                              xrunsAtStart: client.notifications.count(.xrun))))
+                                                              xrunsAtStart: client.notifications.count(.xrun),
+                                                              notes: notes, playback: playback)))
+    }
+
+    /// Starts a take whose first frame is the one captured at JACK frame time `frameTime` (which may lie a few
+    /// periods ahead: the writer skips to it). The pre-roll is not applied.
+    public func startTake(atFrameTime frameTime: UInt32, notes: [String] = [], playback: PlaybackAlignment? = nil) {
+        let a = anchor()
+        let position = a.streamPosition + Int(Int32(bitPattern: frameTime &- a.frameTime))
+        startTake(at: position + prerollFrames, notes: notes, playback: playback)
+    }
+
+    private var prerollFrames: Int { Int(config.prerollSeconds * Double(sampleRate)) }
+
+    /// Uses new file and take settings from the next take on; the running take is not touched. Only settings that
+    /// do not change the JACK client (client name, ports, ring, pre-roll) may differ.
+    public func reconfigure(_ newConfig: RecorderConfig) {
+        writer.send(.configure(newConfig))
     }
 
     /// Ends the running take after every frame captured so far.

@@ -1,3 +1,4 @@
+import Presets
 import Foundation
 import SoundFile
 

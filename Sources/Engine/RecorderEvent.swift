@@ -34,4 +34,6 @@ struct TakeContext: Sendable {
     var ports: [TakeReport.Port]
     /// Xrun count of the recorder's client when the take starts.
     var xrunsAtStart: Int
+    var notes: [String] = []
+    var playback: PlaybackAlignment?
 }

@@ -59,6 +59,10 @@ public struct TakeReport: Codable, Sendable {
     public var ended: TakeEnd
     /// Human-readable detail on how it ended (the disk error's message, for example).
     public var endDetail: String?
+    /// What else a reader of this take should know (a resume after a lost server, for example).
+    public var notes: [String]?
+    /// Playback started on the take's first frame (record-while-playing), if any.
+    public var playback: PlaybackAlignment?
 
     /// Encodes as pretty JSON.
     public func json() -> Data {
@@ -69,6 +73,17 @@ public struct TakeReport: Codable, Sendable {
 
     public static func read(from path: String) throws -> TakeReport {
         try JSONDecoder().decode(TakeReport.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+    }
+}
+
+/// A player start lined up with a take: both began at `startFrameTime`.
+public struct PlaybackAlignment: Codable, Sendable {
+    public var files: [String]
+    /// JACK frame time of the first played frame (equal to the take's `startFrameTime`).
+    public var startFrameTime: UInt32
+    public init(files: [String], startFrameTime: UInt32) {
+        self.files = files
+        self.startFrameTime = startFrameTime
     }
 }
 

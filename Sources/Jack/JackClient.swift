@@ -67,6 +67,12 @@ public final class JackClient: @unchecked Sendable {
     public var frameTime: UInt32 { handle.map { jack_frame_time($0) } ?? 0 }
     /// Whether the server runs with real-time scheduling.
     public var isRealtime: Bool { handle.map { jack_is_realtime($0) != 0 } ?? false }
+    /// Whether JACK transport is rolling (starting counts as not yet).
+    public var transportRolling: Bool {
+        guard let handle else { return false }
+        return jack_transport_query(handle, nil) == JackTransportRolling
+    }
+
     /// The server's DSP load in percent.
     public var cpuLoad: Double { handle.map { Double(jack_cpu_load($0)) } ?? 0 }
 

@@ -3,6 +3,7 @@ import Engine
 import Foundation
 import Jack
 import Logging
+import Presets
 import SoundFile
 
 struct PlayCommand: ParsableCommand {

@@ -1,3 +1,4 @@
+import Presets
 import ArgumentParser
 import Engine
 import Foundation
@@ -183,23 +184,14 @@ struct RecordCommand: ParsableCommand {
 
     enum Outcome { case none, diskError, finished(TakeEnd) }
 
-    /// Prints what a user wants to know about an event; returns what it means for the run.
+    /// Prints an event and says what it means for the run.
     func report(_ event: RecorderEvent) -> Outcome {
+        EventPrinter().printRecorder(event)
         switch event {
-        case .takeStarted(let take, let files):
-            say("take \(take) recording: \(files.joined(separator: ", "))")
-        case .chunkStarted(let take, let chunk, let files):
-            say("take \(take) chunk \(chunk): \(files.joined(separator: ", "))")
-        case .takeFinished(let r, let sidecar):
-            let seconds = Double(r.frames) / Double(max(1, r.sampleRate))
-            say("take \(r.take) \(r.ended.rawValue): \(r.frames) frames (\(String(format: "%.3f", seconds)) s), "
-                  + "\(r.chunks.count) chunk(s), dropped \(r.droppedFrames), xruns \(r.xruns); report \(sidecar)")
-            return .finished(r.ended)
-        case .diskError(let take, let message):
-            FileHandle.standardError.write(Data("tandem: take \(take) ended by a disk error: \(message)\n".utf8))
-            return .diskError
+        case .takeFinished(let r, _): return .finished(r.ended)
+        case .diskError: return .diskError
+        default: return .none
         }
-        return .none
     }
 
     static func nextOccurrence(_ secondsOfDay: Int) -> Date {

@@ -32,7 +32,7 @@ struct Tandem: ParsableCommand {
         commandName: "tandem",
         abstract: "A headless recorder and player that lives in a JACK graph.",
         version: TandemVersion.string,
-        subcommands: [RecordCommand.self, PlayCommand.self, StitchCommand.self, PortsCommand.self, DemoCommand.self])
+        subcommands: [RunCommand.self, RecordCommand.self, PlayCommand.self, PresetCommand.self, StitchCommand.self, PortsCommand.self, DemoCommand.self])
 }
 
 /// Options every command that talks to JACK shares.

@@ -1,0 +1,201 @@
+import Foundation
+import SoundFile
+
+/// What repeats when the player's queue reaches an end.
+public enum LoopMode: String, Sendable, Codable, CaseIterable {
+    case none, item, all
+}
+
+/// When the recorder starts its first take.
+public enum RecorderStart: String, Sendable, CaseIterable {
+    /// At once.
+    case immediately
+    /// Running and metering, writing nothing until started (pre-roll kept).
+    case armed
+    /// A take per JACK transport roll.
+    case transport
+}
+
+/// When the player starts.
+public enum PlayerStart: String, Sendable, CaseIterable {
+    case immediately
+    /// On a play command.
+    case command
+    /// On JACK transport roll (and pauses when it stops).
+    case transport
+    /// On the same cycle as the recorder's first take (record-while-playing, aligned to the frame).
+    case withRecorder = "with-recorder"
+}
+
+public enum ServerLossPolicy: String, Sendable, CaseIterable {
+    /// Keep the process, wait for the server, re-create everything, start a new take.
+    case resume
+    /// Finalize and exit with a non-zero code.
+    case stop
+}
+
+public enum DiskErrorPolicy: String, Sendable, CaseIterable {
+    /// Finalize the take and exit with a non-zero code.
+    case stop
+    /// Finalize the take and stay armed (a new take starts only when asked).
+    case continueArmed = "continue"
+}
+
+public enum DisconnectPolicy: String, Sendable, CaseIterable {
+    /// A connection the user removed stays removed (until the preset changes).
+    case respect
+    /// Connection rules are enforced: a removed connection is made again.
+    case repair
+}
+
+/// How a connection rule pairs the ports its two sides match.
+public enum PairingMode: String, Sendable, CaseIterable {
+    /// First with first, second with second, ... in natural name order.
+    case pairs
+    /// Every source to every destination.
+    case all
+}
+
+/// A port name pattern: exact, a glob (`*`, `?`, `[...]`), or a regular expression written `/.../`.
+public enum PortPattern: Sendable, Equatable, CustomStringConvertible {
+    case exact(String)
+    case glob(String)
+    case regex(String)
+
+    public init(_ text: String) {
+        if text.count >= 2 && text.hasPrefix("/") && text.hasSuffix("/") {
+            self = .regex(String(text.dropFirst().dropLast()))
+        } else if text.contains(where: { "*?[".contains($0) }) {
+            self = .glob(text)
+        } else {
+            self = .exact(text)
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .exact(let s), .glob(let s): return s
+        case .regex(let s): return "/\(s)/"
+        }
+    }
+
+    /// Why the pattern cannot be used, or nil.
+    public var problem: String? {
+        switch self {
+        case .exact(let s): return s.contains(":") ? nil : "'\(s)' is not a full port name (client:port)"
+        case .glob(let s): return s.isEmpty ? "empty pattern" : nil
+        case .regex(let s):
+            do { _ = try NSRegularExpression(pattern: "^(?:\(s))$") } catch {
+                return "'/\(s)/' is not a valid regular expression"
+            }
+            return nil
+        }
+    }
+
+    /// Whether `name` matches (the whole name).
+    public func matches(_ name: String) -> Bool {
+        switch self {
+        case .exact(let s): return s == name
+        case .glob(let s): return fnmatch(s, name, 0) == 0
+        case .regex(let s):
+            guard let r = try? NSRegularExpression(pattern: "^(?:\(s))$") else { return false }
+            return r.firstMatch(in: name, range: NSRange(name.startIndex..., in: name)) != nil
+        }
+    }
+}
+
+/// "Connect what matches `from` to what matches `to`."
+public struct ConnectionRule: Sendable, Equatable {
+    public var from: PortPattern
+    public var to: PortPattern
+    public var mode: PairingMode
+    public var line: Int?
+
+    public init(from: PortPattern, to: PortPattern, mode: PairingMode = .pairs, line: Int? = nil) {
+        self.from = from
+        self.to = to
+        self.mode = mode
+        self.line = line
+    }
+
+    public static func == (a: ConnectionRule, b: ConnectionRule) -> Bool {
+        a.from == b.from && a.to == b.to && a.mode == b.mode
+    }
+}
+
+/// The `[session]` table.
+public struct SessionSection: Sendable, Equatable {
+    public var name = "session"
+    public var server: String?
+    public var directory = "."
+    /// Create `directory` (and its parents) when it does not exist.
+    public var createDirectory = false
+    public var onServerLoss: ServerLossPolicy = .resume
+    public var onDiskError: DiskErrorPolicy = .stop
+    public var onManualDisconnect: DisconnectPolicy = .respect
+    /// OSC control port on 127.0.0.1 (nil: no control protocol).
+    public var controlPort: Int?
+    public init() {}
+}
+
+/// The `[recorder]` table.
+public struct RecorderSection: Sendable, Equatable {
+    public var client = "tandem-rec"
+    public var ports: [String] = ["in_1", "in_2"]
+    public var format = AudioFormat()
+    public var template = "{session}-{take:03}-{date}-{time}"
+    public var stems = false
+    public var rotateSeconds: Double?
+    public var rotateBytes: Int?
+    public var prerollSeconds: Double = 0
+    public var maxDurationSeconds: Double?
+    public var stopAt: String?
+    public var start: RecorderStart = .immediately
+    public var ringSeconds: Double = 4
+    public init() {}
+}
+
+/// The `[player]` table.
+public struct PlayerSection: Sendable, Equatable {
+    public var client = "tandem-play"
+    public var ports: [String] = ["out_1", "out_2"]
+    /// Absolute paths (relative ones are resolved against the preset's folder).
+    public var queue: [String] = []
+    public var loop: LoopMode = .none
+    public var gainDB: Double = 0
+    public var channelMap: [Int]?
+    public var quality: ResampleQuality = .high
+    public var seekSeconds: Double = 0
+    public var start: PlayerStart = .immediately
+    public var ringSeconds: Double = 2
+    public init() {}
+}
+
+/// A whole setup, as read from a preset file.
+public struct Preset: Sendable, Equatable {
+    /// The file it came from, if any.
+    public var path: String?
+    public var session = SessionSection()
+    public var recorder: RecorderSection?
+    public var player: PlayerSection?
+    public var connections: [ConnectionRule] = []
+    public init() {}
+}
+
+/// One thing wrong with a preset, located as precisely as known.
+public struct PresetProblem: Sendable, Equatable, CustomStringConvertible {
+    public var file: String
+    public var line: Int?
+    /// The dotted key ("recorder.format"), or "" for the file as a whole.
+    public var key: String
+    public var message: String
+
+    public var description: String {
+        let place = line.map { "\(file):\($0)" } ?? file
+        return key.isEmpty ? "\(place): \(message)" : "\(place): \(key): \(message)"
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif

@@ -1,0 +1,468 @@
+import Foundation
+import SoundFile
+
+/// Reads and validates presets. Pure: touches no JACK server, only checks that named files and folders exist.
+///
+/// Every problem is collected (file, line, key, what is allowed); nothing stops at the first one.
+public enum PresetLoader {
+    /// Loads `path`, applies `overrides` ("recorder.format=flac", the command line's `--set`), validates.
+    public static func load(path: String, overrides: [String] = []) -> (preset: Preset?, problems: [PresetProblem]) {
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            var isDir: ObjCBool = false
+            let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDir)
+            let why = !exists ? "no such file" : isDir.boolValue ? "is a directory" : "cannot be read as UTF-8 text"
+            return (nil, [PresetProblem(file: path, line: nil, key: "", message: why)])
+        }
+        let absolute = path.hasPrefix("/") ? path
+            : (FileManager.default.currentDirectoryPath as NSString).appendingPathComponent(path)
+        let base = (((absolute as NSString).deletingLastPathComponent) as NSString).standardizingPath
+        var result = parse(text, file: path, baseDirectory: base, overrides: overrides)
+        result.preset?.path = path
+        if result.preset != nil && result.preset?.session.name == "session" && !text.contains("name") {
+            result.preset?.session.name = ((path as NSString).lastPathComponent as NSString).deletingPathExtension
+        }
+        return result
+    }
+
+    /// Parses preset text. Relative paths are resolved against `baseDirectory`.
+    public static func parse(_ text: String, file: String, baseDirectory: String,
+                             overrides: [String] = []) -> (preset: Preset?, problems: [PresetProblem]) {
+        var root: TOMLTable
+        do {
+            root = try TOMLParser.parse(text)
+        } catch {
+            return (nil, [PresetProblem(file: file, line: error.line, key: "", message: error.message)])
+        }
+        var problems: [PresetProblem] = []
+        for o in overrides {
+            if let p = applyOverride(o, to: &root) { problems.append(PresetProblem(file: "--set", line: nil, key: o, message: p)) }
+        }
+        var v = Validator(file: file, base: baseDirectory)
+        let preset = v.preset(root)
+        problems += v.problems
+        return (problems.isEmpty ? preset : nil, problems)
+    }
+
+    /// Sets a dotted key from "a.b=value" (the value is read as TOML, or as a plain string).
+    static func applyOverride(_ text: String, to root: inout TOMLTable) -> String? {
+        guard let eq = text.firstIndex(of: "=") else { return "expected KEY=VALUE" }
+        let key = String(text[..<eq]).trimmingCharacters(in: .whitespaces)
+        let raw = String(text[text.index(after: eq)...]).trimmingCharacters(in: .whitespaces)
+        let path = key.split(separator: ".").map(String.init)
+        guard path.count == 2 else { return "expected SECTION.KEY=VALUE, e.g. recorder.format=flac" }
+        let value: TOMLValue
+        if let parsed = try? TOMLParser.parse("v = \(raw)"), let v = parsed["v"] {
+            value = v
+        } else {
+            value = .string(raw, line: 0)
+        }
+        var section: TOMLTable
+        switch root[path[0]] {
+        case .table(let t): section = t
+        case nil: section = TOMLTable(line: 0)
+        default: return "'\(path[0])' is not a table"
+        }
+        section.replace(path[1], value)
+        root.replace(path[0], .table(section))
+        return nil
+    }
+}
+
+extension TOMLTable {
+    /// Sets or replaces a key (for overrides).
+    mutating func replace(_ key: String, _ value: TOMLValue) {
+        set(key, value, line: keyLines[key] ?? 0, replacing: true)
+    }
+}
+
+/// Walks the parsed tree, builds a `Preset` and collects every problem.
+struct Validator {
+    let file: String
+    let base: String
+    var problems: [PresetProblem] = []
+
+    init(file: String, base: String) {
+        self.file = file
+        self.base = base
+    }
+
+    mutating func problem(_ key: String, _ line: Int?, _ message: String) {
+        problems.append(PresetProblem(file: file, line: line == 0 ? nil : line, key: key, message: message))
+    }
+
+    /// Reports keys that are not in `known`, with the nearest known key as a suggestion.
+    mutating func unknownKeys(_ t: TOMLTable, _ known: [String], section: String) {
+        for k in t.keys where !known.contains(k) {
+            let where_ = section.isEmpty ? "at the top level" : "in [\(section)]"
+            var message = "unknown key '\(k)' \(where_)"
+            if let near = Self.nearest(k, known) { message += " (did you mean '\(near)'?)" }
+            message += "; known: " + known.joined(separator: ", ")
+            problem(section.isEmpty ? k : "\(section).\(k)", t.keyLines[k], message)
+        }
+    }
+
+    static func nearest(_ word: String, _ candidates: [String]) -> String? {
+        let scored = candidates.map { ($0, distance(word.lowercased(), $0)) }.min { $0.1 < $1.1 }
+        guard let (best, d) = scored, d <= max(2, word.count / 3) else { return nil }
+        return best
+    }
+
+    static func distance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        var row = Array(0...b.count)
+        for i in 1...max(1, a.count) where !a.isEmpty {
+            var prev = row[0]
+            row[0] = i
+            for j in 1...max(1, b.count) where !b.isEmpty {
+                let old = row[j]
+                row[j] = min(row[j] + 1, row[j - 1] + 1, prev + (a[i - 1] == b[j - 1] ? 0 : 1))
+                prev = old
+            }
+        }
+        return a.isEmpty ? b.count : row[b.count]
+    }
+
+    // MARK: Typed reads
+
+    mutating func string(_ t: TOMLTable, _ key: String, _ section: String) -> (String, Int)? {
+        guard let v = t[key] else { return nil }
+        if case .string(let s, let l) = v { return (s, l) }
+        problem("\(section).\(key)", v.line, "expected a string, found \(v.typeName)")
+        return nil
+    }
+
+    mutating func number(_ t: TOMLTable, _ key: String, _ section: String, _ range: ClosedRange<Double>,
+                         unit: String = "") -> Double? {
+        guard let v = t[key] else { return nil }
+        let d: Double
+        switch v {
+        case .integer(let i, _): d = Double(i)
+        case .float(let f, _): d = f
+        default:
+            problem("\(section).\(key)", v.line, "expected a number, found \(v.typeName)")
+            return nil
+        }
+        guard range.contains(d) else {
+            problem("\(section).\(key)", v.line, "\(Self.format(d)) is out of range (allowed: \(Self.format(range.lowerBound))"
+                    + " to \(Self.format(range.upperBound))\(unit))")
+            return nil
+        }
+        return d
+    }
+
+    static func format(_ d: Double) -> String {
+        d == d.rounded() && abs(d) < 1e15 ? String(Int(d)) : String(d)
+    }
+
+    mutating func integer(_ t: TOMLTable, _ key: String, _ section: String, _ range: ClosedRange<Int>) -> Int? {
+        guard let v = t[key] else { return nil }
+        guard case .integer(let i, _) = v else {
+            problem("\(section).\(key)", v.line, "expected an integer, found \(v.typeName)")
+            return nil
+        }
+        guard range.contains(i) else {
+            problem("\(section).\(key)", v.line, "\(i) is out of range (allowed: \(range.lowerBound) to \(range.upperBound))")
+            return nil
+        }
+        return i
+    }
+
+    mutating func bool(_ t: TOMLTable, _ key: String, _ section: String) -> Bool? {
+        guard let v = t[key] else { return nil }
+        guard case .bool(let b, _) = v else {
+            problem("\(section).\(key)", v.line, "expected true or false, found \(v.typeName)")
+            return nil
+        }
+        return b
+    }
+
+    mutating func choice<E: RawRepresentable & CaseIterable>(_ t: TOMLTable, _ key: String, _ section: String,
+                                                             _ type: E.Type) -> E? where E.RawValue == String {
+        guard let (s, line) = string(t, key, section) else { return nil }
+        if let e = E(rawValue: s) { return e }
+        let allowed = E.allCases.map(\.rawValue)
+        var message = "'\(s)' is not allowed (allowed: \(allowed.joined(separator: ", ")))"
+        if let near = Self.nearest(s, allowed) { message += "; did you mean '\(near)'?" }
+        problem("\(section).\(key)", line, message)
+        return nil
+    }
+
+    mutating func strings(_ t: TOMLTable, _ key: String, _ section: String) -> ([String], Int)? {
+        guard let v = t[key] else { return nil }
+        guard case .array(let items, let line) = v else {
+            problem("\(section).\(key)", v.line, "expected an array of strings, found \(v.typeName)")
+            return nil
+        }
+        var out: [String] = []
+        for item in items {
+            guard case .string(let s, _) = item else {
+                problem("\(section).\(key)", item.line, "expected an array of strings, found \(item.typeName) in it")
+                return nil
+            }
+            out.append(s)
+        }
+        return (out, line)
+    }
+
+    mutating func path(_ s: String) -> String {
+        let expanded = (s as NSString).expandingTildeInPath
+        return expanded.hasPrefix("/") ? expanded : ((base as NSString).appendingPathComponent(expanded) as NSString).standardizingPath
+    }
+
+    /// Ports from `channels = N` or `ports = [...]`.
+    mutating func ports(_ t: TOMLTable, _ section: String, prefix: String, default defaultPorts: [String]) -> [String] {
+        let channels = integer(t, "channels", section, 1...256)
+        let list = strings(t, "ports", section)
+        if t["channels"] != nil && t["ports"] != nil {
+            problem("\(section).ports", t.keyLines["ports"], "give either 'channels' or 'ports', not both")
+        }
+        if let (names, line) = list {
+            if names.isEmpty { problem("\(section).ports", line, "at least one port") }
+            var seen = Set<String>()
+            for n in names {
+                if n.isEmpty || n.contains(":") || n.utf8.count > 200 {
+                    problem("\(section).ports", line, "bad port name '\(n)' (empty, too long, or contains ':')")
+                }
+                if !seen.insert(n).inserted { problem("\(section).ports", line, "duplicate port '\(n)'") }
+            }
+            return names
+        }
+        if let channels { return (1...channels).map { "\(prefix)_\($0)" } }
+        return defaultPorts
+    }
+
+    mutating func client(_ t: TOMLTable, _ section: String, default name: String) -> String {
+        guard let (c, line) = string(t, "client", section) else { return name }
+        if c.isEmpty || c.utf8.count > 63 || c.contains(":") {
+            problem("\(section).client", line, "client name must be 1 to 63 bytes without ':'")
+        }
+        return c
+    }
+
+    // MARK: Sections
+
+    mutating func preset(_ root: TOMLTable) -> Preset {
+        unknownKeys(root, ["session", "recorder", "player", "connect"], section: "")
+        var p = Preset()
+        if let v = root["session"] {
+            if case .table(let t) = v { p.session = session(t) } else {
+                problem("session", v.line, "expected a table [session], found \(v.typeName)")
+            }
+        }
+        if let v = root["recorder"] {
+            if case .table(let t) = v { p.recorder = recorder(t) } else {
+                problem("recorder", v.line, "expected a table [recorder], found \(v.typeName)")
+            }
+        }
+        if let v = root["player"] {
+            if case .table(let t) = v { p.player = player(t) } else {
+                problem("player", v.line, "expected a table [player], found \(v.typeName)")
+            }
+        }
+        if let v = root["connect"] {
+            if case .array(let items, _) = v {
+                for item in items {
+                    guard case .table(let t) = item else {
+                        problem("connect", item.line, "expected [[connect]] tables, found \(item.typeName)")
+                        continue
+                    }
+                    if let rule = connection(t) { p.connections.append(rule) }
+                }
+            } else {
+                problem("connect", v.line, "expected [[connect]] tables (an array of tables), found \(v.typeName)")
+            }
+        }
+        if p.recorder == nil && p.player == nil && root["recorder"] == nil && root["player"] == nil {
+            problem("", nil, "a preset needs a [recorder] or a [player] table (or both)")
+        }
+        if let r = p.recorder, let pl = p.player, r.client == pl.client {
+            problem("player.client", nil, "the recorder and the player need different client names (both '\(r.client)')")
+        }
+        if p.player?.start == .withRecorder && p.recorder == nil {
+            problem("player.start", nil, "'with-recorder' needs a [recorder] table")
+        }
+        return p
+    }
+
+    mutating func session(_ t: TOMLTable) -> SessionSection {
+        let s = "session"
+        unknownKeys(t, ["name", "server", "directory", "create_directory", "on_server_loss", "on_disk_error", "on_manual_disconnect",
+                        "control_port"], section: s)
+        var out = SessionSection()
+        if let (name, line) = string(t, "name", s) {
+            if name.isEmpty || name.contains("/") { problem("session.name", line, "must be non-empty and contain no '/'") }
+            out.name = name
+        }
+        if let (server, line) = string(t, "server", s) {
+            if server.isEmpty { problem("session.server", line, "must not be empty (leave it out for the default server)") }
+            out.server = server
+        }
+        out.createDirectory = bool(t, "create_directory", s) ?? false
+        if let (dir, line) = string(t, "directory", s) {
+            let resolved = path(dir)
+            var isDir: ObjCBool = false
+            if !FileManager.default.fileExists(atPath: resolved, isDirectory: &isDir) {
+                if out.createDirectory {
+                    var ancestor = (resolved as NSString).deletingLastPathComponent
+                    while !ancestor.isEmpty && ancestor != "/" && !FileManager.default.fileExists(atPath: ancestor) {
+                        ancestor = (ancestor as NSString).deletingLastPathComponent
+                    }
+                    if access(ancestor.isEmpty ? "/" : ancestor, W_OK) != 0 {
+                        problem("session.directory", line, "'\(resolved)' cannot be created ('\(ancestor)' is not writable)")
+                    }
+                } else {
+                    problem("session.directory", line, "'\(resolved)' does not exist (create it, or set create_directory = true)")
+                }
+            } else if !isDir.boolValue {
+                problem("session.directory", line, "'\(resolved)' is not a directory")
+            } else if access(resolved, W_OK) != 0 {
+                problem("session.directory", line, "'\(resolved)' is not writable")
+            }
+            out.directory = resolved
+        } else {
+            out.directory = base
+        }
+        out.onServerLoss = choice(t, "on_server_loss", s, ServerLossPolicy.self) ?? .resume
+        out.onDiskError = choice(t, "on_disk_error", s, DiskErrorPolicy.self) ?? .stop
+        out.onManualDisconnect = choice(t, "on_manual_disconnect", s, DisconnectPolicy.self) ?? .respect
+        out.controlPort = integer(t, "control_port", s, 1024...65535)
+        return out
+    }
+
+    mutating func recorder(_ t: TOMLTable) -> RecorderSection {
+        let s = "recorder"
+        unknownKeys(t, ["client", "channels", "ports", "format", "sample", "quality", "template", "stems", "rotate",
+                        "rotate_size", "preroll", "duration", "stop_at", "start", "ring"], section: s)
+        var r = RecorderSection()
+        r.client = client(t, s, default: r.client)
+        r.ports = ports(t, s, prefix: "in", default: r.ports)
+        r.format.container = choice(t, "format", s, Container.self) ?? .wav
+        r.format.sample = choice(t, "sample", s, SampleFormat.self) ?? .float32
+        r.format.quality = number(t, "quality", s, 0...1)
+        if r.format.container == .flac && r.format.sample == .float32 && t["format"] != nil {
+            problem("recorder.sample", t.keyLines["sample"] ?? t.keyLines["format"],
+                    "FLAC stores integers only: use int24 or int16")
+        }
+        if let (template, line) = string(t, "template", s) {
+            for p in FileNameTemplate(template).problems() { problem("recorder.template", line, p) }
+            r.template = template
+        }
+        r.stems = bool(t, "stems", s) ?? false
+        r.rotateSeconds = number(t, "rotate", s, 0.1...604_800, unit: " seconds")
+        if let v = t["rotate_size"] {
+            switch v {
+            case .integer(let i, let line):
+                if i < 65_536 { problem("recorder.rotate_size", line, "\(i) bytes is too small (at least 64K)") }
+                r.rotateBytes = i
+            case .string(let text, let line):
+                if let bytes = Self.size(text), bytes >= 65_536 { r.rotateBytes = bytes } else {
+                    problem("recorder.rotate_size", line, "'\(text)' is not a size of at least 64K (e.g. \"500M\", \"2G\")")
+                }
+            default: problem("recorder.rotate_size", v.line, "expected a size like \"2G\" or a byte count, found \(v.typeName)")
+            }
+        }
+        r.prerollSeconds = number(t, "preroll", s, 0...600, unit: " seconds") ?? 0
+        r.maxDurationSeconds = number(t, "duration", s, 0.01...31_536_000, unit: " seconds")
+        if let (stop, line) = string(t, "stop_at", s) {
+            if Self.clock(stop) == nil { problem("recorder.stop_at", line, "'\(stop)' is not a time of day (HH:MM or HH:MM:SS)") }
+            r.stopAt = stop
+        }
+        r.start = choice(t, "start", s, RecorderStart.self) ?? .immediately
+        r.ringSeconds = number(t, "ring", s, 0.1...600, unit: " seconds") ?? 4
+        return r
+    }
+
+    mutating func player(_ t: TOMLTable) -> PlayerSection {
+        let s = "player"
+        unknownKeys(t, ["client", "channels", "ports", "queue", "loop", "gain", "map", "quality", "seek", "start",
+                        "ring"], section: s)
+        var p = PlayerSection()
+        p.client = client(t, s, default: p.client)
+        p.ports = ports(t, s, prefix: "out", default: p.ports)
+        if let (files, line) = strings(t, "queue", s) {
+            p.queue = files.map { path($0) }
+            for f in p.queue {
+                var isDir: ObjCBool = false
+                if !FileManager.default.fileExists(atPath: f, isDirectory: &isDir) {
+                    problem("player.queue", line, "missing file '\(f)'")
+                } else if isDir.boolValue {
+                    problem("player.queue", line, "'\(f)' is a directory, not an audio file")
+                }
+            }
+        }
+        p.loop = choice(t, "loop", s, LoopMode.self) ?? .none
+        p.gainDB = number(t, "gain", s, -120...24, unit: " dB") ?? 0
+        if let v = t["map"] {
+            if case .array(let items, let line) = v {
+                var map: [Int] = []
+                for item in items {
+                    if case .integer(let i, _) = item, (0...256).contains(i) { map.append(i) } else {
+                        problem("player.map", item.line, "map entries are file channels 1 to 256, or 0 for silence")
+                    }
+                }
+                if map.count == items.count {
+                    if map.count != p.ports.count {
+                        problem("player.map", line, "\(map.count) entries for \(p.ports.count) ports (one per port)")
+                    }
+                    p.channelMap = map
+                }
+            } else {
+                problem("player.map", v.line, "expected an array of integers, found \(v.typeName)")
+            }
+        }
+        p.quality = choice(t, "quality", s, ResampleQuality.self) ?? .high
+        p.seekSeconds = number(t, "seek", s, 0...1e9, unit: " seconds") ?? 0
+        p.start = choice(t, "start", s, PlayerStart.self) ?? .immediately
+        p.ringSeconds = number(t, "ring", s, 0.1...60, unit: " seconds") ?? 2
+        return p
+    }
+
+    mutating func connection(_ t: TOMLTable) -> ConnectionRule? {
+        let s = "connect"
+        unknownKeys(t, ["from", "to", "mode"], section: s)
+        var ok = true
+        var patterns: [PortPattern] = []
+        for key in ["from", "to"] {
+            guard let (text, line) = string(t, key, s) else {
+                if t[key] == nil { problem("connect.\(key)", t.line, "every [[connect]] needs '\(key)'") }
+                ok = false
+                continue
+            }
+            let pattern = PortPattern(text)
+            if let why = pattern.problem {
+                problem("connect.\(key)", line, why)
+                ok = false
+            }
+            patterns.append(pattern)
+        }
+        let mode = choice(t, "mode", s, PairingMode.self) ?? .pairs
+        guard ok, patterns.count == 2 else { return nil }
+        return ConnectionRule(from: patterns[0], to: patterns[1], mode: mode, line: t.line)
+    }
+
+    static func size(_ s: String) -> Int? {
+        let units: [Character: Int] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40]
+        let upper = s.uppercased().trimmingCharacters(in: .whitespaces)
+        if let last = upper.last, let unit = units[last], let n = Double(upper.dropLast()), n > 0 { return Int(n * Double(unit)) }
+        return Int(upper)
+    }
+
+    /// Seconds since midnight for "HH:MM" or "HH:MM:SS".
+    static func clock(_ s: String) -> Int? {
+        let parts = s.split(separator: ":").map { Int($0) }
+        guard parts.count == 2 || parts.count == 3, parts.allSatisfy({ $0 != nil }) else { return nil }
+        let h = parts[0]!, m = parts[1]!, sec = parts.count == 3 ? parts[2]! : 0
+        guard (0..<24).contains(h), (0..<60).contains(m), (0..<60).contains(sec) else { return nil }
+        return h * 3600 + m * 60 + sec
+    }
+}
+
+public extension Preset {
+    /// Seconds since local midnight of a "HH:MM[:SS]" string.
+    static func secondsOfDay(_ clock: String) -> Int? { Validator.clock(clock) }
+    /// Bytes of a size like "2G".
+    static func bytes(_ size: String) -> Int? { Validator.size(size) }
+}

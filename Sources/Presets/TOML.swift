@@ -1,0 +1,398 @@
+/// A TOML value with the line it was written on.
+public indirect enum TOMLValue: Sendable, Equatable {
+    case string(String, line: Int)
+    case integer(Int, line: Int)
+    case float(Double, line: Int)
+    case bool(Bool, line: Int)
+    case array([TOMLValue], line: Int)
+    case table(TOMLTable)
+
+    public var line: Int {
+        switch self {
+        case .string(_, let l), .integer(_, let l), .float(_, let l), .bool(_, let l), .array(_, let l): return l
+        case .table(let t): return t.line
+        }
+    }
+
+    /// The TOML type's name, for messages.
+    public var typeName: String {
+        switch self {
+        case .string: return "a string"
+        case .integer: return "an integer"
+        case .float: return "a number"
+        case .bool: return "true or false"
+        case .array: return "an array"
+        case .table: return "a table"
+        }
+    }
+}
+
+/// A TOML table: keys in the order written, each with its value and line.
+public struct TOMLTable: Sendable, Equatable {
+    public var line: Int
+    public private(set) var keys: [String] = []
+    public private(set) var values: [String: TOMLValue] = [:]
+    /// Lines of the keys (the value's own line may differ for multi-line arrays).
+    public private(set) var keyLines: [String: Int] = [:]
+
+    public init(line: Int) { self.line = line }
+
+    public subscript(key: String) -> TOMLValue? { values[key] }
+
+    mutating func set(_ key: String, _ value: TOMLValue, line: Int, replacing: Bool = true) {
+        if values[key] == nil { keys.append(key) }
+        values[key] = value
+        keyLines[key] = line
+    }
+}
+
+/// A syntax error, with its line.
+public struct TOMLError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let line: Int
+    public let message: String
+    public var description: String { "line \(line): \(message)" }
+}
+
+/// Parses the TOML this project's presets use: tables, arrays of tables, dotted keys, basic and literal strings,
+/// integers, floats, booleans, arrays (over several lines) and inline tables. Every value keeps its line number, so
+/// validation can point at the exact place. Dates and multi-line strings are refused with a clear message.
+public struct TOMLParser {
+    private let chars: [Character]
+    private var i = 0
+    private var line = 1
+
+    public static func parse(_ text: String) throws(TOMLError) -> TOMLTable {
+        var p = TOMLParser(chars: Array(text))
+        return try p.document()
+    }
+
+    private init(chars: [Character]) { self.chars = chars }
+
+    private func fail(_ message: String) -> TOMLError { TOMLError(line: line, message: message) }
+
+    private var atEnd: Bool { i >= chars.count }
+    private var peek: Character? { atEnd ? nil : chars[i] }
+
+    private mutating func advance() {
+        if chars[i] == "\n" { line += 1 }
+        i += 1
+    }
+
+    private mutating func skipSpaces() {
+        while let c = peek, c == " " || c == "\t" { advance() }
+    }
+
+    /// Spaces, newlines and comments (inside arrays).
+    private mutating func skipBlank() {
+        while let c = peek {
+            if c == " " || c == "\t" || c == "\n" || c == "\r" { advance() } else if c == "#" { skipComment() } else { break }
+        }
+    }
+
+    private mutating func skipComment() {
+        while let c = peek, c != "\n" { advance() }
+    }
+
+    /// After a statement: spaces, an optional comment, then a newline or the end.
+    private mutating func endOfLine() throws(TOMLError) {
+        skipSpaces()
+        if peek == "#" { skipComment() }
+        if peek == "\r" { advance() }
+        if let c = peek {
+            if c != "\n" { throw fail("unexpected '\(c)' after a value (one key = value per line)") }
+            advance()
+        }
+    }
+
+    private mutating func document() throws(TOMLError) -> TOMLTable {
+        var root = TOMLTable(line: 1)
+        var path: [String] = []
+        var arrayPath = false
+        var defined = Set<String>()
+        while true {
+            skipBlank()
+            guard let c = peek else { break }
+            if c == "[" {
+                let headerLine = line
+                advance()
+                let isArray = peek == "["
+                if isArray { advance() }
+                skipSpaces()
+                let keys = try keyPath()
+                skipSpaces()
+                guard peek == "]" else { throw fail("a table header must end with ']'") }
+                advance()
+                if isArray {
+                    guard peek == "]" else { throw fail("an array-of-tables header must end with ']]'") }
+                    advance()
+                }
+                try endOfLine()
+                path = keys
+                arrayPath = isArray
+                let joined = keys.joined(separator: ".")
+                if isArray {
+                    try Self.appendTable(&root, keys, line: headerLine)
+                } else {
+                    if defined.contains(joined) { throw TOMLError(line: headerLine, message: "table [\(joined)] is defined twice") }
+                    defined.insert(joined)
+                    try Self.ensureTable(&root, keys, line: headerLine)
+                }
+            } else {
+                let keyLine = line
+                let keys = try keyPath()
+                skipSpaces()
+                guard peek == "=" else { throw fail("expected '=' after the key '\(keys.joined(separator: "."))'") }
+                advance()
+                skipSpaces()
+                let value = try parseValue()
+                try endOfLine()
+                try Self.insert(&root, path: path, inArray: arrayPath, keys: keys, value: value, line: keyLine)
+            }
+        }
+        return root
+    }
+
+    private mutating func keyPath() throws(TOMLError) -> [String] {
+        var keys: [String] = []
+        while true {
+            skipSpaces()
+            keys.append(try key())
+            skipSpaces()
+            if peek == "." { advance() } else { break }
+        }
+        return keys
+    }
+
+    private mutating func key() throws(TOMLError) -> String {
+        guard let c = peek else { throw fail("expected a key") }
+        if c == "\"" { return try basicString() }
+        if c == "'" { return try literalString() }
+        var s = ""
+        while let c = peek, c.isLetter || c.isNumber || c == "_" || c == "-" {
+            s.append(c)
+            advance()
+        }
+        if s.isEmpty { throw fail("expected a key, found '\(c)'") }
+        return s
+    }
+
+    private mutating func parseValue() throws(TOMLError) -> TOMLValue {
+        let valueLine = line
+        guard let c = peek else { throw fail("expected a value") }
+        switch c {
+        case "\"":
+            if i + 2 < chars.count && chars[i + 1] == "\"" && chars[i + 2] == "\"" {
+                throw fail("multi-line strings are not supported in presets")
+            }
+            return .string(try basicString(), line: valueLine)
+        case "'":
+            return .string(try literalString(), line: valueLine)
+        case "[":
+            advance()
+            var items: [TOMLValue] = []
+            while true {
+                skipBlank()
+                if peek == "]" {
+                    advance()
+                    break
+                }
+                items.append(try parseValue())
+                skipBlank()
+                if peek == "," { advance(); continue }
+                skipBlank()
+                guard peek == "]" else { throw fail("expected ',' or ']' in an array") }
+                advance()
+                break
+            }
+            return .array(items, line: valueLine)
+        case "{":
+            advance()
+            var table = TOMLTable(line: valueLine)
+            skipSpaces()
+            if peek == "}" {
+                advance()
+                return .table(table)
+            }
+            while true {
+                skipSpaces()
+                let keyLine = line
+                let keys = try keyPath()
+                skipSpaces()
+                guard peek == "=" else { throw fail("expected '=' in an inline table") }
+                advance()
+                skipSpaces()
+                let v = try parseValue()
+                try Self.insert(&table, path: [], inArray: false, keys: keys, value: v, line: keyLine)
+                skipSpaces()
+                if peek == "," { advance(); continue }
+                guard peek == "}" else { throw fail("expected ',' or '}' in an inline table") }
+                advance()
+                break
+            }
+            return .table(table)
+        case "t", "f":
+            for (word, value) in [("true", true), ("false", false)] where matches(word) {
+                i += word.count
+                return .bool(value, line: valueLine)
+            }
+            throw fail("expected a value; strings need quotes")
+        default:
+            return try number(valueLine)
+        }
+    }
+
+    private func matches(_ word: String) -> Bool {
+        let w = Array(word)
+        guard i + w.count <= chars.count, Array(chars[i..<(i + w.count)]) == w else { return false }
+        if i + w.count < chars.count {
+            let next = chars[i + w.count]
+            if next.isLetter || next.isNumber || next == "_" { return false }
+        }
+        return true
+    }
+
+    private mutating func number(_ valueLine: Int) throws(TOMLError) -> TOMLValue {
+        var s = ""
+        while let c = peek, c.isNumber || "+-_.eE".contains(c) || c.isLetter || c == ":" {
+            s.append(c)
+            advance()
+        }
+        if s.isEmpty { throw fail("expected a value; strings need quotes") }
+        if s.contains(":") || (s.count >= 10 && s.dropFirst(4).first == "-" && s.first?.isNumber == true) {
+            throw TOMLError(line: valueLine, message: "dates and times are not supported; write them as strings")
+        }
+        let clean = String(s.filter { $0 != "_" })
+        if let v = Int(clean) { return .integer(v, line: valueLine) }
+        if clean.contains(where: { ".eE".contains($0) }), let v = Double(clean), v.isFinite {
+            return .float(v, line: valueLine)
+        }
+        throw TOMLError(line: valueLine, message: "'\(s)' is not a value (strings need quotes)")
+    }
+
+    private mutating func basicString() throws(TOMLError) -> String {
+        advance()   // opening quote
+        var s = ""
+        while true {
+            guard let c = peek, c != "\n" else { throw fail("unterminated string") }
+            advance()
+            if c == "\"" { return s }
+            if c == "\\" {
+                guard let e = peek else { throw fail("unterminated string") }
+                advance()
+                switch e {
+                case "n": s.append("\n")
+                case "t": s.append("\t")
+                case "r": s.append("\r")
+                case "\\": s.append("\\")
+                case "\"": s.append("\"")
+                case "u", "U":
+                    let n = e == "u" ? 4 : 8
+                    var hex = ""
+                    for _ in 0..<n {
+                        guard let h = peek, h.isHexDigit else { throw fail("bad \\\(e) escape in a string") }
+                        hex.append(h)
+                        advance()
+                    }
+                    guard let v = UInt32(hex, radix: 16), let scalar = Unicode.Scalar(v) else {
+                        throw fail("bad unicode escape in a string")
+                    }
+                    s.unicodeScalars.append(scalar)
+                default: throw fail("unknown escape '\\\(e)' in a string (use '...' for regular expressions)")
+                }
+            } else {
+                s.append(c)
+            }
+        }
+    }
+
+    private mutating func literalString() throws(TOMLError) -> String {
+        advance()
+        var s = ""
+        while true {
+            guard let c = peek, c != "\n" else { throw fail("unterminated string") }
+            advance()
+            if c == "'" { return s }
+            s.append(c)
+        }
+    }
+
+    // MARK: Building the tree
+
+    private static func ensureTable(_ root: inout TOMLTable, _ keys: [String], line: Int) throws(TOMLError) {
+        guard let first = keys.first else { return }
+        var child: TOMLTable
+        switch root[first] {
+        case nil: child = TOMLTable(line: line)
+        case .table(let t): child = t
+        case .array(let items, _):
+            guard case .table(let last)? = items.last else {
+                throw TOMLError(line: line, message: "'\(first)' is already a value, not a table")
+            }
+            var copy = last
+            try ensureTable(&copy, Array(keys.dropFirst()), line: line)
+            var newItems = items
+            newItems[newItems.count - 1] = .table(copy)
+            root.set(first, .array(newItems, line: line), line: root.keyLines[first] ?? line)
+            return
+        default: throw TOMLError(line: line, message: "'\(first)' is already a value, not a table")
+        }
+        try ensureTable(&child, Array(keys.dropFirst()), line: line)
+        root.set(first, .table(child), line: root.keyLines[first] ?? line)
+    }
+
+    private static func appendTable(_ root: inout TOMLTable, _ keys: [String], line: Int) throws(TOMLError) {
+        guard let first = keys.first else { return }
+        if keys.count > 1 {
+            var child: TOMLTable
+            switch root[first] {
+            case nil: child = TOMLTable(line: line)
+            case .table(let t): child = t
+            default: throw TOMLError(line: line, message: "'\(first)' is already a value, not a table")
+            }
+            try appendTable(&child, Array(keys.dropFirst()), line: line)
+            root.set(first, .table(child), line: root.keyLines[first] ?? line)
+            return
+        }
+        switch root[first] {
+        case nil: root.set(first, .array([.table(TOMLTable(line: line))], line: line), line: line)
+        case .array(let items, let l) where items.allSatisfy({ if case .table = $0 { return true } else { return false } }):
+            root.set(first, .array(items + [.table(TOMLTable(line: line))], line: l), line: root.keyLines[first] ?? line)
+        default: throw TOMLError(line: line, message: "'\(first)' is already a value, not an array of tables")
+        }
+    }
+
+    private static func insert(_ root: inout TOMLTable, path: [String], inArray: Bool, keys: [String],
+                               value: TOMLValue, line: Int) throws(TOMLError) {
+        if let first = path.first {
+            switch root[first] {
+            case .table(var t):
+                try insert(&t, path: Array(path.dropFirst()), inArray: inArray, keys: keys, value: value, line: line)
+                root.set(first, .table(t), line: root.keyLines[first] ?? line)
+            case .array(var items, let l):
+                guard path.count == 1 || !inArray, case .table(var last)? = items.last else {
+                    throw TOMLError(line: line, message: "cannot add keys to '\(first)'")
+                }
+                try insert(&last, path: Array(path.dropFirst()), inArray: inArray, keys: keys, value: value, line: line)
+                items[items.count - 1] = .table(last)
+                root.set(first, .array(items, line: l), line: root.keyLines[first] ?? line)
+            default:
+                throw TOMLError(line: line, message: "'\(first)' is not a table")
+            }
+            return
+        }
+        guard let key = keys.first else { return }
+        if keys.count > 1 {
+            var child: TOMLTable
+            switch root[key] {
+            case nil: child = TOMLTable(line: line)
+            case .table(let t): child = t
+            default: throw TOMLError(line: line, message: "'\(key)' is already a value, not a table")
+            }
+            try insert(&child, path: [], inArray: false, keys: Array(keys.dropFirst()), value: value, line: line)
+            root.set(key, .table(child), line: root.keyLines[key] ?? line)
+            return
+        }
+        if root[key] != nil { throw TOMLError(line: line, message: "key '\(key)' is defined twice") }
+        root.set(key, value, line: line)
+    }
+}

@@ -1,0 +1,155 @@
+import ArgumentParser
+import Engine
+import Foundation
+import Jack
+import Logging
+import Presets
+
+/// Finds a preset: a path, or a name in ./Presets (with or without .toml).
+func resolvePreset(_ name: String) -> String {
+    let fm = FileManager.default
+    if fm.fileExists(atPath: name) { return name }
+    for candidate in ["Presets/\(name)", "Presets/\(name).toml"] where fm.fileExists(atPath: candidate) { return candidate }
+    return name
+}
+
+struct RunCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run a whole setup from a preset, in the foreground until stopped.",
+        discussion: """
+            SIGINT/SIGTERM stop cleanly (takes finalized, exit 0). SIGHUP re-reads the preset and applies only what \
+            changed (a bad preset is reported and the running setup kept). SIGUSR1 starts a take, SIGUSR2 ends it.
+            """)
+
+    @OptionGroup var server: ServerOptions
+
+    @Argument(help: "A preset file, or the name of one in ./Presets.")
+    var preset: String
+
+    @Option(name: .long, help: "Override a preset key, e.g. --set recorder.format=flac (repeatable).")
+    var set: [String] = []
+
+    func run() throws {
+        let signals = SignalWatcher.install()
+        server.bootstrapLogging()
+        let logger = Logger(label: "tandem.session")
+        let path = resolvePreset(preset)
+        var overrides = set
+        if let s = server.server { overrides.append("session.server=\"\(s)\"") }
+        let (loaded, problems) = PresetLoader.load(path: path, overrides: overrides)
+        guard let initial = loaded else {
+            for p in problems { FileHandle.standardError.write(Data("\(p)\n".utf8)) }
+            fail(.badInput, "\(problems.count) problem(s) in \(path); nothing started")
+        }
+        let session = Session(logger: logger)
+        do {
+            try session.apply(initial)
+        } catch {
+            session.close()
+            fail(error.code == .jack ? .jackUnavailable : .badInput, error.message)
+        }
+        let printer = EventPrinter()
+        var code: Int32 = 0
+        loop: while true {
+            signals.wakeup.wait(seconds: 0.02)
+            if signals.take(SIGINT) > 0 || signals.take(SIGTERM) > 0 { break }
+            if signals.take(SIGHUP) > 0 {
+                let (next, problems) = PresetLoader.load(path: path, overrides: overrides)
+                if let next {
+                    do { try session.apply(next) } catch {
+                        logger.error("reload failed", metadata: ["error": "\(error)"])
+                    }
+                } else {
+                    for p in problems { logger.error("reload refused: \(p)") }
+                }
+            }
+            if signals.take(SIGUSR1) > 0 { session.startTake() }
+            if signals.take(SIGUSR2) > 0 { session.stopTake() }
+            let outcome = session.poll()
+            printer.print(session.drainEvents())
+            if case .finished(let c) = outcome {
+                code = c
+                break loop
+            }
+        }
+        session.close()
+        printer.print(session.drainEvents())
+        if code != 0 { Foundation.exit(code) }
+    }
+}
+
+struct PresetCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "preset", abstract: "Work with preset files.", subcommands: [Check.self])
+
+    struct Check: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Validate a preset without touching JACK: every problem at once, with file, line and key.")
+
+        @Argument(help: "Preset files (paths, or names in ./Presets).")
+        var files: [String]
+
+        @Option(name: .long, help: "Override a preset key, e.g. --set recorder.format=flac (repeatable).")
+        var set: [String] = []
+
+        func run() throws {
+            var bad = 0
+            for name in files {
+                let path = resolvePreset(name)
+                let (preset, problems) = PresetLoader.load(path: path, overrides: set)
+                if let preset {
+                    var parts: [String] = []
+                    if let r = preset.recorder { parts.append("recorder \(r.client) (\(r.ports.count) ports)") }
+                    if let p = preset.player { parts.append("player \(p.client) (\(p.ports.count) ports, \(p.queue.count) files)") }
+                    parts.append("\(preset.connections.count) connection rule(s)")
+                    say("\(path): ok: " + parts.joined(separator: ", "))
+                } else {
+                    bad += 1
+                    for p in problems { FileHandle.standardError.write(Data("\(p)\n".utf8)) }
+                }
+            }
+            if bad > 0 { Foundation.exit(ExitStatus.badInput.rawValue) }
+        }
+    }
+}
+
+/// Prints session, recorder and player events as lines a person and a script can read.
+final class EventPrinter {
+    func print(_ events: [SessionEvent]) {
+        for e in events {
+            switch e {
+            case .recorder(let r): printRecorder(r)
+            case .player(let p):
+                switch p {
+                case .itemStarted(let item, let path): say("playing item \(item + 1): \(path)")
+                case .itemFailed(_, let path, let message):
+                    FileHandle.standardError.write(Data("tandem: cannot play '\(path)': \(message)\n".utf8))
+                case .queueFinished: say("playback finished")
+                }
+            case .connected(let a, let b): say("connected \(a) -> \(b)")
+            case .disconnected(let a, let b): say("disconnected \(a) -> \(b)")
+            case .manualDisconnect(let a, let b, let repaired):
+                say("\(a) -> \(b) was disconnected by someone else: " + (repaired ? "repaired" : "left disconnected"))
+            case .serverLost(let reason): say("JACK server lost: \(reason)")
+            case .serverBack: say("JACK server back: session restored")
+            case .refused(let why): say("refused: \(why)")
+            }
+        }
+    }
+
+    func printRecorder(_ event: RecorderEvent) {
+        switch event {
+        case .takeStarted(let take, let files):
+            say("take \(take) recording: \(files.joined(separator: ", "))")
+        case .chunkStarted(let take, let chunk, let files):
+            say("take \(take) chunk \(chunk): \(files.joined(separator: ", "))")
+        case .takeFinished(let r, let sidecar):
+            let seconds = Double(r.frames) / Double(max(1, r.sampleRate))
+            say("take \(r.take) \(r.ended.rawValue): \(r.frames) frames (\(String(format: "%.3f", seconds)) s), "
+                + "\(r.chunks.count) chunk(s), dropped \(r.droppedFrames), xruns \(r.xruns); report \(sidecar)")
+        case .diskError(let take, let message):
+            FileHandle.standardError.write(Data("tandem: take \(take) ended by a disk error: \(message)\n".utf8))
+        }
+    }
+}

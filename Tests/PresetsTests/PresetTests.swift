@@ -1,0 +1,170 @@
+import Testing
+import Foundation
+@testable import Presets
+import TestSupport
+
+@Suite struct PresetTests {
+    static let dir = TestEnvironment.temporaryDirectory("presets")
+    static let existingAudio: String = {
+        let p = dir.appendingPathComponent("a.wav").path
+        try? TestEnvironment.writeWAV([0, 0], channels: 1, path: p)
+        return p
+    }()
+
+    static var shippedPresetsFolder: URL {
+        var url = URL(fileURLWithPath: #filePath)
+        while url.path != "/" && !FileManager.default.fileExists(atPath: url.appendingPathComponent("Presets").path) {
+            url = url.deletingLastPathComponent()
+        }
+        return url.appendingPathComponent("Presets")
+    }
+
+    func parse(_ text: String) -> (Preset?, [PresetProblem]) {
+        PresetLoader.parse(text, file: "test.toml", baseDirectory: Self.dir.path)
+    }
+
+    @Test func everyShippedPresetIsValid() throws {
+        let files = try FileManager.default.contentsOfDirectory(atPath: Self.shippedPresetsFolder.path)
+            .filter { $0.hasSuffix(".toml") }
+        #expect(files.count >= 5)
+        for f in files {
+            let (preset, problems) = PresetLoader.load(path: Self.shippedPresetsFolder.appendingPathComponent(f).path)
+            #expect(preset != nil && problems.isEmpty, "\(f): \(problems)")
+        }
+    }
+
+    @Test func aFullPresetReadsEveryKey() throws {
+        let (p, problems) = parse("""
+            [session]
+            name = "gig"
+            server = "live"
+            directory = "."
+            on_server_loss = "stop"
+            on_disk_error = "continue"
+            on_manual_disconnect = "repair"
+            control_port = 9951
+            [recorder]
+            client = "rec"
+            ports = ["a", "b"]
+            format = "flac"
+            sample = "int24"
+            quality = 0.7
+            template = "{session}-{take}"
+            stems = true
+            rotate = 60
+            rotate_size = "2G"
+            preroll = 2.5
+            duration = 3600
+            stop_at = "23:30"
+            start = "transport"
+            ring = 8
+            [player]
+            client = "play"
+            channels = 4
+            queue = ["\(Self.existingAudio)"]
+            loop = "all"
+            gain = -6
+            map = [1, 1, 0, 2]
+            quality = "very-high"
+            seek = 1.5
+            start = "with-recorder"
+            ring = 3
+            [[connect]]
+            from = "/system:capture_[12]/"
+            to = "rec:*"
+            mode = "all"
+            """)
+        #expect(problems.isEmpty, "\(problems)")
+        let preset = try #require(p)
+        #expect(preset.session.server == "live" && preset.session.onServerLoss == .stop && preset.session.controlPort == 9951)
+        #expect(preset.recorder?.ports == ["a", "b"] && preset.recorder?.rotateBytes == 2 << 30)
+        #expect(preset.recorder?.format.container == .flac && preset.recorder?.start == .transport)
+        #expect(preset.player?.ports.count == 4 && preset.player?.channelMap == [1, 1, 0, 2] && preset.player?.start == .withRecorder)
+        #expect(preset.connections.first?.from == .regex("system:capture_[12]"))
+        #expect(preset.connections.first?.from.matches("system:capture_2") == true)
+        #expect(preset.connections.first?.to.matches("rec:b") == true)
+    }
+
+    @Test func overridesSetKeys() throws {
+        let (p, problems) = PresetLoader.parse("[recorder]\nchannels = 2\n", file: "t", baseDirectory: Self.dir.path,
+                                               overrides: ["recorder.format=flac", "recorder.sample=int16", "session.name=x"])
+        #expect(problems.isEmpty, "\(problems)")
+        #expect(p?.recorder?.format.container == .flac && p?.session.name == "x")
+    }
+
+    /// The malformed corpus: each preset gets its specific message, at its line and key.
+    static let malformed: [(String, String, Int?, String)] = [
+        // (preset text, key, line, message fragment)
+        ("[recorder]\nchannels = \"two\"", "recorder.channels", 2, "expected an integer, found a string"),
+        ("[recorder]\nchannels = 0", "recorder.channels", 2, "out of range (allowed: 1 to 256)"),
+        ("[recorder]\nchannels = 300", "recorder.channels", 2, "out of range"),
+        ("[recorder]\nformt = \"wav\"", "recorder.formt", 2, "did you mean 'format'?"),
+        ("[recorder]\nformat = \"aiff\"", "recorder.format", 2, "allowed: wav, rf64, flac, ogg, opus, mp3"),
+        ("[recorder]\nformat = \"flac\"\nsample = \"float32\"", "recorder.sample", 3, "FLAC stores integers"),
+        ("[recorder]\nsample = \"int32\"", "recorder.sample", 2, "allowed: float32, int24, int16"),
+        ("[recorder]\nquality = 2", "recorder.quality", 2, "out of range (allowed: 0 to 1)"),
+        ("[recorder]\nports = [\"a\", \"a\"]", "recorder.ports", 2, "duplicate port 'a'"),
+        ("[recorder]\nports = [\"x:y\"]", "recorder.ports", 2, "contains ':'"),
+        ("[recorder]\nports = []", "recorder.ports", 2, "at least one port"),
+        ("[recorder]\nports = [1, 2]", "recorder.ports", 2, "expected an array of strings"),
+        ("[recorder]\nports = \"in\"", "recorder.ports", 2, "expected an array of strings, found a string"),
+        ("[recorder]\nchannels = 2\nports = [\"a\"]", "recorder.ports", 3, "either 'channels' or 'ports'"),
+        ("[recorder]\ntemplate = \"{session}/{take}\"", "recorder.template", 2, "must not contain '/'"),
+        ("[recorder]\ntemplate = \"{sesion}\"", "recorder.template", 2, "unknown placeholder {sesion}"),
+        ("[recorder]\ntemplate = \"{take\"", "recorder.template", 2, "unclosed"),
+        ("[recorder]\nstems = \"yes\"", "recorder.stems", 2, "expected true or false"),
+        ("[recorder]\nrotate = 0", "recorder.rotate", 2, "out of range"),
+        ("[recorder]\nrotate_size = \"lots\"", "recorder.rotate_size", 2, "is not a size"),
+        ("[recorder]\nrotate_size = 100", "recorder.rotate_size", 2, "too small"),
+        ("[recorder]\npreroll = -1", "recorder.preroll", 2, "out of range"),
+        ("[recorder]\nduration = 0", "recorder.duration", 2, "out of range"),
+        ("[recorder]\nstop_at = \"25:00\"", "recorder.stop_at", 2, "not a time of day"),
+        ("[recorder]\nstart = \"later\"", "recorder.start", 2, "allowed: immediately, armed, transport"),
+        ("[recorder]\nring = 0", "recorder.ring", 2, "out of range"),
+        ("[recorder]\nclient = \"\"", "recorder.client", 2, "1 to 63 bytes"),
+        ("[session]\nname = \"a/b\"\n[recorder]", "session.name", 2, "no '/'"),
+        ("[session]\ndirectory = \"/nonexistent/tandem\"\n[recorder]", "session.directory", 2, "does not exist"),
+        ("[session]\ndirectory = \"/etc/hostname\"\n[recorder]", "session.directory", 2, "is not a directory"),
+        ("[session]\non_server_loss = \"retry\"\n[recorder]", "session.on_server_loss", 2, "allowed: resume, stop"),
+        ("[session]\non_disk_error = \"ignore\"\n[recorder]", "session.on_disk_error", 2, "allowed: stop, continue"),
+        ("[session]\non_manual_disconnect = \"fix\"\n[recorder]", "session.on_manual_disconnect", 2, "allowed: respect, repair"),
+        ("[session]\ncontrol_port = 80\n[recorder]", "session.control_port", 2, "out of range"),
+        ("[session]\nserver = 5\n[recorder]", "session.server", 2, "expected a string, found an integer"),
+        ("[player]\nqueue = [\"/nonexistent/x.wav\"]", "player.queue", 2, "missing file '/nonexistent/x.wav'"),
+        ("[player]\nqueue = [\"/tmp\"]", "player.queue", 2, "is a directory"),
+        ("[player]\nloop = \"forever\"", "player.loop", 2, "allowed: none, item, all"),
+        ("[player]\ngain = 40", "player.gain", 2, "out of range (allowed: -120 to 24 dB)"),
+        ("[player]\nchannels = 2\nmap = [1]", "player.map", 3, "1 entries for 2 ports"),
+        ("[player]\nmap = [\"L\", \"R\"]", "player.map", 2, "file channels 1 to 256"),
+        ("[player]\nquality = \"best\"", "player.quality", 2, "allowed: low, medium, high, very-high"),
+        ("[player]\nstart = \"with-recorder\"", "player.start", nil, "needs a [recorder]"),
+        ("[player]\nseek = -2", "player.seek", 2, "out of range"),
+        ("[recorder]\n[player]\nclient = \"tandem-rec\"", "player.client", nil, "different client names"),
+        ("[recorder]\n[[connect]]\nfrom = \"/sys(/\"\nto = \"x:y\"", "connect.from", 3, "not a valid regular expression"),
+        ("[recorder]\n[[connect]]\nfrom = \"system\"\nto = \"x:y\"", "connect.from", 3, "not a full port name"),
+        ("[recorder]\n[[connect]]\nto = \"x:y\"", "connect.from", 2, "needs 'from'"),
+        ("[recorder]\n[[connect]]\nfrom = \"a:b\"\nto = \"x:y\"\nmode = \"some\"", "connect.mode", 5, "allowed: pairs, all"),
+        ("[recorder]\n[connect]\nfrom = \"a:b\"", "connect", 2, "expected [[connect]] tables"),
+        ("recorder = 5", "recorder", 1, "expected a table [recorder]"),
+        ("[recordr]\nchannels = 2", "recordr", 1, "did you mean 'recorder'?"),
+        ("[session]\nname = \"x\"", "", nil, "needs a [recorder] or a [player]"),
+        ("[recorder]\nchannels = 2\nchannels = 3", "", 3, "defined twice"),
+        ("[recorder\nchannels = 2", "", 1, "must end with ']'"),
+    ]
+
+    @Test func everyMalformedPresetGetsItsOwnMessage() {
+        #expect(Self.malformed.count >= 40)
+        for (text, key, line, fragment) in Self.malformed {
+            let (preset, problems) = parse(text)
+            #expect(preset == nil, "accepted: \(text)")
+            let hit = problems.first { $0.key == key && $0.message.contains(fragment) && (line == nil || $0.line == line) }
+            #expect(hit != nil, "\(text.debugDescription): wanted \(key) line \(String(describing: line)) '\(fragment)', got \(problems)")
+        }
+    }
+
+    @Test func everyProblemIsListedAtOnce() {
+        let (_, problems) = parse("[recorder]\nchannels = 0\nformat = \"x\"\nbogus = 1\n[player]\ngain = 99")
+        #expect(problems.count == 4, "\(problems)")
+        #expect(problems.allSatisfy { $0.description.hasPrefix("test.toml:") })
+    }
+}
