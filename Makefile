@@ -28,6 +28,7 @@ demo: build
 # Every test: unit tests, tests against private JACK servers, the real peers and the RT-safety interposer.
 # JACK allows one server per process, so tests run one at a time.
 test: deps
+	@scripts/clean-jack-shm.sh
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --no-parallel $(TEST_FLAGS)
 

@@ -15,6 +15,8 @@ struct PlaybackMarker: Sendable {
     var ratio: Double
     var fileFrames: Int
     var fileRate: Int
+    /// The same item again because of `loop item` (not announced as a new item).
+    var repeatOfItem = false
 }
 
 /// What the player tells its owner.
@@ -156,7 +158,7 @@ final class DiskReader: @unchecked Sendable {
 
     /// Opens item `i` at `frame`; on failure reports it and leaves `file` nil (the caller moves on).
     @discardableResult
-    private func open(_ i: Int, at frame: Int) -> Bool {
+    private func open(_ i: Int, at frame: Int, repeating: Bool = false) -> Bool {
         let path = queue[i]
         do throws(SoundFileError) {
             let f = try SoundFileReader(path: path)
@@ -174,7 +176,7 @@ final class DiskReader: @unchecked Sendable {
                 : try Resampler(from: f.sampleRate, to: sampleRate, channels: f.channels, quality: quality)
             let marker = PlaybackMarker(ringPosition: state.ring.totalWritten, item: i, path: path, fileFrame: fileFrame,
                                         ratio: Double(f.sampleRate) / Double(sampleRate), fileFrames: f.frames,
-                                        fileRate: f.sampleRate)
+                                        fileRate: f.sampleRate, repeatOfItem: repeating)
             markerList.withLock { m in
                 m.append(marker)
                 if m.count > 64 { m.removeFirst(m.count - 64) }   // only recent ones can still be playing
@@ -198,8 +200,9 @@ final class DiskReader: @unchecked Sendable {
                 guard loop == .all, !queue.isEmpty, failuresInARow < queue.count else { return false }
                 next = 0
             }
+            let repeating = next == index && loop == .item
             index = next
-            if open(index, at: 0) { return true }
+            if open(index, at: 0, repeating: repeating) { return true }
             if loop == .item || failuresInARow >= queue.count { return false }
             next = index + 1
         }

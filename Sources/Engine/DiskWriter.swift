@@ -65,6 +65,7 @@ final class DiskWriter: @unchecked Sendable {
         self.logger = logger
         self.xruns = xruns
         prerollFrames = Int(config.prerollSeconds * Double(sampleRate))
+        nextTakeNumber = max(1, config.firstTake)
         rotateFrames = DiskWriter.rotationFrames(config, channels: state.channels, sampleRate: sampleRate)
         silence = .allocate(capacity: DiskWriter.chunkFrames * state.channels)
         silence.initialize(repeating: 0, count: DiskWriter.chunkFrames * state.channels)

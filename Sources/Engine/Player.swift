@@ -185,10 +185,9 @@ public final class Player: @unchecked Sendable {
     public func drainEvents() -> [PlayerEvent] {
         var out = reader.drainEvents()
         let played = state.pointee.ring.totalRead
-        for (i, m) in reader.markers.enumerated() where m.ringPosition <= played && m.ringPosition > announcedMarker {
-            _ = i
+        for m in reader.markers where m.ringPosition <= played && m.ringPosition > announcedMarker {
             announcedMarker = m.ringPosition
-            out.append(.itemStarted(item: m.item, path: m.path))
+            if !m.repeatOfItem { out.append(.itemStarted(item: m.item, path: m.path)) }
         }
         if isFinished && !announcedFinish {
             announcedFinish = true

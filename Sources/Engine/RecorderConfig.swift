@@ -27,6 +27,8 @@ public struct RecorderConfig: Sendable, Equatable {
     public var maxDurationSeconds: Double?
     /// Capture ring size in seconds (on top of the pre-roll).
     public var ringSeconds: Double = 4
+    /// Number of the first take (a session that re-creates its recorder continues the count).
+    public var firstTake = 1
     /// Test-only fault injection (never set by presets).
     public var faults = RecorderFaults()
 

@@ -75,6 +75,8 @@ public final class Session: @unchecked Sendable {
     private var retryAt = Date()
     private var backoff = 0.1
     private var rolling = false
+    /// The highest take number this session has started (takes keep counting when the recorder is re-created).
+    private var lastTake = 0
     private var outcome: SessionOutcome = .running
 
     public init(logger: Logger = Logger(label: "tandem.session")) {
@@ -125,7 +127,8 @@ public final class Session: @unchecked Sendable {
             }
         }
         var newRecorder = false
-        if recorder == nil, let want = wantRecorder {
+        if recorder == nil, var want = wantRecorder {
+            want.firstTake = lastTake + 1
             if wanted.session.createDirectory && !FileManager.default.fileExists(atPath: want.directory) {
                 do {
                     try FileManager.default.createDirectory(atPath: want.directory, withIntermediateDirectories: true)
@@ -134,6 +137,7 @@ public final class Session: @unchecked Sendable {
                 }
             }
             recorder = try Recorder(config: want, server: server, logger: Logger(label: "tandem.rec"))
+            want.firstTake = 1
             recorderConfig = want
             report.clientsOpened += 1
             report.portsRegistered += want.ports.count
@@ -411,6 +415,7 @@ public final class Session: @unchecked Sendable {
         for e in list {
             switch e {
             case .takeStarted(let take, _):
+                lastTake = max(lastTake, take)
                 var deadline: Date?
                 if let stop = preset?.recorder?.stopAt, let s = Preset.secondsOfDay(stop) {
                     let today = Calendar.current.startOfDay(for: Date()).addingTimeInterval(Double(s))
@@ -451,7 +456,10 @@ public final class Session: @unchecked Sendable {
     }
 
     private func forward(_ list: [RecorderEvent]) {
-        for e in list { events.append(.recorder(e)) }
+        for e in list {
+            if case .takeStarted(let take, _) = e { lastTake = max(lastTake, take) }
+            events.append(.recorder(e))
+        }
     }
 
     /// Events since the last call.

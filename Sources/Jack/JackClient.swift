@@ -73,6 +73,12 @@ public final class JackClient: @unchecked Sendable {
         return jack_transport_query(handle, nil) == JackTransportRolling
     }
 
+    /// Starts JACK transport rolling (for tests and transport masters).
+    public func startTransport() { if let handle { jack_transport_start(handle) } }
+
+    /// Stops JACK transport.
+    public func stopTransport() { if let handle { jack_transport_stop(handle) } }
+
     /// The server's DSP load in percent.
     public var cpuLoad: Double { handle.map { Double(jack_cpu_load($0)) } ?? 0 }
 

@@ -1,0 +1,207 @@
+import Testing
+import Foundation
+import Engine
+import Jack
+import Presets
+import SoundFile
+import TestSupport
+
+/// The session coordinator against a private server, in process.
+@Suite(.serialized) struct SessionTests {
+    func preset(_ text: String, server: JackServer, dir: URL) throws -> Preset {
+        let full = "[session]\nname = \"s\"\nserver = \"\(server.name)\"\ndirectory = \"\(dir.path)\"\n" + text
+        let (p, problems) = PresetLoader.parse(full, file: "test.toml", baseDirectory: dir.path)
+        try #require(problems.isEmpty, "\(problems)")
+        return p!
+    }
+
+    func pollFor(_ session: Session, seconds: Double, until: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            _ = session.poll()
+            if until() { return true }
+            usleep(20_000)
+        }
+        return until()
+    }
+
+    /// Counts of graph callbacks an outside observer sees.
+    func graphCounts(_ c: JackClient) -> [Int] {
+        let n = c.notifications
+        return [n.count(.portRegistered), n.count(.portUnregistered), n.count(.portConnected),
+                n.count(.portDisconnected), n.count(.clientRegistered), n.count(.clientUnregistered)]
+    }
+
+    @Test func applyingTheSamePresetTwiceChangesNothingAndALiveChangeKeepsTheTake() throws {
+        let server = try TestEnvironment.server("apply2")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("apply2")
+        let file = dir.appendingPathComponent("n.wav").path
+        try TestEnvironment.writeWAV(Signals.noise(frames: 48000, channels: 2), channels: 2, path: file)
+        let text = """
+            [recorder]
+            client = "s-rec"
+            channels = 2
+            [player]
+            client = "s-play"
+            channels = 2
+            queue = ["\(file)"]
+            loop = "item"
+            [[connect]]
+            from = "s-play:out_*"
+            to = "s-rec:in_*"
+            """
+        let session = Session()
+        defer { session.close() }
+        let first = try session.apply(try preset(text, server: server, dir: dir))
+        #expect(first.clientsOpened == 2 && first.portsRegistered == 4 && first.connected == 2, "\(first)")
+        let observer = try TestCapture(name: "observer", server: server.name, channels: 1, seconds: 0.1)
+        #expect(pollFor(session, seconds: 3) { session.recorder?.takeStatus != nil })
+        usleep(300_000)
+        let before = graphCounts(observer.client)
+
+        let second = try session.apply(try preset(text, server: server, dir: dir))
+        #expect(second.graphChanges == 0 && second.reconfigured.isEmpty, "\(second)")
+        _ = pollFor(session, seconds: 0.5) { false }
+        #expect(graphCounts(observer.client) == before, "the observer saw no graph change")
+
+        // A changed preset: gain and file format. Nothing in the graph moves and the running take goes on.
+        let take = try #require(session.recorder?.takeStatus)
+        let changed = text.replacingOccurrences(of: "loop = \"item\"", with: "loop = \"item\"\ngain = -6")
+            .replacingOccurrences(of: "channels = 2\n[player]", with: "channels = 2\nsample = \"int16\"\n[player]")
+        let third = try session.apply(try preset(changed, server: server, dir: dir))
+        #expect(third.graphChanges == 0 && third.reconfigured == ["recorder", "player"], "\(third)")
+        _ = pollFor(session, seconds: 0.5) { false }
+        let after = try #require(session.recorder?.takeStatus)
+        #expect(after.take == take.take && after.frames > take.frames && after.files == take.files)
+        #expect(graphCounts(observer.client) == before)
+        // Positive control: the observer does see a real change.
+        let other = try JackClient(name: "other", server: server.name)
+        _ = try other.registerPort("x", direction: .output)
+        #expect(TestEnvironment.waitUntil(timeout: 2) { graphCounts(observer.client) != before })
+        other.close()
+        observer.close()
+    }
+
+    @Test func aRuleConnectsAClientThatArrivesLater() throws {
+        let server = try TestEnvironment.server("late")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("late")
+        let session = Session()
+        defer { session.close() }
+        try session.apply(try preset("""
+            [recorder]
+            client = "s-rec"
+            channels = 2
+            start = "armed"
+            [[connect]]
+            from = "late:out_*"
+            to = "s-rec:in_*"
+            """, server: server, dir: dir))
+        _ = pollFor(session, seconds: 2) { false }
+        let (late, state) = try LoopState.source(name: "late", server: server.name, channels: 2, samples: [0, 0])
+        defer { late.close(); LoopState.free(state) }
+        let registered = Date()
+        let connected = pollFor(session, seconds: 2) {
+            late.connections(of: "late:out_1") == ["s-rec:in_1"] && late.connections(of: "late:out_2") == ["s-rec:in_2"]
+        }
+        #expect(connected, "connected within 2 s of the ports appearing")
+        #expect(Date().timeIntervalSince(registered) < 2)
+    }
+
+    @Test(arguments: [DisconnectPolicy.respect, .repair])
+    func aManualDisconnectIsRespectedOrRepaired(policy: DisconnectPolicy) throws {
+        let server = try TestEnvironment.server("manual")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("manual")
+        let (src, state) = try LoopState.source(name: "src", server: server.name, channels: 1, samples: [0])
+        defer { src.close(); LoopState.free(state) }
+        let session = Session()
+        defer { session.close() }
+        try session.apply(try preset("""
+            [recorder]
+            client = "s-rec"
+            channels = 1
+            start = "armed"
+            [[connect]]
+            from = "src:out_1"
+            to = "s-rec:in_1"
+            """.replacingOccurrences(of: "[recorder]", with: "on_manual_disconnect = \"\(policy.rawValue)\"\n[recorder]"),
+            server: server, dir: dir))
+        #expect(src.connections(of: "src:out_1") == ["s-rec:in_1"])
+        _ = pollFor(session, seconds: 0.3) { false }
+        try src.disconnect("src:out_1", "s-rec:in_1")
+        _ = pollFor(session, seconds: 1) { false }
+        let events = session.drainEvents()
+        if policy == .respect {
+            #expect(src.connections(of: "src:out_1").isEmpty)
+            #expect(events.contains { if case .manualDisconnect(_, _, false) = $0 { return true } else { return false } })
+        } else {
+            #expect(src.connections(of: "src:out_1") == ["s-rec:in_1"])
+            #expect(events.contains { if case .manualDisconnect(_, _, true) = $0 { return true } else { return false } })
+        }
+    }
+
+    @Test func aTakePerTransportRoll() throws {
+        let server = try TestEnvironment.server("transport")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("transport")
+        let session = Session()
+        defer { session.close() }
+        try session.apply(try preset("[recorder]\nclient = \"s-rec\"\nchannels = 1\nstart = \"transport\"\n",
+                                     server: server, dir: dir))
+        let master = try TestCapture(name: "master", server: server.name, channels: 1, seconds: 0.1)
+        defer { master.close() }
+        var finished: [TakeReport] = []
+        for roll in 1...2 {
+            master.client.startTransport()
+            #expect(pollFor(session, seconds: 3) { session.recorder?.takeStatus?.take == roll }, "take \(roll) on roll")
+            _ = pollFor(session, seconds: 0.5) { false }
+            master.client.stopTransport()
+            #expect(pollFor(session, seconds: 3) {
+                for e in session.drainEvents() {
+                    if case .recorder(.takeFinished(let r, _)) = e { finished.append(r) }
+                }
+                return finished.count == roll
+            })
+        }
+        #expect(finished.map(\.take) == [1, 2] && finished.allSatisfy { $0.frames > 10_000 })
+    }
+
+    /// Record-while-playing: recorder and player start on the same cycle; the take and the played file line up to
+    /// the frame, and the sidecar holds both frame times.
+    @Test func recordWhilePlayingLinesUpToTheFrame() throws {
+        let server = try TestEnvironment.server("overdub")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("overdub")
+        let file = dir.appendingPathComponent("backing.wav").path
+        let backing = Signals.noise(frames: 24_000, channels: 2, seed: 77)
+        try TestEnvironment.writeWAV(backing, channels: 2, path: file)
+        let session = Session()
+        try session.apply(try preset("""
+            [recorder]
+            client = "s-rec"
+            channels = 2
+            duration = 1
+            [player]
+            client = "s-play"
+            channels = 2
+            queue = ["\(file)"]
+            start = "with-recorder"
+            [[connect]]
+            from = "s-play:out_*"
+            to = "s-rec:in_*"
+            """, server: server, dir: dir))
+        var report: TakeReport?
+        #expect(pollFor(session, seconds: 5) {
+            for e in session.drainEvents() { if case .recorder(.takeFinished(let r, _)) = e { report = r } }
+            return report != nil
+        })
+        session.close()
+        let r = try #require(report)
+        let playback = try #require(r.playback)
+        #expect(playback.startFrameTime == r.startFrameTime)
+        let take = try TestEnvironment.readAudio(r.chunks[0].files[0]).samples
+        #expect(Array(take.prefix(backing.count)) == backing, "frame 0 of the take is frame 0 of the file")
+    }
+}
