@@ -36,5 +36,10 @@ test: deps
 test-tsan: deps
 	$(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter RealtimeTests
 
+# Tandem side by side with jack_capture and sndfile-jackplay; writes docs/PERFORMANCE.md (about 10 minutes).
+bench: release
+	@scripts/clean-jack-shm.sh
+	scripts/bench.py
+
 clean:
 	rm -rf .build .build-tsan

@@ -33,7 +33,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "tandem", dependencies: [
-            "Engine", "Jack", "SoundFile", "Presets",
+            "Engine", "Jack", "SoundFile", "Presets", "Realtime",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),

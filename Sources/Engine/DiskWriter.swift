@@ -454,8 +454,16 @@ final class DiskWriter: @unchecked Sendable {
         }
     }
 
+    /// Publishes the take's progress for status readers. The byte count is arithmetic for PCM formats and a plain
+    /// stat() at most once per second of audio otherwise (this runs after every write).
     private func publish(_ t: ActiveTake) {
-        let s = TakeStatus(take: t.number, frames: t.framesWritten, files: t.writers.map(\.path), bytes: t.fileBytes())
+        if let width = DiskWriter.bytesPerSample(config.format) {
+            t.bytesKnown = t.framesWritten * width * state.channels + 80 * max(1, t.writers.count) * t.chunkIndex
+        } else if t.framesWritten - t.bytesCheckedAt >= sampleRate || t.bytesKnown == 0 {
+            t.bytesKnown = t.fileBytes()
+            t.bytesCheckedAt = t.framesWritten
+        }
+        let s = TakeStatus(take: t.number, frames: t.framesWritten, files: t.writers.map(\.path), bytes: t.bytesKnown)
         published.withLock { $0 = s }
     }
 
@@ -485,6 +493,9 @@ final class ActiveTake {
     var failed: String?
     /// Whether the test-only stall fault has fired for this take.
     var stalled = false
+    /// Bytes on disk as last computed, and the frame count when they were.
+    var bytesKnown = 0
+    var bytesCheckedAt = 0
 
     init(number: Int, start: Int, date: Date, context: TakeContext, report: TakeReport, sidecar: SidecarFile) {
         self.number = number
@@ -495,9 +506,11 @@ final class ActiveTake {
         self.sidecar = sidecar
     }
 
+    /// Bytes of the current chunk's files on disk (one stat() each).
     func fileBytes() -> Int {
         writers.reduce(0) { sum, w in
-            sum + ((try? FileManager.default.attributesOfItem(atPath: w.path)[.size] as? Int) ?? 0)
+            var st = stat()
+            return sum + (stat(w.path, &st) == 0 ? Int(st.st_size) : 0)
         }
     }
 }

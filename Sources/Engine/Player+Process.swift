@@ -31,6 +31,7 @@ extension PlayerState {
             let spent = monotonicNanoseconds() - began
             c.store(Counter.lastCycleNanos.rawValue, spent)
             c.storeMax(Counter.maxCycleNanos.rawValue, spent)
+            s.cycleCost.record(nanoseconds: spent)
         }
 
         // Stale frames (before a seek or a new queue) are discarded, never played.

@@ -155,6 +155,9 @@ public final class Player: @unchecked Sendable {
         let v = state.pointee.counter(.startedAtFrameTime)
         return v < 0 ? nil : UInt32(truncatingIfNeeded: v)
     }
+    /// p50 / p99 / max cost of the process callback since activation, in nanoseconds.
+    public var cycleCost: CycleHistogram.Summary { state.pointee.cycleCost.summary() }
+
     public func takeMaxCycleNanos() -> Int { state.pointee.counters.exchange(PlayerState.Counter.maxCycleNanos.rawValue, 0) }
 
     /// Whether every queued item has been played out (no loop).

@@ -44,6 +44,8 @@ struct PlayerState: BitwiseCopyable {
     let counters: AtomicCounterArray
     /// Posted when the ring has room for another chunk.
     let wakeup: Wakeup
+    /// Cost of each process cycle (work inside the callback), in nanoseconds.
+    let cycleCost: CycleHistogram
     let wakeSpace: Int
 
     static func allocate(client: OpaquePointer, ports: [JackPort], ringFrames: Int, wakeSpace: Int)
@@ -62,7 +64,8 @@ struct PlayerState: BitwiseCopyable {
         state.initialize(to: PlayerState(
             client: client, ports: p, channels: ports.count, buffers: buffers, shifted: shifted, scratch: scratch,
             ring: .allocate(channels: ports.count, capacity: ringFrames),
-            counters: .allocate(count: Counter.allCases.count), wakeup: .allocate(), wakeSpace: wakeSpace))
+            counters: .allocate(count: Counter.allCases.count), wakeup: .allocate(), cycleCost: .allocate(),
+            wakeSpace: wakeSpace))
         state.pointee.resetAfterWarmUp()
         return state
     }
@@ -72,6 +75,7 @@ struct PlayerState: BitwiseCopyable {
         s.ring.deallocate()
         s.counters.deallocate()
         s.wakeup.deallocate()
+        s.cycleCost.deallocate()
         s.ports.deallocate()
         s.buffers.deallocate()
         s.shifted.deallocate()
@@ -81,6 +85,7 @@ struct PlayerState: BitwiseCopyable {
 
     /// Control thread, before activation.
     func resetAfterWarmUp() {
+        cycleCost.reset()
         ring.reset()
         for i in 0..<counters.count { counters.store(i, 0) }
         counters.store(Counter.startAt.rawValue, -1)

@@ -52,6 +52,7 @@ extension RecorderState {
         let spent = monotonicNanoseconds() - began
         counters.store(Counter.lastCycleNanos.rawValue, spent)
         counters.storeMax(Counter.maxCycleNanos.rawValue, spent)
+        s.cycleCost.record(nanoseconds: spent)
     }
 
     /// Peak and sum of squares per channel into the meter atomics. Realtime: safe.

@@ -44,6 +44,8 @@ struct RecorderState: BitwiseCopyable {
     let sumSquares: AtomicCounterArray
     /// Posted when the ring holds at least `wakeFrames`, or after a drop.
     let wakeup: Wakeup
+    /// Cost of each process cycle (work inside the callback), in nanoseconds.
+    let cycleCost: CycleHistogram
     let wakeFrames: Int
 
     static let dropKind: Int32 = 1
@@ -64,7 +66,7 @@ struct RecorderState: BitwiseCopyable {
             drops: .allocate(capacity: 1024),
             counters: .allocate(count: Counter.allCases.count),
             peaks: .allocate(count: ports.count), sumSquares: .allocate(count: ports.count),
-            wakeup: .allocate(), wakeFrames: wakeFrames))
+            wakeup: .allocate(), cycleCost: .allocate(), wakeFrames: wakeFrames))
         return state
     }
 
@@ -77,6 +79,7 @@ struct RecorderState: BitwiseCopyable {
         s.peaks.deallocate()
         s.sumSquares.deallocate()
         s.wakeup.deallocate()
+        s.cycleCost.deallocate()
         s.ports.deallocate()
         s.buffers.deallocate()
         s.scratch.deallocate()
@@ -85,6 +88,7 @@ struct RecorderState: BitwiseCopyable {
 
     /// Undoes what the warm-up call did. Control thread, before activation.
     func resetAfterWarmUp() {
+        cycleCost.reset()
         ring.reset()
         drops.reset()
         for i in 0..<counters.count { counters.store(i, 0) }

@@ -140,7 +140,9 @@ struct PlayCommand: ParsableCommand {
                 }
             }
         }
+        let (cost, period, rate) = (player.cycleCost, player.client.bufferSize, player.sampleRate)
         player.close()
+        say(cycleCostLine(cost, period: period, rate: rate))
         if failed { Foundation.exit(ExitStatus.badInput.rawValue) }
     }
 }

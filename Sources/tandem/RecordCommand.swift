@@ -175,10 +175,12 @@ struct RecordCommand: ParsableCommand {
             }
             if done { break loop }
         }
+        let (cost, period, rate) = (recorder.cycleCost, recorder.client.bufferSize, recorder.sampleRate)
         recorder.close(end: stopReason)
         for event in recorder.drainEvents() {
             if case .diskError = report(event) { status = .diskError }
         }
+        say(cycleCostLine(cost, period: period, rate: rate))
         if status != .ok { Foundation.exit(status.rawValue) }
     }
 

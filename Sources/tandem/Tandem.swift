@@ -2,6 +2,7 @@ import ArgumentParser
 import Engine
 import Foundation
 import Jack
+import Realtime
 import Logging
 
 /// Exit codes, documented in docs/CLI.md.
@@ -32,7 +33,7 @@ struct Tandem: ParsableCommand {
         commandName: "tandem",
         abstract: "A headless recorder and player that lives in a JACK graph.",
         version: TandemVersion.string,
-        subcommands: [RunCommand.self, RecordCommand.self, PlayCommand.self, PresetCommand.self, StitchCommand.self, PortsCommand.self, DemoCommand.self])
+        subcommands: [RunCommand.self, RecordCommand.self, PlayCommand.self, PresetCommand.self, StitchCommand.self, PortsCommand.self, DemoCommand.self, BenchWriterCommand.self])
 }
 
 /// Options every command that talks to JACK shares.
@@ -66,4 +67,13 @@ func fail(_ status: ExitStatus, _ message: String) -> Never {
 /// Writes a line to stdout at once (no buffering: scripts and pipes see it when it happens).
 func say(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+/// "cycle cost: p50 … p99 … max … µs over N cycles (… % of the period)".
+func cycleCostLine(_ s: CycleHistogram.Summary, period: Int, rate: Int) -> String {
+    let periodMicros = Double(period) / Double(max(1, rate)) * 1e6
+    func us(_ ns: Int) -> String { String(format: "%.1f", Double(ns) / 1000) }
+    let share = periodMicros > 0 ? Double(s.p99) / 1000 / periodMicros * 100 : 0
+    return "cycle cost: p50 \(us(s.p50)) µs, p99 \(us(s.p99)) µs, max \(us(s.max)) µs over \(s.count) cycles "
+        + "(p99 \(String(format: "%.2f", share)) % of the \(String(format: "%.0f", periodMicros)) µs period)"
 }

@@ -90,3 +90,17 @@ import Realtime
         #expect(ring.totalRead == totalFrames && ring.totalWritten == totalFrames)
     }
 }
+
+@Suite struct CycleHistogramTests {
+    @Test func percentilesAreWithinABucketAndMaxIsExact() {
+        let h = CycleHistogram.allocate()
+        defer { h.deallocate() }
+        for i in 1...1000 { h.record(nanoseconds: i * 1000) }     // 1 µs ... 1 ms, uniform
+        let s = h.summary()
+        #expect(s.count == 1000 && s.max == 1_000_000)
+        #expect(s.p50 >= 500_000 && s.p50 <= 500_000 * 9 / 8 + 1, "\(s)")
+        #expect(s.p99 >= 990_000 && s.p99 <= 1_000_000, "\(s)")
+        h.reset()
+        #expect(h.summary().count == 0)
+    }
+}

@@ -1,0 +1,155 @@
+/*
+ * bench-client: the fixed counterpart for Tandem's benchmark (scripts/bench.py).
+ *
+ *   bench-client gen  NAME CHANNELS RAWFILE           play an interleaved float32 file from memory on out_1..N, looping
+ *   bench-client sink NAME CHANNELS SECONDS RAWFILE   record in_1..N into pre-faulted memory; write RAWFILE on SIGTERM
+ *   bench-client mon  NAME                            print "XRUN t", "LOAD t percent", "PORT t name" lines
+ *
+ * Every mode prints READY once active and runs until SIGTERM/SIGINT. Times are CLOCK_MONOTONIC seconds. The process
+ * callbacks only copy and count; all output happens on the main thread.
+ */
+#include <jack/jack.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t stop;
+static void on_signal(int s) { (void)s; stop = 1; }
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static jack_client_t *client;
+static jack_port_t **ports;
+static int channels;
+static float *data;
+static size_t frames, pos;
+
+static int gen_process(jack_nframes_t n, void *arg) {
+    (void)arg;
+    float *out[channels];
+    for (int c = 0; c < channels; c++) out[c] = jack_port_get_buffer(ports[c], n);
+    for (jack_nframes_t i = 0; i < n; i++) {
+        const float *frame = data + pos * channels;
+        for (int c = 0; c < channels; c++) out[c][i] = frame[c];
+        if (++pos == frames) pos = 0;
+    }
+    return 0;
+}
+
+static int sink_process(jack_nframes_t n, void *arg) {
+    (void)arg;
+    for (int c = 0; c < channels; c++) {
+        const float *in = jack_port_get_buffer(ports[c], n);
+        for (jack_nframes_t i = 0; i < n && pos + i < frames; i++) data[(pos + i) * channels + c] = in[i];
+    }
+    pos = pos + n < frames ? pos + n : frames;
+    return 0;
+}
+
+#define EVENTS 65536
+static double event_time[EVENTS];
+static int event_kind[EVENTS];          /* 1 xrun, 2 port registered */
+static jack_port_id_t event_port[EVENTS];
+static atomic_int event_count;
+
+static int on_xrun(void *arg) {
+    (void)arg;
+    int i = atomic_fetch_add(&event_count, 1);
+    if (i < EVENTS) { event_time[i] = now(); event_kind[i] = 1; }
+    return 0;
+}
+
+static void on_port(jack_port_id_t id, int registered, void *arg) {
+    (void)arg;
+    if (!registered) return;
+    int i = atomic_fetch_add(&event_count, 1);
+    if (i < EVENTS) { event_time[i] = now(); event_kind[i] = 2; event_port[i] = id; }
+}
+
+static int register_ports(const char *prefix, unsigned long flags) {
+    ports = calloc(channels, sizeof *ports);
+    for (int c = 0; c < channels; c++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s_%d", prefix, c + 1);
+        ports[c] = jack_port_register(client, name, JACK_DEFAULT_AUDIO_TYPE, flags, 0);
+        if (!ports[c]) { fprintf(stderr, "cannot register %s\n", name); return -1; }
+    }
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) { fprintf(stderr, "usage: see the comment at the top of bench-client.c\n"); return 2; }
+    const char *mode = argv[1];
+    signal(SIGTERM, on_signal);
+    signal(SIGINT, on_signal);
+    jack_status_t status;
+    client = jack_client_open(argv[2], JackNoStartServer | JackUseExactName, &status);
+    if (!client) { fprintf(stderr, "cannot open client %s (status 0x%x)\n", argv[2], status); return 3; }
+    const char *out_path = NULL;
+
+    if (!strcmp(mode, "gen") && argc == 5) {
+        channels = atoi(argv[3]);
+        FILE *f = fopen(argv[4], "rb");
+        if (!f) { perror(argv[4]); return 2; }
+        fseek(f, 0, SEEK_END);
+        long bytes = ftell(f);
+        fseek(f, 0, SEEK_SET);
+        frames = bytes / (sizeof(float) * channels);
+        data = malloc(bytes);
+        if (fread(data, 1, bytes, f) != (size_t)bytes) { perror("read"); return 2; }
+        fclose(f);
+        if (register_ports("out", JackPortIsOutput)) return 3;
+        jack_set_process_callback(client, gen_process, NULL);
+    } else if (!strcmp(mode, "sink") && argc == 6) {
+        channels = atoi(argv[3]);
+        frames = (size_t)(atof(argv[4]) * jack_get_sample_rate(client));
+        data = calloc(frames * channels, sizeof(float));
+        memset(data, 0, frames * channels * sizeof(float));   /* fault every page in now */
+        out_path = argv[5];
+        if (register_ports("in", JackPortIsInput)) return 3;
+        jack_set_process_callback(client, sink_process, NULL);
+    } else if (!strcmp(mode, "mon") && argc == 3) {
+        jack_set_xrun_callback(client, on_xrun, NULL);
+        jack_set_port_registration_callback(client, on_port, NULL);
+    } else {
+        fprintf(stderr, "usage: see the comment at the top of bench-client.c\n");
+        return 2;
+    }
+    if (jack_activate(client)) { fprintf(stderr, "cannot activate\n"); return 3; }
+    printf("READY %.6f\n", now());
+    fflush(stdout);
+    int printed = 0;
+    double next_load = now();
+    while (!stop) {
+        usleep(10000);
+        int n = atomic_load(&event_count);
+        for (; printed < n && printed < EVENTS; printed++) {
+            if (event_kind[printed] == 1) printf("XRUN %.6f\n", event_time[printed]);
+            else {
+                jack_port_t *p = jack_port_by_id(client, event_port[printed]);
+                printf("PORT %.6f %s\n", event_time[printed], p ? jack_port_name(p) : "?");
+            }
+        }
+        if (!strcmp(mode, "mon") && now() >= next_load) {
+            printf("LOAD %.6f %.3f\n", now(), jack_cpu_load(client));
+            next_load += 0.1;
+        }
+        fflush(stdout);
+    }
+    jack_deactivate(client);
+    jack_client_close(client);
+    if (out_path) {
+        FILE *f = fopen(out_path, "wb");
+        if (!f || fwrite(data, sizeof(float) * channels, pos, f) != pos) { perror(out_path); return 4; }
+        fclose(f);
+    }
+    return 0;
+}

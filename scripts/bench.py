@@ -1,0 +1,523 @@
+#!/usr/bin/env python3
+"""Tandem's benchmark: Tandem side by side with jack_capture (recording) and sndfile-jackplay (playback).
+
+Every configuration gets its own private dummy JACK server (real-time scheduling when the machine allows it), a
+fixed signal generator or memory sink (bench/bench-client.c), and a monitor that counts xruns and samples the DSP
+load. The tools of one configuration run back to back on the same server, so their figures share the machine's
+conditions. Results go to docs/PERFORMANCE.md. Python standard library only; needs gcc, libjack, jackd, sox.
+
+    scripts/bench.py                      # the full matrix (about 10 minutes)
+    scripts/bench.py --quick              # 2 and 16 channels at period 256, 5 s each
+"""
+import argparse, datetime, os, platform, re, shlex, signal, struct, subprocess, sys, tempfile, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+RATE = 48000
+
+
+def log(msg):
+    print("# " + msg, file=sys.stderr, flush=True)
+
+
+class Proc:
+    def __init__(self, argv, env, out=None, stdout=None):
+        self.argv = argv
+        self.out = out
+        self.p = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
+                                  stdout=stdout if stdout else (open(out, "w") if out else subprocess.DEVNULL),
+                                  stderr=subprocess.STDOUT, start_new_session=True, text=True)
+        self.pid = self.p.pid
+        self.start = time.monotonic()
+        self.rusage = None
+        self.code = None
+
+    def wait(self, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            pid, status, ru = os.wait4(self.pid, os.WNOHANG)
+            if pid == self.pid:
+                self.rusage, self.code = ru, os.waitstatus_to_exitcode(status)
+                self.end = time.monotonic()
+                return self.code
+            time.sleep(0.01)
+        return None
+
+    def stop(self, sig=signal.SIGTERM, timeout=10):
+        if self.code is not None:
+            return self.code
+        try:
+            os.kill(self.pid, sig)
+        except ProcessLookupError:
+            pass
+        if self.wait(timeout) is None:
+            os.killpg(self.pid, signal.SIGKILL)
+            self.wait(5)
+        return self.code
+
+
+def proc_status(pid):
+    out = {}
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                if k in ("RssAnon", "VmHWM"):
+                    out[k] = int(v.split()[0])
+    except OSError:
+        pass
+    return out
+
+
+def cpu_ticks(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            s = f.read()
+        fields = s[s.rindex(")") + 2:].split()
+        return int(fields[11]) + int(fields[12])
+    except (OSError, ValueError):
+        return None
+
+
+class Server:
+    def __init__(self, name, period, channels, rt, workdir):
+        self.name = name
+        self.env = dict(os.environ, JACK_DEFAULT_SERVER=name, JACK_NO_START_SERVER="1", JACK_NO_AUDIO_RESERVATION="1")
+        self.proc = Proc(["jackd", "-n", name, "-R" if rt else "-r", "-d", "dummy", "-r", str(RATE), "-p", str(period),
+                          "-C", "2", "-P", "2"], self.env, out=os.path.join(workdir, "jackd-%s.log" % name))
+        for _ in range(200):
+            if subprocess.run(["jack_lsp"], env=self.env, capture_output=True).returncode == 0:
+                return
+            time.sleep(0.05)
+        raise RuntimeError("jackd %s did not start" % name)
+
+    def stop(self):
+        self.proc.stop(signal.SIGTERM)
+
+
+class LineCollector:
+    """Reads a bench-client's stdout in the background."""
+    def __init__(self, proc):
+        import threading
+        self.lines = []
+        self.ready = threading.Event()
+        def run():
+            for line in proc.p.stdout:
+                self.lines.append(line.split())
+                if line.startswith("READY"):
+                    self.ready.set()
+        threading.Thread(target=run, daemon=True).start()
+
+
+def helper(workdir):
+    exe = os.path.join(workdir, "bench-client")
+    subprocess.run(["gcc", "-O2", "-Wall", "-o", exe, os.path.join(ROOT, "bench", "bench-client.c"), "-ljack"], check=True)
+    return exe
+
+
+def noise(path_wav, path_raw, channels, seconds):
+    if not os.path.exists(path_wav):
+        subprocess.run(["sox", "-R", "-D", "-n", "-r", str(RATE), "-c", str(channels), "-b", "24", "-e", "signed-integer",
+                        path_wav, "synth", str(seconds)] + ["whitenoise"] * channels + ["vol", "0.5"], check=True)
+    if path_raw and not os.path.exists(path_raw):
+        to_raw(path_wav, path_raw)
+
+
+def to_raw(path, raw):
+    subprocess.run(["sox", "-V1", "-D", path, "-t", "raw", "-e", "floating-point", "-b", "32", "-L", raw], check=True)
+
+
+def read_frames(raw, channels):
+    with open(raw, "rb") as f:
+        data = f.read()
+    n = len(data) // (4 * channels)
+    return data, n
+
+
+def compare(source_raw, recorded_raw, channels, cyclic):
+    """Bit-exact check: align on the recording's first non-silent frame, then every frame must follow the source in
+    order (cyclically for a looping source). Returns (bitexact, matched, discontinuities, extra, offset)."""
+    src, ns = read_frames(source_raw, channels)
+    rec, nr = read_frames(recorded_raw, channels)
+    fs = 4 * channels
+    zero = bytes(fs)
+    first = next((i for i in range(nr) if rec[i * fs:(i + 1) * fs] != zero), None)
+    if first is None or ns == 0:
+        return False, 0, 0, 0, -1
+    last = max(i for i in range(nr - 1, -1, -1) if rec[i * fs:(i + 1) * fs] != zero or i == first) if not cyclic else nr - 1
+    probe = rec[first * fs:(first + 1) * fs]
+    pos = src.find(probe)
+    while pos >= 0 and pos % fs:
+        pos = src.find(probe, pos + 1)
+    if pos < 0:
+        return False, 0, 1, 0, -1
+    k = pos // fs
+    matched = disc = extra = 0
+    i = first
+    while i <= last:
+        if not cyclic and k >= ns:
+            extra = sum(1 for j in range(i, nr) if rec[j * fs:(j + 1) * fs] != zero)
+            break
+        if rec[i * fs:(i + 1) * fs] == src[k * fs:(k + 1) * fs]:
+            matched += 1
+        else:
+            disc += 1
+            p = src.find(rec[i * fs:(i + 1) * fs])
+            while p >= 0 and p % fs:
+                p = src.find(rec[i * fs:(i + 1) * fs], p + 1)
+            if p >= 0:
+                k = p // fs
+        i += 1
+        k = (k + 1) % ns if cyclic else k + 1
+    return disc == 0 and extra == 0 and matched > 0, matched, disc, extra, k
+
+
+def run_tool(argv, env, seconds_audio, mon, workdir, label, timeout, sigint_after=None):
+    out = os.path.join(workdir, label + ".log")
+    t0 = time.monotonic()
+    p = Proc(argv, env, out=out)
+    peak_anon = 0
+    t_ticks0 = None
+    steady_start = None
+    while p.wait(0.05) is None:
+        st = proc_status(p.pid)
+        peak_anon = max(peak_anon, st.get("RssAnon", 0))
+        if steady_start is None and time.monotonic() - t0 >= 1.0:
+            t_ticks0, steady_start = cpu_ticks(p.pid), time.monotonic()
+        if sigint_after and time.monotonic() - t0 >= sigint_after:
+            os.kill(p.pid, signal.SIGINT)
+            sigint_after = None
+        if time.monotonic() - t0 > timeout:
+            p.stop(signal.SIGKILL)
+            break
+    ru = p.rusage
+    cpu = (ru.ru_utime + ru.ru_stime) if ru else float("nan")
+    steady = float("nan")
+    # steady CPU: the last sample before exit is not available after reaping; use total minus the first second.
+    if t_ticks0 is not None and ru:
+        steady = ((ru.ru_utime + ru.ru_stime) - t_ticks0 / os.sysconf("SC_CLK_TCK")) / max(1e-6, p.end - steady_start) * 100
+    with open(out) as f:
+        text = f.read()
+    xr = [float(l[1]) for l in mon.lines if l and l[0] == "XRUN" and t0 + 1.0 <= float(l[1]) <= p.end]
+    loads = [float(l[2]) for l in mon.lines if l and l[0] == "LOAD" and t0 + 1.0 <= float(l[1]) <= p.end]
+    return dict(code=p.code, cpu_s=cpu, cpu_per_audio_s=cpu / seconds_audio, cpu_steady_pct=steady,
+                rss_anon_kb=peak_anon, xruns_steady=len(xr),
+                dsp_mean=(sum(loads) / len(loads)) if loads else float("nan"), dsp_max=max(loads) if loads else float("nan"),
+                text=text, started=t0, ended=p.end)
+
+
+def cycle_cost(text):
+    m = re.search(r"cycle cost: p50 ([\d.]+) µs, p99 ([\d.]+) µs, max ([\d.]+) µs over (\d+) cycles", text)
+    return (float(m.group(1)), float(m.group(2)), float(m.group(3))) if m else None
+
+
+def measure_record(cfg, exe, workdir, rt, seconds, idx):
+    ch, period = cfg
+    name = "tbench-%d-%d" % (os.getpid(), idx)
+    wav = os.path.join(workdir, "noise-%d.wav" % ch)
+    raw = os.path.join(workdir, "noise-%d.f32" % ch)
+    noise(wav, raw, ch, seconds + 4)
+    rows = []
+    server = Server(name, period, ch, rt, workdir)
+    try:
+        mon_p = Proc([exe, "mon", "bench-mon"], server.env, stdout=subprocess.PIPE)
+        mon = LineCollector(mon_p)
+        gen_p = Proc([exe, "gen", "bench-gen", str(ch), raw], server.env, stdout=subprocess.PIPE)
+        gen = LineCollector(gen_p)
+        gen.ready.wait(10)
+        mon.ready.wait(10)
+        time.sleep(1.5)
+        ports = ["bench-gen:out_%d" % (c + 1) for c in range(ch)]
+        tools = [
+            ("tandem", ["tandem-placeholder"]),
+            ("jack_capture", ["jack_capture", "-d", str(seconds), "-c", str(ch), "-b", "32", "-f", "wav", "-dc", "-ns"]
+             + sum([["--port", p] for p in ports], [])),
+        ]
+        for tool, argv in tools:
+            out = os.path.join(workdir, "rec-%s-%d-%d.wav" % (tool, ch, period))
+            if os.path.exists(out):
+                os.unlink(out)
+            if tool == "tandem":
+                d = os.path.join(workdir, "tandem-%d-%d" % (ch, period))
+                os.makedirs(d, exist_ok=True)
+                for f in os.listdir(d):
+                    os.unlink(os.path.join(d, f))
+                argv = [TANDEM, "record", "-q", "-c", str(ch), "--connect", "bench-gen:out_.*", "-d", d,
+                        "--session", "bench", "--template", "take", "-t", str(seconds)]
+                r = run_tool(argv, server.env, seconds, mon, workdir, "tandem-rec-%d-%d" % (ch, period), seconds + 30)
+                out = os.path.join(d, "take.wav")
+            else:
+                r = run_tool(argv + [out], server.env, seconds, mon, workdir, "jc-%d-%d" % (ch, period), seconds + 30)
+            r.update(tool=tool, role="record", channels=ch, period=period, cmd=" ".join(shlex.quote(a) for a in
+                     (argv if tool == "tandem" else argv + ["OUT.wav"])))
+            frames = None
+            if os.path.exists(out):
+                fr = subprocess.run(["sox", "--i", "-s", out], capture_output=True, text=True).stdout.strip()
+                frames = int(fr) if fr.isdigit() else None
+                recraw = out + ".f32"
+                to_raw(out, recraw)
+                be, matched, disc, extra, _ = compare(raw, recraw, ch, cyclic=True)
+                os.unlink(recraw)
+                r.update(bitexact=be, matched=matched, disc=disc, extra=extra)
+            r.update(frames_expected=seconds * RATE, frames_written=frames)
+            r["cycle"] = cycle_cost(r["text"]) if tool == "tandem" else None
+            rows.append(r)
+            log("record %s ch=%d p=%d cpu/s=%.4f xruns=%d bitexact=%s frames=%s" % (
+                tool, ch, period, r["cpu_per_audio_s"], r["xruns_steady"], r.get("bitexact"), frames))
+            time.sleep(1.0)
+        gen_p.stop()
+        mon_p.stop()
+    finally:
+        server.stop()
+    return rows
+
+
+def measure_play(cfg, exe, workdir, rt, seconds, idx):
+    ch, period = cfg
+    name = "tbench-%d-%d" % (os.getpid(), idx)
+    wav = os.path.join(workdir, "play-%d-%d.wav" % (ch, seconds))
+    raw = os.path.join(workdir, "play-%d-%d.f32" % (ch, seconds))
+    noise(wav, raw, ch, seconds)
+    rows = []
+    server = Server(name, period, ch, rt, workdir)
+    try:
+        mon_p = Proc([exe, "mon", "bench-mon"], server.env, stdout=subprocess.PIPE)
+        mon = LineCollector(mon_p)
+        mon.ready.wait(10)
+        for tool in ("tandem", "sndfile-jackplay"):
+            sink_raw = os.path.join(workdir, "sink-%s-%d-%d.f32" % (tool, ch, period))
+            sink_p = Proc([exe, "sink", "bench-sink", str(ch), str(seconds + 20), sink_raw], server.env, stdout=subprocess.PIPE)
+            sink = LineCollector(sink_p)
+            sink.ready.wait(10)
+            time.sleep(1.0)
+            if tool == "tandem":
+                argv = [TANDEM, "play", "-q", "--connect", "bench-sink:in_.*", wav]
+            else:
+                argv = ["sndfile-jackplay", "--autoconnect=bench-sink:in_%d", wav]
+            r = run_tool(argv, server.env, seconds, mon, workdir, "%s-play-%d-%d" % (tool, ch, period), seconds + 30)
+            time.sleep(0.5)
+            sink_p.stop()
+            be, matched, disc, extra, _ = compare(raw, sink_raw, ch, cyclic=False)
+            r.update(tool=tool, role="play", channels=ch, period=period, bitexact=be, matched=matched, disc=disc,
+                     extra=extra, frames_expected=seconds * RATE, frames_written=matched,
+                     cmd=" ".join(shlex.quote(a) for a in argv).replace(wav, "IN.wav"))
+            r["cycle"] = cycle_cost(r["text"]) if tool == "tandem" else None
+            os.unlink(sink_raw)
+            rows.append(r)
+            log("play %s ch=%d p=%d cpu/s=%.4f xruns=%d bitexact=%s matched=%d extra=%d" % (
+                tool, ch, period, r["cpu_per_audio_s"], r["xruns_steady"], be, matched, extra))
+            time.sleep(1.0)
+        mon_p.stop()
+    finally:
+        server.stop()
+    return rows
+
+
+def startup(exe, workdir, rt):
+    name = "tbench-%d-start" % os.getpid()
+    server = Server(name, 256, 2, rt, workdir)
+    times = []
+    try:
+        mon_p = Proc([exe, "mon", "bench-mon"], server.env, stdout=subprocess.PIPE)
+        mon = LineCollector(mon_p)
+        mon.ready.wait(10)
+        d = tempfile.mkdtemp(prefix="tbench-start-")
+        for i in range(5):
+            mon.lines.clear()
+            t0 = time.monotonic()
+            p = Proc([TANDEM, "record", "-q", "-c", "16", "--client", "start%d" % i, "-d", d], server.env)
+            while time.monotonic() - t0 < 10:
+                ports = [l for l in mon.lines if l and l[0] == "PORT" and l[2].startswith("start%d:" % i)]
+                if len(ports) == 16:
+                    times.append(max(float(l[1]) for l in ports) - t0)
+                    break
+                time.sleep(0.005)
+            p.stop(signal.SIGINT)
+        mon_p.stop()
+    finally:
+        server.stop()
+    return times
+
+
+def combined(exe, workdir, rt, seconds):
+    """32 channels recorded and 32 played at once, period 64."""
+    name = "tbench-%d-combined" % os.getpid()
+    ch = 32
+    wav = os.path.join(workdir, "noise-%d.wav" % ch)
+    raw = os.path.join(workdir, "noise-%d.f32" % ch)
+    noise(wav, raw, ch, 8)
+    server = Server(name, 64, ch, rt, workdir)
+    d = tempfile.mkdtemp(prefix="tbench-combined-")
+    preset = os.path.join(d, "combined.toml")
+    with open(preset, "w") as f:
+        f.write('[session]\nname = "combined"\ndirectory = "%s"\n[recorder]\nchannels = 32\nduration = %d\n'
+                '[player]\nchannels = 32\nqueue = ["%s"]\nloop = "item"\n'
+                '[[connect]]\nfrom = "bench-gen:out_*"\nto = "tandem-rec:in_*"\n'
+                '[[connect]]\nfrom = "tandem-play:out_*"\nto = "bench-sink:in_*"\n' % (d, seconds, wav))
+    try:
+        mon_p = Proc([exe, "mon", "bench-mon"], server.env, stdout=subprocess.PIPE)
+        mon = LineCollector(mon_p)
+        gen_p = Proc([exe, "gen", "bench-gen", str(ch), raw], server.env, stdout=subprocess.PIPE)
+        sink_p = Proc([exe, "sink", "bench-sink", str(ch), "2", os.path.join(d, "sink.f32")], server.env, stdout=subprocess.PIPE)
+        LineCollector(gen_p).ready.wait(10)
+        LineCollector(sink_p).ready.wait(10)
+        mon.ready.wait(10)
+        time.sleep(1)
+        r = run_tool([TANDEM, "run", "-q", preset], server.env, seconds, mon, workdir, "combined", seconds + 60)
+        gen_p.stop(); sink_p.stop(); mon_p.stop()
+    finally:
+        server.stop()
+    m = re.search(r"dropped (\d+), xruns (\d+)", r["text"])
+    r.update(dropped=int(m.group(1)) if m else None, tool="tandem run", role="record 32 + play 32", channels=32, period=64)
+    return r
+
+
+def machine():
+    model = "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    jack = subprocess.run(["jackd", "--version"], capture_output=True, text=True).stdout.splitlines()[0:1]
+    return "%s, %d cores, %s %s, %s" % (model, os.cpu_count(), platform.system(), platform.release(),
+                                        jack[0] if jack else "jackd ?")
+
+
+def fmt(v, f="%.4f"):
+    return "NA" if v is None or v != v else f % v
+
+
+def write_report(path, rows, startups, comb, writers, args, rt, started):
+    by = {}
+    for r in rows:
+        by.setdefault((r["role"], r["channels"], r["period"]), {})[r["tool"]] = r
+    L = []
+    L.append("# Performance\n")
+    L.append("Measured by `make bench` (`scripts/bench.py%s`) on %s, %s; JACK scheduling: %s; %d s of audio per run."
+             % (" --quick" if args.quick else "", datetime.date.today().isoformat(), machine(),
+                "real-time (-R)" if rt else "not real-time (-r)", args.seconds))
+    L.append("Each configuration has its own private dummy server (48 kHz), a fixed generator or memory sink "
+             "(`bench/bench-client.c`) and a monitor client; the tools of one configuration run back to back on it. "
+             "CPU is user+system time of the tool's process from start to exit, per second of audio. Private memory "
+             "is the peak RssAnon (JACK's shared memory excluded). Xruns are counted by the monitor from 1 s after the "
+             "tool started. Bit-exact: every recorded frame equals the source in order (recording: against the looping "
+             "source; playback: every file frame from the first, nothing after).\n")
+    L.append("## Recording: Tandem vs jack_capture\n")
+    L.append("| ch | period | tool | CPU s / audio s | ratio | steady CPU % | private MiB | xruns | DSP mean / max % | frames expected / written | bit-exact | cycle p50 / p99 / max µs | p99 % of period |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for key in sorted(k for k in by if k[0] == "record"):
+        _, ch, period = key
+        t = by[key].get("tandem"); a = by[key].get("jack_capture")
+        for r in (t, a):
+            if not r:
+                continue
+            ratio = (t["cpu_per_audio_s"] / a["cpu_per_audio_s"]) if (r is t and a and a["cpu_per_audio_s"] > 0) else None
+            cyc = r.get("cycle")
+            L.append("| %d | %d | %s | %s | %s | %s | %.1f | %d | %s / %s | %s / %s | %s | %s | %s |" % (
+                ch, period, r["tool"], fmt(r["cpu_per_audio_s"]), fmt(ratio, "%.2f×") if ratio else "",
+                fmt(r["cpu_steady_pct"], "%.2f"), r["rss_anon_kb"] / 1024, r["xruns_steady"], fmt(r["dsp_mean"], "%.1f"),
+                fmt(r["dsp_max"], "%.1f"), r["frames_expected"], r["frames_written"],
+                "yes" if r.get("bitexact") else "no (disc %s, extra %s)" % (r.get("disc"), r.get("extra")),
+                "%.1f / %.1f / %.1f" % cyc if cyc else "", ("%.2f" % (cyc[1] / (period / RATE * 1e6) * 100)) if cyc else ""))
+    L.append("\n## Playback: Tandem vs sndfile-jackplay\n")
+    L.append("| ch | period | tool | CPU s / audio s | ratio | steady CPU % | private MiB | xruns | DSP mean / max % | frames expected / matched | extra frames after the end | bit-exact | cycle p50 / p99 / max µs | p99 % of period |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for key in sorted(k for k in by if k[0] == "play"):
+        _, ch, period = key
+        t = by[key].get("tandem"); a = by[key].get("sndfile-jackplay")
+        for r in (t, a):
+            if not r:
+                continue
+            ratio = (t["cpu_per_audio_s"] / a["cpu_per_audio_s"]) if (r is t and a and a["cpu_per_audio_s"] > 0) else None
+            cyc = r.get("cycle")
+            L.append("| %d | %d | %s | %s | %s | %s | %.1f | %d | %s / %s | %s / %s | %s | %s | %s | %s |" % (
+                ch, period, r["tool"], fmt(r["cpu_per_audio_s"]), fmt(ratio, "%.2f×") if ratio else "",
+                fmt(r["cpu_steady_pct"], "%.2f"), r["rss_anon_kb"] / 1024, r["xruns_steady"], fmt(r["dsp_mean"], "%.1f"),
+                fmt(r["dsp_max"], "%.1f"), r["frames_expected"], r["matched"], r["extra"],
+                "yes" if r.get("bitexact") else "no (disc %s)" % r.get("disc"),
+                "%.1f / %.1f / %.1f" % cyc if cyc else "", ("%.2f" % (cyc[1] / (period / RATE * 1e6) * 100)) if cyc else ""))
+    if comb:
+        cyc = comb.get("cycle")
+        L.append("\n## Combined: 32 channels recorded and 32 played at once, period 64\n")
+        L.append("`tandem run` with one preset (recorder 32 in, player 32 out looping, generator and sink connected by "
+                 "rules), %d s: CPU %s s per audio second (steady %s %%), private memory %.1f MiB, xruns %d, "
+                 "dropped frames %s, DSP mean %s %% / max %s %%." % (
+                     args.combined, fmt(comb["cpu_per_audio_s"]), fmt(comb["cpu_steady_pct"], "%.2f"),
+                     comb["rss_anon_kb"] / 1024, comb["xruns_steady"], comb.get("dropped"),
+                     fmt(comb["dsp_mean"], "%.1f"), fmt(comb["dsp_max"], "%.1f")))
+    if startups:
+        L.append("\n## Start-up\n")
+        L.append("From launching `tandem record -c 16` to its 16th port appearing in the graph (5 launches): "
+                 "median %.0f ms, max %.0f ms." % (sorted(startups)[len(startups) // 2] * 1000, max(startups) * 1000))
+    if writers:
+        L.append("\n## Offline writer throughput\n")
+        L.append("`tandem bench-writer`: the disk writer's own `SoundFileWriter`, music-like material, 8192-frame "
+                 "writes into the page cache (so this is encoding cost, not disk speed).\n")
+        L.append("| format | channels | × real time | bytes per audio second |")
+        L.append("|---|---|---|---|")
+        for w in writers:
+            if "error" in w:
+                L.append("| %s | %s | not supported by libsndfile at this channel count | |" % (w["format"], w["channels"]))
+            else:
+                L.append("| %s | %s | %.0f | %.0f |" % (w["format"], w["channels"], float(w["x_realtime"]),
+                                                        float(w["bytes"]) / float(w["seconds"])))
+    L.append("\n## Commands\n")
+    L.append("Generated by `make bench` in %.0f s. Per run (OUT/IN are the run's files; the private server is "
+             "`jackd -n NAME %s -d dummy -r 48000 -p PERIOD -C 2 -P 2`):\n" % (time.monotonic() - started, "-R" if rt else "-r"))
+    seen = set()
+    for r in rows:
+        c = re.sub(r"/tmp/\S+", "DIR", r["cmd"]).replace(TANDEM, "tandem")
+        if (r["tool"], r["role"]) in seen:
+            continue
+        seen.add((r["tool"], r["role"]))
+        L.append("- %s %s: `%s`" % (r["tool"], r["role"], c))
+    with open(path, "w") as f:
+        f.write("\n".join(L) + "\n")
+
+
+def main():
+    global TANDEM
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tandem", default=os.path.join(ROOT, ".build", "release", "tandem"))
+    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--combined", type=int, default=60)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out", default=os.path.join(ROOT, "docs", "PERFORMANCE.md"))
+    args = ap.parse_args()
+    TANDEM = os.path.realpath(args.tandem)
+    if args.quick:
+        args.seconds, args.combined = 5, 10
+    started = time.monotonic()
+    workdir = tempfile.mkdtemp(prefix="tandem-bench-")
+    rt = subprocess.run(["chrt", "-f", "10", "true"], capture_output=True).returncode == 0
+    exe = helper(workdir)
+    channels = [2, 16] if args.quick else [2, 16, 64]
+    periods = [256] if args.quick else [64, 256]
+    rows, idx = [], 0
+    for ch in channels:
+        for period in periods:
+            idx += 1
+            rows += measure_record((ch, period), exe, workdir, rt, args.seconds, idx)
+            idx += 1
+            rows += measure_play((ch, period), exe, workdir, rt, args.seconds, idx)
+    comb = combined(exe, workdir, rt, args.combined)
+    comb["cycle"] = None
+    starts = startup(exe, workdir, rt)
+    writers = []
+    for ch in (2, 16):
+        out = subprocess.run([TANDEM, "bench-writer", "-c", str(ch), "--seconds", "20", "-d", workdir],
+                             capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            d = dict(kv.split("=", 1) for kv in shlex.split(line)[1:])
+            d.setdefault("channels", str(ch))
+            writers.append(d)
+    write_report(args.out, rows, starts, comb, writers, args, rt, started)
+    log("wrote %s in %.0f s" % (args.out, time.monotonic() - started))
+
+
+TANDEM = None
+if __name__ == "__main__":
+    main()
