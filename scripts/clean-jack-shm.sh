@@ -4,7 +4,8 @@
 # crashed private servers can refuse new ones ("Too many servers already active"). When no jackd runs at all, the
 # registry and the servers' leftovers are stale and safe to remove; otherwise this does nothing.
 set -u
-if pgrep -x jackd >/dev/null 2>&1 || pgrep -x jackdbus >/dev/null 2>&1; then
+# Zombies (exited, not yet reaped) hold nothing; only live servers count.
+if ps -C jackd,jackdbus -o stat= 2>/dev/null | grep -qv '^Z'; then
   echo "clean-jack-shm: a JACK server is running; leaving its shared memory alone"
   exit 0
 fi

@@ -55,6 +55,8 @@ final class DiskWriter: @unchecked Sendable {
     private let silence: UnsafeMutablePointer<Float>
     private let stemScratch: UnsafeMutablePointer<Float>
     private static let chunkFrames = 8192
+    /// fsync the take's files after this many frames: what a power loss can take is bounded by this (plus the ring).
+    private let syncFrames: Int
 
     init(config: RecorderConfig, state: RecorderState, sampleRate: Int, portNames: [String], logger: Logger,
          xruns: @escaping @Sendable () -> Int) {
@@ -66,6 +68,7 @@ final class DiskWriter: @unchecked Sendable {
         self.xruns = xruns
         prerollFrames = Int(config.prerollSeconds * Double(sampleRate))
         nextTakeNumber = max(1, config.firstTake)
+        syncFrames = sampleRate
         rotateFrames = DiskWriter.rotationFrames(config, channels: state.channels, sampleRate: sampleRate)
         silence = .allocate(capacity: DiskWriter.chunkFrames * state.channels)
         silence.initialize(repeating: 0, count: DiskWriter.chunkFrames * state.channels)
@@ -251,7 +254,7 @@ final class DiskWriter: @unchecked Sendable {
             rotate(t)
         } else if let bytes = config.rotateBytes, rotateFrames == nil, t.fileBytes() >= bytes {
             rotate(t)
-        } else if t.framesWritten - t.lastSync >= sampleRate {
+        } else if syncFrames > 0 && t.framesWritten - t.lastSync >= syncFrames {
             for w in t.writers { w.flush() }
             t.lastSync = t.framesWritten
         }

@@ -2,6 +2,7 @@ import Foundation
 import Jack
 import Logging
 import Presets
+import Realtime
 import SoundFile
 
 /// What a session reports to its owner (the command line prints these).
@@ -486,6 +487,14 @@ public final class Session: @unchecked Sendable {
     }
 
     public func stopTake() { recorder?.stopTake() }
+
+    /// Per engine: its name, the cost of its process cycles so far, its period and rate.
+    public func cycleCosts() -> [(engine: String, cost: CycleHistogram.Summary, period: Int, rate: Int)] {
+        var out: [(String, CycleHistogram.Summary, Int, Int)] = []
+        if let r = recorder { out.append(("recorder", r.cycleCost, r.client.bufferSize, r.sampleRate)) }
+        if let p = player { out.append(("player", p.cycleCost, p.client.bufferSize, p.sampleRate)) }
+        return out
+    }
 
     /// Ends everything cleanly: takes finalized, clients closed.
     public func close() {

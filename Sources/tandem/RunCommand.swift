@@ -73,8 +73,10 @@ struct RunCommand: ParsableCommand {
                 break loop
             }
         }
+        let costs = session.cycleCosts()
         session.close()
         printer.print(session.drainEvents())
+        for c in costs { say("\(c.engine) " + cycleCostLine(c.cost, period: c.period, rate: c.rate)) }
         if code != 0 { Foundation.exit(code) }
     }
 }
