@@ -1,7 +1,7 @@
 # Tandem: the two commands that matter are `make demo` and `make test` (see README.md).
 SHELL := /bin/bash
 SWIFT ?= swift
-APT_PACKAGES := libjack-jackd2-dev jackd2 libsndfile1-dev libsoxr-dev jack-capture sndfile-tools sox libsox-fmt-all \
+APT_PACKAGES := libjack-jackd2-dev jackd2 libsndfile1-dev libsoxr-dev liblo-dev liblo-tools jack-capture sndfile-tools sox libsox-fmt-all \
                 jack-tools pkg-config
 TEST_FLAGS ?=
 

@@ -20,6 +20,8 @@ let package = Package(
                        providers: [.apt(["libsndfile1-dev"])]),
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr",
                        providers: [.apt(["libsoxr-dev"])]),
+        .systemLibrary(name: "CLo", pkgConfig: "liblo",
+                       providers: [.apt(["liblo-dev"])]),
 
         .target(name: "Realtime"),
         .target(name: "Jack", dependencies: [
@@ -32,8 +34,12 @@ let package = Package(
             "Realtime", "Jack", "SoundFile", "Presets",
             .product(name: "Logging", package: "swift-log"),
         ]),
+        .target(name: "Control", dependencies: [
+            "CLo", "Engine", "Presets",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .executableTarget(name: "tandem", dependencies: [
-            "Engine", "Jack", "SoundFile", "Presets", "Realtime",
+            "Engine", "Control", "Jack", "SoundFile", "Presets", "Realtime",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -48,7 +54,8 @@ let package = Package(
         .testTarget(name: "SoundFileTests", dependencies: ["SoundFile", "TestSupport"]),
         .testTarget(name: "PresetsTests", dependencies: ["Presets", "TestSupport"]),
         .testTarget(name: "EngineTests", dependencies: ["Engine", "TestSupport"]),
-        .testTarget(name: "TandemTests", dependencies: ["TestSupport", "SoundFile", "Engine", "Jack"]),
+        .testTarget(name: "TandemTests", dependencies: ["TestSupport", "SoundFile", "Engine", "Jack", "Control"]),
+        .testTarget(name: "ControlTests", dependencies: ["Control", "Engine", "Presets", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -171,7 +171,15 @@ def compare(source_raw, recorded_raw, channels, cyclic):
     return disc == 0 and extra == 0 and matched > 0, matched, disc, extra, k
 
 
+def settle():
+    """Flush dirty pages (the previous run's files) and let the machine calm down, so no tool pays for another's
+    writeback."""
+    os.sync()
+    time.sleep(1.5)
+
+
 def run_tool(argv, env, seconds_audio, mon, workdir, label, timeout, sigint_after=None):
+    settle()
     out = os.path.join(workdir, label + ".log")
     t0 = time.monotonic()
     p = Proc(argv, env, out=out)
@@ -232,6 +240,8 @@ def measure_record(cfg, exe, workdir, rt, seconds, idx):
             ("jack_capture", ["jack_capture", "-d", str(seconds), "-c", str(ch), "-b", "32", "-f", "wav", "-dc", "-ns"]
              + sum([["--port", p] for p in ports], [])),
         ]
+        if idx % 4 == 3:
+            tools.reverse()           # alternate who goes first, so order effects show up instead of hiding
         for tool, argv in tools:
             out = os.path.join(workdir, "rec-%s-%d-%d.wav" % (tool, ch, period))
             if os.path.exists(out):
@@ -283,7 +293,8 @@ def measure_play(cfg, exe, workdir, rt, seconds, idx):
         mon_p = Proc([exe, "mon", "bench-mon"], server.env, stdout=subprocess.PIPE)
         mon = LineCollector(mon_p)
         mon.ready.wait(10)
-        for tool in ("tandem", "sndfile-jackplay"):
+        order = ("tandem", "sndfile-jackplay") if idx % 4 == 2 else ("sndfile-jackplay", "tandem")
+        for tool in order:
             sink_raw = os.path.join(workdir, "sink-%s-%d-%d.f32" % (tool, ch, period))
             sink_p = Proc([exe, "sink", "bench-sink", str(ch), str(seconds + 20), sink_raw], server.env, stdout=subprocess.PIPE)
             sink = LineCollector(sink_p)
@@ -400,7 +411,8 @@ def write_report(path, rows, startups, comb, writers, args, rt, started):
              % (" --quick" if args.quick else "", datetime.date.today().isoformat(), machine(),
                 "real-time (-R)" if rt else "not real-time (-r)", args.seconds))
     L.append("Each configuration has its own private dummy server (48 kHz), a fixed generator or memory sink "
-             "(`bench/bench-client.c`) and a monitor client; the tools of one configuration run back to back on it. "
+             "(`bench/bench-client.c`) and a monitor client; the tools of one configuration run back to back on it, "
+             "after `sync` and a pause, and the order alternates between configurations. "
              "CPU is user+system time of the tool's process from start to exit, per second of audio. Private memory "
              "is the peak RssAnon (JACK's shared memory excluded). Xruns are counted by the monitor from 1 s after the "
              "tool started. Bit-exact: every recorded frame equals the source in order (recording: against the looping "

@@ -131,15 +131,19 @@ public final class Recorder: @unchecked Sendable {
 
     public func takeMaxCycleNanos() -> Int { state.pointee.counters.exchange(RecorderState.Counter.maxCycleNanos.rawValue, 0) }
 
-    /// Peak and RMS per channel since the last call (the call resets them).
-    public func readMeters() -> [MeterReading] {
+    /// Peak and RMS per channel since the last call (the call resets them); nil when no cycle ran since then.
+    public func readMeters() -> [MeterReading]? { readMeterWindow()?.readings }
+
+    /// As `readMeters`, with the number of frames the readings cover.
+    public func readMeterWindow() -> (readings: [MeterReading], frames: Int)? {
         let s = state.pointee
-        let frames = max(1, s.counters.exchange(RecorderState.Counter.meterFrames.rawValue, 0))
-        return (0..<s.channels).map { c in
+        let frames = s.counters.exchange(RecorderState.Counter.meterFrames.rawValue, 0)
+        guard frames > 0 else { return nil }
+        return ((0..<s.channels).map { c in
             let peak = Float(bitPattern: UInt32(truncatingIfNeeded: s.peaks.exchange(c, 0)))
             let sum = Double(s.sumSquares.exchange(c, 0)) / RecorderState.sumSquaresScale
             return MeterReading(peak: peak, rms: Float((sum / Double(frames)).squareRoot()))
-        }
+        }, frames)
     }
 
     /// Where stream position and JACK frame time meet, and the wall clock of that moment.

@@ -62,7 +62,7 @@ public final class Session: @unchecked Sendable {
     public private(set) var recorder: Recorder?
     public private(set) var player: Player?
     public let workers = WorkerRegistry()
-    private var recorderConfig: RecorderConfig?
+    private(set) var recorderConfig: RecorderConfig?
     private var playerConfig: PlayerConfig?
     private let applyLock = NSLock()
     private let logger: Logger
@@ -71,6 +71,7 @@ public final class Session: @unchecked Sendable {
     private var suppressed = Set<Connection>()
     private var graphGeneration = -1
     private var events: [SessionEvent] = []
+    let meterTap = MeterTap()
     private var lost = false
     private var lostAt: Date?
     private var retryAt = Date()
@@ -85,8 +86,11 @@ public final class Session: @unchecked Sendable {
         patchLogger = Logger(label: "tandem.patch")
     }
 
+    /// Whether the session is waiting for its lost server to come back.
+    public var isWaitingForServer: Bool { lost }
+
     /// The server the session uses (nil: `$JACK_DEFAULT_SERVER` or "default").
-    var server: String? { preset?.session.server }
+    public var server: String? { preset?.session.server }
 
     /// The client used for graph queries and connections.
     var patchClient: JackClient? { recorder?.client ?? player?.client }

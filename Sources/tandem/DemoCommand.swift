@@ -109,7 +109,7 @@ struct DemoCommand: ParsableCommand {
             _ = player.drainEvents()
             if Date().timeIntervalSince(lastLine) >= 0.5 {
                 lastLine = Date()
-                let m = recorder.readMeters()
+                let m = recorder.readMeters() ?? []
                 let p = player.position
                 let levels = m.map { String(format: "%6.1f dB peak %6.1f dB rms", MeterReading.decibels($0.peak),
                                             MeterReading.decibels($0.rms)) }

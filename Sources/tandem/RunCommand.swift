@@ -4,6 +4,7 @@ import Foundation
 import Jack
 import Logging
 import Presets
+import Control
 
 /// Finds a preset: a path, or a name in ./Presets (with or without .toml).
 func resolvePreset(_ name: String) -> String {
@@ -30,6 +31,15 @@ struct RunCommand: ParsableCommand {
     @Option(name: .long, help: "Override a preset key, e.g. --set recorder.format=flac (repeatable).")
     var set: [String] = []
 
+    @Option(name: .long, help: "OSC control port on 127.0.0.1 (default: the preset's control_port, else 9951; 0 = off).")
+    var controlPort: Int?
+
+    @Flag(name: .long, help: "Status as JSON lines (every 0.5 s) instead of the live view.")
+    var json = false
+
+    @Flag(name: .long, help: "No live view or status lines, only events.")
+    var noView = false
+
     func run() throws {
         let signals = SignalWatcher.install()
         server.bootstrapLogging()
@@ -50,7 +60,22 @@ struct RunCommand: ParsableCommand {
             fail(error.code == .jack ? .jackUnavailable : .badInput, error.message)
         }
         let printer = EventPrinter()
+        let view = LiveView(json: json, enabled: !noView && !server.quiet)
+        var control: ControlProtocol?
+        let port = controlPort ?? initial.session.controlPort ?? 9951
+        if port > 0 {
+            do {
+                control = try ControlProtocol(session: session, port: port)
+            } catch {
+                if controlPort != nil || initial.session.controlPort != nil {
+                    session.close()
+                    fail(.badInput, "\(error)")
+                }
+                logger.warning("control protocol not available (is another Tandem running?)", metadata: ["error": "\(error)"])
+            }
+        }
         var code: Int32 = 0
+        var lastMeters = Date.distantPast
         loop: while true {
             signals.wakeup.wait(seconds: 0.02)
             if signals.take(SIGINT) > 0 || signals.take(SIGTERM) > 0 { break }
@@ -67,12 +92,23 @@ struct RunCommand: ParsableCommand {
             if signals.take(SIGUSR1) > 0 { session.startTake() }
             if signals.take(SIGUSR2) > 0 { session.stopTake() }
             let outcome = session.poll()
-            printer.print(session.drainEvents())
+            if Date().timeIntervalSince(lastMeters) >= 0.05 {
+                session.sampleMeters()
+                lastMeters = Date()
+            }
+            let events = session.drainEvents()
+            control?.poll(events: events)
+            if view.mode == .off {
+                printer.print(events)
+            } else {
+                view.update(session.status(), events: printer.lines(events))
+            }
             if case .finished(let c) = outcome {
                 code = c
                 break loop
             }
         }
+        view.finish()
         let costs = session.cycleCosts()
         session.close()
         printer.print(session.drainEvents())
@@ -116,42 +152,54 @@ struct PresetCommand: ParsableCommand {
     }
 }
 
-/// Prints session, recorder and player events as lines a person and a script can read.
+/// Turns session, recorder and player events into lines a person and a script can read (errors go to stderr).
 final class EventPrinter {
     func print(_ events: [SessionEvent]) {
+        for line in lines(events) { say(line) }
+    }
+
+    /// The stdout lines for `events`; error events are written to stderr at once.
+    func lines(_ events: [SessionEvent]) -> [String] {
+        var out: [String] = []
         for e in events {
             switch e {
-            case .recorder(let r): printRecorder(r)
+            case .recorder(let r): if let line = recorderLine(r) { out.append(line) }
             case .player(let p):
                 switch p {
-                case .itemStarted(let item, let path): say("playing item \(item + 1): \(path)")
+                case .itemStarted(let item, let path): out.append("playing item \(item + 1): \(path)")
                 case .itemFailed(_, let path, let message):
                     FileHandle.standardError.write(Data("tandem: cannot play '\(path)': \(message)\n".utf8))
-                case .queueFinished: say("playback finished")
+                case .queueFinished: out.append("playback finished")
                 }
-            case .connected(let a, let b): say("connected \(a) -> \(b)")
-            case .disconnected(let a, let b): say("disconnected \(a) -> \(b)")
+            case .connected(let a, let b): out.append("connected \(a) -> \(b)")
+            case .disconnected(let a, let b): out.append("disconnected \(a) -> \(b)")
             case .manualDisconnect(let a, let b, let repaired):
-                say("\(a) -> \(b) was disconnected by someone else: " + (repaired ? "repaired" : "left disconnected"))
-            case .serverLost(let reason): say("JACK server lost: \(reason)")
-            case .serverBack: say("JACK server back: session restored")
-            case .refused(let why): say("refused: \(why)")
+                out.append("\(a) -> \(b) was disconnected by someone else: " + (repaired ? "repaired" : "left disconnected"))
+            case .serverLost(let reason): out.append("JACK server lost: \(reason)")
+            case .serverBack: out.append("JACK server back: session restored")
+            case .refused(let why): out.append("refused: \(why)")
             }
         }
+        return out
     }
 
     func printRecorder(_ event: RecorderEvent) {
+        if let line = recorderLine(event) { say(line) }
+    }
+
+    func recorderLine(_ event: RecorderEvent) -> String? {
         switch event {
         case .takeStarted(let take, let files):
-            say("take \(take) recording: \(files.joined(separator: ", "))")
+            return "take \(take) recording: \(files.joined(separator: ", "))"
         case .chunkStarted(let take, let chunk, let files):
-            say("take \(take) chunk \(chunk): \(files.joined(separator: ", "))")
+            return "take \(take) chunk \(chunk): \(files.joined(separator: ", "))"
         case .takeFinished(let r, let sidecar):
             let seconds = Double(r.frames) / Double(max(1, r.sampleRate))
-            say("take \(r.take) \(r.ended.rawValue): \(r.frames) frames (\(String(format: "%.3f", seconds)) s), "
-                + "\(r.chunks.count) chunk(s), dropped \(r.droppedFrames), xruns \(r.xruns); report \(sidecar)")
+            return "take \(r.take) \(r.ended.rawValue): \(r.frames) frames (\(String(format: "%.3f", seconds)) s), "
+                + "\(r.chunks.count) chunk(s), dropped \(r.droppedFrames), xruns \(r.xruns); report \(sidecar)"
         case .diskError(let take, let message):
             FileHandle.standardError.write(Data("tandem: take \(take) ended by a disk error: \(message)\n".utf8))
+            return nil
         }
     }
 }

@@ -33,7 +33,8 @@ struct Tandem: ParsableCommand {
         commandName: "tandem",
         abstract: "A headless recorder and player that lives in a JACK graph.",
         version: TandemVersion.string,
-        subcommands: [RunCommand.self, RecordCommand.self, PlayCommand.self, PresetCommand.self, StitchCommand.self, PortsCommand.self, DemoCommand.self, BenchWriterCommand.self])
+        subcommands: [RunCommand.self, RecordCommand.self, PlayCommand.self, PresetCommand.self, StitchCommand.self,
+                      StatusCommand.self, CtlCommand.self, PortsCommand.self, DemoCommand.self, BenchWriterCommand.self])
 }
 
 /// Options every command that talks to JACK shares.

@@ -128,7 +128,7 @@ import TestSupport
         usleep(500_000)
         _ = recorder.readMeters()
         usleep(1_000_000)
-        let m = recorder.readMeters()
+        let m = recorder.readMeters() ?? []
         recorder.close()
         source.close()
         LoopState.free(sourceState)

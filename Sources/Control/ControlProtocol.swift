@@ -1,0 +1,238 @@
+import Engine
+import Foundation
+import Logging
+import Presets
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Tandem's OSC control protocol (see docs/CONTROL.md), served on 127.0.0.1 from the control thread.
+///
+/// Every message gets a reply to its sender: `/tandem/reply ,sss` with "ok" or "error", the request's address, and a
+/// detail (the status JSON for `/tandem/status`). Subscribers (loopback addresses only) also receive the replies,
+/// every session event as `/tandem/event ,ss` and, at their chosen rate, `/tandem/meters` (peak and RMS dBFS per
+/// channel). Paths given remotely must lie inside the session's directory; nothing remote runs a command.
+///
+/// Threads: control thread only (`poll` is called from the run loop).
+public final class ControlProtocol {
+    public let socket: UDPSocket
+    private let session: Session
+    private let logger: Logger
+    /// Largest message accepted (larger ones get an error reply).
+    public static let maxMessageBytes = 8192
+
+    struct Subscriber {
+        var address: sockaddr_in
+        var meterInterval: Double
+        var nextMeters: Date
+    }
+    private var subscribers: [String: Subscriber] = [:]
+    private static let maxSubscribers = 16
+
+    public static let commands: [String: String] = [
+        "/tandem/ping": "", "/tandem/status": "", "/tandem/record/start": "", "/tandem/record/stop": "",
+        "/tandem/record/arm": "", "/tandem/record/rotate": "", "/tandem/play/play": "", "/tandem/play/pause": "",
+        "/tandem/play/stop": "", "/tandem/play/next": "", "/tandem/play/seek": "f", "/tandem/play/gain": "f",
+        "/tandem/play/load": "s...", "/tandem/preset/apply": "s", "/tandem/subscribe": "[s] [f]",
+        "/tandem/unsubscribe": "[s]",
+    ]
+
+    public init(session: Session, port: Int, logger: Logger = Logger(label: "tandem.control")) throws(UDPSocket.Error) {
+        self.session = session
+        self.logger = logger
+        socket = try UDPSocket(port: port)
+        logger.info("control protocol listening", metadata: ["address": "osc.udp://127.0.0.1:\(socket.port)/"])
+    }
+
+    public var port: Int { socket.port }
+
+    /// Handles every waiting message, then pushes `events` and due meters to subscribers.
+    public func poll(events: [SessionEvent]) {
+        while let d = socket.receive(limit: Self.maxMessageBytes + 1) {
+            let reply: [OSCValue]
+            if d.size > Self.maxMessageBytes {
+                reply = [.string("error"), .string("?"),
+                         .string("message too large (\(d.size) bytes; at most \(Self.maxMessageBytes))")]
+            } else {
+                switch OSCMessage.decode(bytes: d.bytes) {
+                case .success(let m): reply = handle(m, from: d.source)
+                case .failure(let e): reply = [.string("error"), .string("?"), .string("malformed: \(e.message)")]
+                }
+            }
+            let message = OSCMessage("/tandem/reply", reply).encode()
+            socket.send(message, to: d.source)
+            for s in subscribers.values where !Self.same(s.address, d.source) { socket.send(message, to: s.address) }
+        }
+        guard !subscribers.isEmpty else { return }
+        for e in events {
+            let (kind, text) = Self.describe(e)
+            let m = OSCMessage("/tandem/event", [.string(kind), .string(text)]).encode()
+            for s in subscribers.values { socket.send(m, to: s.address) }
+        }
+        let now = Date()
+        let meters = session.meters
+        for (key, var s) in subscribers where s.meterInterval > 0 && now >= s.nextMeters {
+            s.nextMeters = now.addingTimeInterval(s.meterInterval)
+            subscribers[key] = s
+            var args: [OSCValue] = []
+            for m in meters { args += [.float(Float(m.peakDB)), .float(Float(m.rmsDB))] }
+            socket.send(OSCMessage("/tandem/meters", args).encode(), to: s.address)
+        }
+    }
+
+    static func same(_ a: sockaddr_in, _ b: sockaddr_in) -> Bool {
+        a.sin_port == b.sin_port && a.sin_addr.s_addr == b.sin_addr.s_addr
+    }
+
+    static func key(_ a: sockaddr_in) -> String {
+        "\(UInt32(bigEndian: a.sin_addr.s_addr)):\(UInt16(bigEndian: a.sin_port))"
+    }
+
+    /// Carries out one message and returns the reply's arguments.
+    func handle(_ m: OSCMessage, from source: sockaddr_in) -> [OSCValue] {
+        func ok(_ detail: String = "") -> [OSCValue] { [.string("ok"), .string(m.path), .string(detail)] }
+        func error(_ why: String) -> [OSCValue] { [.string("error"), .string(m.path), .string(why)] }
+        func noArguments() -> String? {
+            m.arguments.isEmpty ? nil : "\(m.path) takes no arguments (got \(m.arguments.count))"
+        }
+        switch m.path {
+        case "/tandem/ping":
+            return ok("pong")
+        case "/tandem/status":
+            return ok(session.status().json())
+        case "/tandem/record/start":
+            if let e = noArguments() { return error(e) }
+            guard session.recorder != nil else { return error("this session has no recorder") }
+            return session.startTake() ? ok() : error("a take is already running")
+        case "/tandem/record/stop", "/tandem/record/arm":
+            if let e = noArguments() { return error(e) }
+            guard session.recorder != nil else { return error("this session has no recorder") }
+            session.stopTake()
+            return ok(m.path.hasSuffix("arm") ? "armed: metering, nothing written until started" : "")
+        case "/tandem/record/rotate":
+            if let e = noArguments() { return error(e) }
+            return session.rotate() ? ok() : error("no take is running")
+        case "/tandem/play/play", "/tandem/play/pause", "/tandem/play/stop", "/tandem/play/next":
+            if let e = noArguments() { return error(e) }
+            let done: Bool
+            switch m.path {
+            case "/tandem/play/play": done = session.play()
+            case "/tandem/play/pause": done = session.pause()
+            case "/tandem/play/stop": done = session.stopPlayback()
+            default: done = session.next()
+            }
+            return done ? ok() : error("this session has no player")
+        case "/tandem/play/seek", "/tandem/play/gain":
+            guard m.arguments.count == 1, let v = m.arguments[0].number, v.isFinite else {
+                return error("\(m.path) takes one number (\(m.path.hasSuffix("seek") ? "seconds" : "dB")), got "
+                             + (m.arguments.isEmpty ? "nothing" : m.arguments.map(\.description).joined(separator: ", ")))
+            }
+            if m.path.hasSuffix("seek") {
+                guard v >= 0 else { return error("seek position must not be negative") }
+                return session.seek(seconds: v) ? ok() : error("this session has no player")
+            }
+            guard (-120...24).contains(v) else { return error("gain must be -120 to +24 dB") }
+            return session.setGain(dB: v) ? ok() : error("this session has no player")
+        case "/tandem/play/load":
+            guard !m.arguments.isEmpty else { return error("/tandem/play/load takes one or more file paths") }
+            var files: [String] = []
+            for a in m.arguments {
+                guard let s = a.string else { return error("file paths must be strings, got \(a)") }
+                switch inside(s) {
+                case .success(let p): files.append(p)
+                case .failure(let why): return error(why.description)
+                }
+            }
+            return session.load(files) ? ok("\(files.count) file(s) queued") : error("this session has no player")
+        case "/tandem/preset/apply":
+            guard m.arguments.count == 1, let s = m.arguments[0].string else {
+                return error("/tandem/preset/apply takes one preset path")
+            }
+            let path: String
+            switch inside(s) {
+            case .success(let p): path = p
+            case .failure(let why): return error(why.description)
+            }
+            let (preset, problems) = PresetLoader.load(path: path)
+            guard var p = preset else { return error(problems.map(\.description).joined(separator: "; ")) }
+            p.session.server = session.preset?.session.server ?? p.session.server
+            do {
+                let report = try session.apply(p)
+                return ok(report.description)
+            } catch let failure {
+                return error(failure.message)
+            }
+        case "/tandem/subscribe":
+            var target = source
+            var interval = 0.1
+            for a in m.arguments {
+                if let s = a.string {
+                    guard let addr = UDPSocket.parseLoopbackURL(s) else {
+                        return error("subscriber '\(s)' must be a loopback address like osc.udp://127.0.0.1:9000/")
+                    }
+                    target = addr
+                } else if let n = a.number {
+                    guard n >= 0.02 && n <= 60 else { return error("meter interval must be 0.02 to 60 seconds") }
+                    interval = n
+                } else {
+                    return error("subscribe takes an address string and a meter interval in seconds")
+                }
+            }
+            guard UDPSocket.isLoopback(target) else { return error("only loopback subscribers are accepted") }
+            if subscribers[Self.key(target)] == nil && subscribers.count >= Self.maxSubscribers {
+                return error("too many subscribers (\(Self.maxSubscribers))")
+            }
+            subscribers[Self.key(target)] = Subscriber(address: target, meterInterval: interval, nextMeters: Date())
+            return ok("subscribed: replies, events and meters every " + String(format: "%g", interval) + " s")
+        case "/tandem/unsubscribe":
+            var target = source
+            if let s = m.arguments.first?.string {
+                guard let addr = UDPSocket.parseLoopbackURL(s) else { return error("'\(s)' is not a loopback address") }
+                target = addr
+            }
+            return subscribers.removeValue(forKey: Self.key(target)) != nil ? ok() : error("not subscribed")
+        default:
+            let known = Self.commands.keys.sorted().joined(separator: ", ")
+            return error("unknown command '\(m.path)' (known: \(known))")
+        }
+    }
+
+    /// Resolves a remote path: relative to the session directory, symlinks and ".." resolved, and refused unless
+    /// it stays inside that directory.
+    func inside(_ path: String) -> Result<String, Failure> {
+        guard let base = session.preset?.session.directory else {
+            return .failure(Failure("no session directory"))
+        }
+        let root = URL(fileURLWithPath: base).standardizedFileURL.resolvingSymlinksInPath().path
+        let candidate = path.hasPrefix("/") ? path : (root as NSString).appendingPathComponent(path)
+        let resolved = URL(fileURLWithPath: candidate).standardizedFileURL.resolvingSymlinksInPath().path
+        guard resolved == root || resolved.hasPrefix(root + "/") else {
+            return .failure(Failure("'\(path)' is outside the session directory '\(root)'"))
+        }
+        return .success(resolved)
+    }
+
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+        init(_ d: String) { description = d }
+    }
+
+    static func describe(_ e: SessionEvent) -> (String, String) {
+        switch e {
+        case .recorder(.takeStarted(let take, let files)): return ("take-started", "take \(take): \(files.joined(separator: ", "))")
+        case .recorder(.chunkStarted(let take, let chunk, _)): return ("chunk-started", "take \(take) chunk \(chunk)")
+        case .recorder(.takeFinished(let r, let sidecar)):
+            return ("take-finished", "take \(r.take) \(r.ended.rawValue): \(r.frames) frames; report \(sidecar)")
+        case .recorder(.diskError(let take, let message)): return ("disk-error", "take \(take): \(message)")
+        case .player(.itemStarted(let item, let path)): return ("item-started", "\(item + 1): \(path)")
+        case .player(.itemFailed(_, let path, let message)): return ("item-failed", "\(path): \(message)")
+        case .player(.queueFinished): return ("queue-finished", "")
+        case .connected(let a, let b): return ("connected", "\(a) -> \(b)")
+        case .disconnected(let a, let b): return ("disconnected", "\(a) -> \(b)")
+        case .manualDisconnect(let a, let b, let repaired): return ("manual-disconnect", "\(a) -> \(b) \(repaired ? "repaired" : "respected")")
+        case .serverLost(let why): return ("server-lost", why)
+        case .serverBack: return ("server-back", "")
+        case .refused(let why): return ("refused", why)
+        }
+    }
+}

@@ -1,0 +1,190 @@
+import Foundation
+import Presets
+import Realtime
+import SoundFile
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A snapshot of the whole session for status displays and the control protocol.
+public struct SessionStatus: Codable, Sendable {
+    public struct RecorderStatus: Codable, Sendable {
+        public var client: String
+        public var recording: Bool
+        public var take: Int?
+        public var frames: Int
+        public var seconds: Double
+        public var bytes: Int
+        public var files: [String]
+        public var directory: String
+        public var freeBytes: Int?
+        /// Recording time the free space leaves at the current format.
+        public var secondsLeft: Double?
+        public var ringFill: Int
+        public var ringCapacity: Int
+        public var droppedFrames: Int
+        public var xruns: Int
+        public var cycle: CycleCost
+    }
+    public struct PlayerStatus: Codable, Sendable {
+        public var client: String
+        public var playing: Bool
+        public var paused: Bool
+        public var item: Int?
+        public var items: Int
+        public var path: String?
+        public var seconds: Double
+        public var duration: Double
+        public var underrunFrames: Int
+        public var ringFill: Int
+        public var ringCapacity: Int
+        public var cycle: CycleCost
+    }
+    public struct CycleCost: Codable, Sendable {
+        public var p50Micros: Double
+        public var p99Micros: Double
+        public var maxMicros: Double
+        init(_ s: CycleHistogram.Summary) {
+            p50Micros = Double(s.p50) / 1000
+            p99Micros = Double(s.p99) / 1000
+            maxMicros = Double(s.max) / 1000
+        }
+    }
+    public struct Meter: Codable, Sendable, Equatable {
+        public var port: String
+        /// Over the last metering interval.
+        public var peakDB: Double
+        public var rmsDB: Double
+        /// Highest peak in the last 1.5 s.
+        public var holdDB: Double
+        /// A sample reached full scale in the last 3 s.
+        public var clip: Bool
+    }
+
+    public var session: String
+    public var server: String
+    public var sampleRate: Int
+    public var period: Int
+    public var serverLost: Bool
+    public var recorder: RecorderStatus?
+    public var player: PlayerStatus?
+    public var meters: [Meter]
+    public var workers: [String]
+
+    public func json() -> String {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys]
+        e.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
+        return (try? e.encode(self)).flatMap { String(data: $0, encoding: .utf8) } ?? "{}"
+    }
+}
+
+/// Meter readings with RMS integrated over 300 ms, peak hold and clip memory, sampled by the control loop (the one
+/// reader of the recorder's meters, so the live view and control subscribers never take readings from each other).
+final class MeterTap {
+    private(set) var meters: [SessionStatus.Meter] = []
+    private var holds: [(db: Double, at: Date)] = []
+    private var clips: [Date] = []
+    /// Recent windows: when, how many frames, and each channel's energy (mean square x frames).
+    private var windows: [(at: Date, frames: Int, energy: [Double], peak: [Float])] = []
+    static let integration = 0.3
+
+    func sample(_ recorder: Recorder?) {
+        guard let r = recorder else {
+            meters = []
+            return
+        }
+        guard let (readings, frames) = r.readMeterWindow() else { return }   // no cycle since the last reading
+        let now = Date()
+        if holds.count != readings.count {
+            holds = Array(repeating: (-.infinity, now), count: readings.count)
+            clips = Array(repeating: .distantPast, count: readings.count)
+            windows.removeAll()
+        }
+        windows.append((now, frames, readings.map { Double($0.rms) * Double($0.rms) * Double(frames) }, readings.map(\.peak)))
+        windows.removeAll { now.timeIntervalSince($0.at) > Self.integration }
+        let total = windows.reduce(0) { $0 + $1.frames }
+        meters = readings.indices.map { i in
+            let energy = windows.reduce(0.0) { $0 + $1.energy[i] }
+            let rms = (energy / Double(max(1, total))).squareRoot()
+            let peakLevel = windows.reduce(Float(0)) { max($0, $1.peak[i]) }
+            let peak = MeterReading.decibels(peakLevel)
+            if peak >= holds[i].db || now.timeIntervalSince(holds[i].at) > 1.5 { holds[i] = (peak, now) }
+            if readings[i].peak >= 1.0 { clips[i] = now }
+            return SessionStatus.Meter(port: r.ports[i].shortName, peakDB: peak, rmsDB: 20 * log10(rms),
+                                       holdDB: holds[i].db, clip: now.timeIntervalSince(clips[i]) < 3)
+        }
+    }
+}
+
+extension Session {
+    /// Reads the recorder's meters into the shared tap. Call every ~50 ms from the control loop.
+    public func sampleMeters() { meterTap.sample(recorder) }
+
+    /// The latest meter readings (from `sampleMeters`).
+    public var meters: [SessionStatus.Meter] { meterTap.meters }
+
+    /// Everything a status display or a remote controller wants to know, now.
+    public func status() -> SessionStatus {
+        let client = recorder?.client ?? player?.client
+        var rec: SessionStatus.RecorderStatus?
+        if let r = recorder, let cfg = recorderConfig {
+            let take = r.takeStatus
+            var free: Int?
+            var st = statvfs()
+            if statvfs(cfg.directory, &st) == 0 { free = Int(st.f_bavail) * Int(st.f_frsize) }
+            var perSecond = Double(r.sampleRate * r.ports.count * 4)
+            if let width = [SampleFormat.float32: 4, .int24: 3, .int16: 2][cfg.format.sample], cfg.format.container.hasSampleFormat,
+               cfg.format.container != .flac {
+                perSecond = Double(r.sampleRate * r.ports.count * width)
+            } else if let t = take, t.frames > 0, t.bytes > 0 {
+                perSecond = Double(t.bytes) / (Double(t.frames) / Double(r.sampleRate))
+            }
+            rec = SessionStatus.RecorderStatus(
+                client: r.client.name, recording: take != nil, take: take?.take, frames: take?.frames ?? 0,
+                seconds: Double(take?.frames ?? 0) / Double(max(1, r.sampleRate)), bytes: take?.bytes ?? 0,
+                files: take?.files ?? [], directory: cfg.directory, freeBytes: free,
+                secondsLeft: free.map { Double($0) / max(1, perSecond) }, ringFill: r.ringFill.frames,
+                ringCapacity: r.ringFill.capacity, droppedFrames: r.droppedFrames,
+                xruns: r.client.notifications.count(.xrun), cycle: .init(r.cycleCost))
+        }
+        var play: SessionStatus.PlayerStatus?
+        if let p = player {
+            let pos = p.position
+            play = SessionStatus.PlayerStatus(
+                client: p.client.name, playing: pos.playing && !p.isFinished, paused: pos.paused, item: pos.item,
+                items: p.queue.count, path: pos.path, seconds: pos.seconds, duration: pos.duration,
+                underrunFrames: p.underrunFrames, ringFill: p.ringFill.frames, ringCapacity: p.ringFill.capacity,
+                cycle: .init(p.cycleCost))
+        }
+        return SessionStatus(session: preset?.session.name ?? "", server: server ?? "default",
+                             sampleRate: client?.sampleRate ?? 0, period: client?.bufferSize ?? 0,
+                             serverLost: isWaitingForServer, recorder: rec, player: play, meters: meterTap.meters,
+                             workers: workers.list.map { $0.detail.isEmpty ? $0.name : "\($0.name): \($0.detail)" })
+    }
+
+    // MARK: Commands for the control protocol
+
+    /// Plays (or resumes). False when there is no player.
+    @discardableResult public func play() -> Bool { player.map { $0.play(); return true } ?? false }
+    @discardableResult public func pause() -> Bool { player.map { $0.pause(); return true } ?? false }
+    @discardableResult public func stopPlayback() -> Bool { player.map { $0.stop(); return true } ?? false }
+    @discardableResult public func next() -> Bool { player.map { $0.next(); return true } ?? false }
+
+    /// Seeks the current item to `seconds`.
+    @discardableResult public func seek(seconds: Double) -> Bool {
+        guard let p = player else { return false }
+        let rate = p.position.frames > 0 && p.position.duration > 0
+            ? Double(p.position.frames) / p.position.duration : Double(p.sampleRate)
+        p.seek(frame: Int(seconds * rate))
+        return true
+    }
+
+    @discardableResult public func load(_ queue: [String]) -> Bool { player.map { $0.load(queue); return true } ?? false }
+    @discardableResult public func setGain(dB: Double) -> Bool { player.map { $0.setGain(dB: dB); return true } ?? false }
+    @discardableResult public func rotate() -> Bool {
+        guard let r = recorder, r.isRecording else { return false }
+        r.rotate()
+        return true
+    }
+}

@@ -1,0 +1,97 @@
+import ArgumentParser
+import Control
+import Engine
+import Foundation
+
+/// Sends one OSC message to a running Tandem and waits for its reply.
+func controlRequest(port: Int, _ message: OSCMessage, timeout: Double = 2) -> [OSCValue]? {
+    guard let socket = try? UDPSocket(port: 0) else { return nil }
+    socket.send(message.encode(), to: UDPSocket.loopback(port: port))
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        guard socket.wait(seconds: deadline.timeIntervalSinceNow) else { break }
+        while let d = socket.receive(limit: 65536) {
+            if let m = try? OSCMessage.decode(bytes: d.bytes).get(),
+               m.path == "/tandem/reply", m.arguments.count >= 2, m.arguments[1].string == message.path {
+                return m.arguments
+            }
+        }
+    }
+    return nil
+}
+
+struct StatusCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status", abstract: "Show what a running Tandem is doing (over its OSC control port).")
+
+    @Option(name: .long, help: "The instance's control port.")
+    var port = 9951
+
+    @Flag(name: .long, help: "Print the raw JSON status.")
+    var json = false
+
+    func run() throws {
+        guard let reply = controlRequest(port: port, OSCMessage("/tandem/status")) else {
+            fail(.jackUnavailable, "no Tandem answered on 127.0.0.1:\(port)")
+        }
+        guard reply.first?.string == "ok", let text = reply.last?.string else {
+            fail(.failure, reply.last?.string ?? "bad reply")
+        }
+        if json {
+            say(text)
+            return
+        }
+        guard let status = try? JSONDecoder().decode(SessionStatus.self, from: Data(text.utf8)) else { say(text); return }
+        let view = LiveView(json: false, enabled: true)
+        for line in view.render(status) { say(line) }
+        if let r = status.recorder {
+            say(String(format: "recorder cycle: p50 %.1f µs, p99 %.1f µs, max %.1f µs", r.cycle.p50Micros, r.cycle.p99Micros, r.cycle.maxMicros))
+        }
+        if let p = status.player {
+            say(String(format: "player cycle: p50 %.1f µs, p99 %.1f µs, max %.1f µs", p.cycle.p50Micros, p.cycle.p99Micros, p.cycle.maxMicros))
+        }
+        if !status.workers.isEmpty { say("workers: " + status.workers.joined(separator: "; ")) }
+    }
+}
+
+struct CtlCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ctl", abstract: "Send one control command to a running Tandem and print its reply.",
+        discussion: """
+            Examples: tandem ctl record start · tandem ctl play seek 12.5 · tandem ctl play load take.wav · \
+            tandem ctl /tandem/status. Exit 0 for "ok", 2 for an error reply, 3 when nothing answered.
+            """)
+
+    @Option(name: .long, help: "The instance's control port.")
+    var port = 9951
+
+    @Argument(help: "The command: words (record start) or an OSC address (/tandem/record/start), then its arguments.")
+    var words: [String]
+
+    func run() throws {
+        guard let first = words.first else { fail(.badInput, "give a command, e.g. 'record start'") }
+        var rest = Array(words.dropFirst())
+        var path = first
+        if !first.hasPrefix("/") {
+            path = "/tandem/" + first
+            if let verb = rest.first, ControlProtocol.commands[path + "/" + verb] != nil {
+                path += "/" + verb
+                rest.removeFirst()
+            }
+        }
+        let args: [OSCValue] = rest.map { w in
+            if let i = Int32(w) { return .int(i) }
+            if let f = Float(w) { return .float(f) }
+            return .string(w)
+        }
+        guard let reply = controlRequest(port: port, OSCMessage(path, args)) else {
+            fail(.jackUnavailable, "no Tandem answered on 127.0.0.1:\(port)")
+        }
+        let detail = reply.count > 2 ? reply[2].string ?? "" : ""
+        if reply.first?.string == "ok" {
+            say(detail.isEmpty ? "ok" : "ok: \(detail)")
+        } else {
+            fail(.badInput, detail)
+        }
+    }
+}
