@@ -172,8 +172,7 @@ def compare(source_raw, recorded_raw, channels, cyclic):
 
 
 def settle():
-    """Flush dirty pages (the previous run's files) and let the machine calm down, so no tool pays for another's
-    writeback."""
+    """Flush dirty pages and let the machine calm down, so no tool pays for another's writeback."""
     os.sync()
     time.sleep(1.5)
 
@@ -267,6 +266,7 @@ def measure_record(cfg, exe, workdir, rt, seconds, idx):
                 to_raw(out, recraw)
                 be, matched, disc, extra, _ = compare(raw, recraw, ch, cyclic=True)
                 os.unlink(recraw)
+                os.unlink(out)            # no tool pays for another's files in the page cache
                 r.update(bitexact=be, matched=matched, disc=disc, extra=extra)
             r.update(frames_expected=seconds * RATE, frames_written=frames)
             r["cycle"] = cycle_cost(r["text"]) if tool == "tandem" else None
@@ -412,7 +412,8 @@ def write_report(path, rows, startups, comb, writers, args, rt, started):
                 "real-time (-R)" if rt else "not real-time (-r)", args.seconds))
     L.append("Each configuration has its own private dummy server (48 kHz), a fixed generator or memory sink "
              "(`bench/bench-client.c`) and a monitor client; the tools of one configuration run back to back on it, "
-             "after `sync` and a pause, and the order alternates between configurations. "
+             "after `sync` and a pause, each recording deleted once checked, and the order alternates between "
+             "configurations. "
              "CPU is user+system time of the tool's process from start to exit, per second of audio. Private memory "
              "is the peak RssAnon (JACK's shared memory excluded). Xruns are counted by the monitor from 1 s after the "
              "tool started. Bit-exact: every recorded frame equals the source in order (recording: against the looping "

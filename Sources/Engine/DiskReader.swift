@@ -258,23 +258,33 @@ final class DiskReader: @unchecked Sendable {
         state.set(.drainedAt, state.ring.totalWritten)
     }
 
+    /// For each output channel, the file channel it plays (-1: silence), for a file of `fileChannels`.
+    private func sources(fileChannels: Int) -> [Int] {
+        (0..<state.channels).map { o in
+            let k = channelMap.map { $0[o] - 1 } ?? (fileChannels == 1 ? 0 : o)
+            return k >= 0 && k < fileChannels ? k : -1
+        }
+    }
+
     /// Copies interleaved file frames into the ring, mapping file channels to output channels.
     private func writeMapped(_ source: UnsafePointer<Float>, frames: Int, fileChannels: Int) {
         guard frames > 0 else { return }
         let writer = state.ring.writer
         let outChannels = state.channels
+        let map = sources(fileChannels: fileChannels)
         let r = writer.reserve(frames)
         precondition(r.frames == frames, "playback ring space was checked before reading")
-        for i in 0..<frames {
-            let src = source + i * fileChannels
-            for o in 0..<outChannels {
-                let fileChannel: Int
-                if let map = channelMap {
-                    fileChannel = map[o] - 1
-                } else {
-                    fileChannel = fileChannels == 1 ? 0 : o
+        if fileChannels == outChannels && map.enumerated().allSatisfy({ $0.offset == $0.element }) {
+            // Same layout: two straight copies.
+            r.first.update(from: source, count: r.firstFrames * outChannels)
+            r.second.update(from: source + r.firstFrames * outChannels, count: r.secondFrames * outChannels)
+        } else {
+            map.withUnsafeBufferPointer { m in
+                for i in 0..<frames {
+                    let src = source + i * fileChannels
+                    let dst = r.sample(frame: i, channel: 0)
+                    for o in 0..<outChannels { dst[o] = m[o] >= 0 ? src[m[o]] : 0 }
                 }
-                r.sample(frame: i, channel: o).pointee = fileChannel >= 0 && fileChannel < fileChannels ? src[fileChannel] : 0
             }
         }
         writer.commit(frames)

@@ -56,18 +56,30 @@ extension RecorderState {
     }
 
     /// Peak and sum of squares per channel into the meter atomics. Realtime: safe.
+    ///
+    /// Four independent accumulators and branch-free maxima, so the loop pipelines (a single running sum is a chain
+    /// of dependent additions).
     @inline(__always)
     static func meter(_ s: RecorderState, frames n: Int) {
         for c in 0..<s.channels {
             let b = s.buffers[c]
-            var peak: Float = 0
-            var sum: Float = 0
-            for i in 0..<n {
-                let v = b[i]
-                let a = abs(v)
-                if a > peak { peak = a }
-                sum += v * v
+            var p0: Float = 0, p1: Float = 0, p2: Float = 0, p3: Float = 0
+            var s0: Float = 0, s1: Float = 0, s2: Float = 0, s3: Float = 0
+            var i = 0
+            while i + 4 <= n {
+                let v0 = b[i], v1 = b[i + 1], v2 = b[i + 2], v3 = b[i + 3]
+                p0 = max(p0, abs(v0)); p1 = max(p1, abs(v1)); p2 = max(p2, abs(v2)); p3 = max(p3, abs(v3))
+                s0 += v0 * v0; s1 += v1 * v1; s2 += v2 * v2; s3 += v3 * v3
+                i += 4
             }
+            while i < n {
+                let v = b[i]
+                p0 = max(p0, abs(v))
+                s0 += v * v
+                i += 1
+            }
+            let peak = max(max(p0, p1), max(p2, p3))
+            let sum = (s0 + s1) + (s2 + s3)
             s.peaks.storeMax(c, Int(peak.bitPattern))
             let scaled = Double(sum) * sumSquaresScale
             s.sumSquares.add(c, scaled < 1e18 ? Int(scaled) : 1_000_000_000_000_000_000)   // NaN/inf clamp

@@ -116,23 +116,24 @@ public struct FrameRingWriter: BitwiseCopyable, @unchecked Sendable {
 
     /// Interleaves `frames` frames from one non-interleaved buffer per channel into the ring, all or nothing.
     /// Returns false (and writes nothing) when there is not room for all of them. Realtime: safe.
+    ///
+    /// Frame by frame, so the ring is written sequentially (channel by channel would touch a new cache line for
+    /// every sample once there are more than a few channels).
     @inlinable @inline(__always)
     public func write(planar buffers: UnsafePointer<UnsafeMutablePointer<Float>>, frames: Int) -> Bool {
         guard frames <= space else { return false }
         let r = reserve(frames)
         let channels = ring.channels
-        for c in 0..<channels {
-            let source = buffers[c]
-            var dst = r.first + c
-            for i in 0..<r.firstFrames {
-                dst.pointee = source[i]
-                dst += channels
-            }
-            dst = r.second + c
-            for i in 0..<r.secondFrames {
-                dst.pointee = source[r.firstFrames + i]
-                dst += channels
-            }
+        var dst = r.first
+        for i in 0..<r.firstFrames {
+            for c in 0..<channels { dst[c] = buffers[c][i] }
+            dst += channels
+        }
+        dst = r.second
+        for i in 0..<r.secondFrames {
+            let source = r.firstFrames + i
+            for c in 0..<channels { dst[c] = buffers[c][source] }
+            dst += channels
         }
         commit(frames)
         return true
@@ -167,22 +168,22 @@ public struct FrameRingReader: BitwiseCopyable, @unchecked Sendable {
 
     /// De-interleaves up to `frames` frames into one buffer per channel and consumes them. Returns the number of
     /// frames delivered; the caller fills the rest (silence, and counts it). Realtime: safe.
+    ///
+    /// Frame by frame, so the ring is read sequentially.
     @inlinable @inline(__always)
     public func read(planar buffers: UnsafePointer<UnsafeMutablePointer<Float>>, frames: Int) -> Int {
         let r = peek(frames)
         let channels = ring.channels
-        for c in 0..<channels {
-            let target = buffers[c]
-            var src = r.first + c
-            for i in 0..<r.firstFrames {
-                target[i] = src.pointee
-                src += channels
-            }
-            src = r.second + c
-            for i in 0..<r.secondFrames {
-                target[r.firstFrames + i] = src.pointee
-                src += channels
-            }
+        var src = r.first
+        for i in 0..<r.firstFrames {
+            for c in 0..<channels { buffers[c][i] = src[c] }
+            src += channels
+        }
+        src = r.second
+        for i in 0..<r.secondFrames {
+            let target = r.firstFrames + i
+            for c in 0..<channels { buffers[c][target] = src[c] }
+            src += channels
         }
         consume(r.frames)
         return r.frames
