@@ -157,7 +157,8 @@ extension Session {
                 underrunFrames: p.underrunFrames, ringFill: p.ringFill.frames, ringCapacity: p.ringFill.capacity,
                 cycle: .init(p.cycleCost))
         }
-        return SessionStatus(session: preset?.session.name ?? "", server: server ?? "default",
+        let serverName = server ?? ProcessInfo.processInfo.environment["JACK_DEFAULT_SERVER"] ?? "default"
+        return SessionStatus(session: preset?.session.name ?? "", server: serverName,
                              sampleRate: client?.sampleRate ?? 0, period: client?.bufferSize ?? 0,
                              serverLost: isWaitingForServer, recorder: rec, player: play, meters: meterTap.meters,
                              workers: workers.list.map { $0.detail.isEmpty ? $0.name : "\($0.name): \($0.detail)" })

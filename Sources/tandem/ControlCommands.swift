@@ -41,7 +41,10 @@ struct StatusCommand: ParsableCommand {
             say(text)
             return
         }
-        guard let status = try? JSONDecoder().decode(SessionStatus.self, from: Data(text.utf8)) else { say(text); return }
+        let decoder = JSONDecoder()
+        decoder.nonConformingFloatDecodingStrategy = .convertFromString(positiveInfinity: "inf", negativeInfinity: "-inf",
+                                                                        nan: "nan")
+        guard let status = try? decoder.decode(SessionStatus.self, from: Data(text.utf8)) else { say(text); return }
         let view = LiveView(json: false, enabled: true)
         for line in view.render(status) { say(line) }
         if let r = status.recorder {

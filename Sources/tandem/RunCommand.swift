@@ -42,7 +42,8 @@ struct RunCommand: ParsableCommand {
 
     func run() throws {
         let signals = SignalWatcher.install()
-        server.bootstrapLogging()
+        let view = LiveView(json: json, enabled: !noView)
+        server.bootstrapLogging(quieter: view.mode == .terminal || view.mode == .json)
         let logger = Logger(label: "tandem.session")
         let path = resolvePreset(preset)
         var overrides = set
@@ -60,7 +61,6 @@ struct RunCommand: ParsableCommand {
             fail(error.code == .jack ? .jackUnavailable : .badInput, error.message)
         }
         let printer = EventPrinter()
-        let view = LiveView(json: json, enabled: !noView && !server.quiet)
         var control: ControlProtocol?
         let port = controlPort ?? initial.session.controlPort ?? 9951
         if port > 0 {

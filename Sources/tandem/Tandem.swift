@@ -48,9 +48,10 @@ struct ServerOptions: ParsableArguments {
     @Flag(name: .shortAndLong, help: "Log only warnings and errors.")
     var quiet = false
 
-    func bootstrapLogging() {
+    /// Sets up logging to stderr. `quieter` lowers the default to warnings (a live view owns the terminal).
+    func bootstrapLogging(quieter: Bool = false) {
         JackLibrary.routeMessages(verbose: verbose)
-        let level: Logger.Level = verbose ? .debug : quiet ? .warning : .info
+        let level: Logger.Level = verbose ? .debug : quiet || quieter ? .warning : .info
         LoggingSystem.bootstrap { label in
             var h = StreamLogHandler.standardError(label: label)
             h.logLevel = level
