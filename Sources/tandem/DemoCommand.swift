@@ -3,6 +3,7 @@ import Engine
 import Foundation
 import Jack
 import Logging
+import Presets
 import SoundFile
 
 struct DemoCommand: ParsableCommand {
@@ -22,13 +23,17 @@ struct DemoCommand: ParsableCommand {
     @Option(name: .long, help: "Length of the test signal in seconds.")
     var seconds: Double = 8
 
+    @Flag(name: .long, help: "Status as JSON lines instead of the live view.")
+    var json = false
+
     func validate() throws {
         if !(seconds >= 1 && seconds <= 600) { throw ValidationError("--seconds must be 1 to 600") }
     }
 
     func run() throws {
         let signals = SignalWatcher.install()
-        server.bootstrapLogging()
+        let view = LiveView(json: json)
+        server.bootstrapLogging(quieter: view.mode != .plain)
         let logger = Logger(label: "tandem.demo")
 
         // 1. A server: the one running, or a private one we own.
@@ -54,76 +59,72 @@ struct DemoCommand: ParsableCommand {
             }
         }
 
-        // 2. The signal, the recorder and the player.
+        // 2. The signal, and a built-in preset: a player feeding a recorder, both starting on the same frame.
         let folder = dir ?? (NSTemporaryDirectory() as NSString).appendingPathComponent(
             "tandem-demo-\(Int(Date().timeIntervalSince1970))-\(getpid())")
         try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        var recorderConfig = RecorderConfig()
-        recorderConfig.clientName = "tandem-demo-rec"
-        recorderConfig.ports = ["in_1", "in_2"]
-        recorderConfig.directory = folder
-        recorderConfig.session = "demo"
-        let recorder: Recorder
-        do { recorder = try Recorder(config: recorderConfig, server: name, logger: Logger(label: "tandem.rec")) } catch {
-            fail(error.code == .jack ? .jackUnavailable : .badInput, error.message)
+        let rate: Int
+        do {
+            let probe = try JackClient(name: "tandem-demo-probe", server: name)
+            rate = probe.sampleRate
+            probe.close()
+        } catch {
+            fail(.jackUnavailable, error.description)
         }
         let sourcePath = (folder as NSString).appendingPathComponent("demo-signal.wav")
         let source: [Float]
         do {
-            source = try TestSignal.write(to: sourcePath, seconds: seconds, sampleRate: recorder.sampleRate)
+            source = try TestSignal.write(to: sourcePath, seconds: seconds, sampleRate: rate)
         } catch {
-            recorder.close()
             fail(.failure, "cannot write the test signal: \(error)")
         }
-        var playerConfig = PlayerConfig()
-        playerConfig.clientName = "tandem-demo-play"
-        playerConfig.queue = [sourcePath]
-        playerConfig.startImmediately = false
-        let player: Player
-        do { player = try Player(config: playerConfig, server: name, logger: Logger(label: "tandem.play")) } catch {
-            recorder.close()
-            fail(.jackUnavailable, error.message)
-        }
-        do {
-            for c in 1...2 { try player.client.connect("tandem-demo-play:out_\(c)", "tandem-demo-rec:in_\(c)") }
-        } catch {
-            player.close()
-            recorder.close()
-            fail(.jackUnavailable, "\(error)")
-        }
+        var preset = Preset()
+        preset.session.name = "demo"
+        preset.session.server = name
+        preset.session.directory = folder
+        var rec = RecorderSection()
+        rec.client = "tandem-demo-rec"
+        rec.maxDurationSeconds = seconds + 0.5
+        preset.recorder = rec
+        var play = PlayerSection()
+        play.client = "tandem-demo-play"
+        play.queue = [sourcePath]
+        play.start = .withRecorder
+        preset.player = play
+        preset.connections = [ConnectionRule(from: PortPattern("tandem-demo-play:out_*"),
+                                             to: PortPattern("tandem-demo-rec:in_*"))]
         say("playing \(sourcePath) (\(String(format: "%.1f", seconds)) s) through tandem-demo-play:out_1,2 "
             + "into tandem-demo-rec:in_1,2")
 
-        // 3. Record while playing, with a line of meters and progress twice a second.
-        recorder.startTake()
-        player.waitForFill(seconds: 5)
-        player.play()
-        var lastLine = Date.distantPast
+        // 3. Record while playing, with the live view.
+        let session = Session(logger: logger)
+        do { try session.apply(preset) } catch {
+            session.close()
+            fail(error.code == .jack ? .jackUnavailable : .failure, error.message)
+        }
+        let printer = EventPrinter()
+        var report: (TakeReport, String)?
         var interrupted = false
-        while !player.isFinished {
-            signals.wakeup.wait(seconds: 0.05)
+        var lastMeters = Date.distantPast
+        while report == nil {
+            signals.wakeup.wait(seconds: 0.02)
             if signals.take(SIGINT) > 0 || signals.take(SIGTERM) > 0 {
                 interrupted = true
-                break
+                session.stopTake()
             }
-            _ = player.drainEvents()
-            if Date().timeIntervalSince(lastLine) >= 0.5 {
-                lastLine = Date()
-                let m = recorder.readMeters() ?? []
-                let p = player.position
-                let levels = m.map { String(format: "%6.1f dB peak %6.1f dB rms", MeterReading.decibels($0.peak),
-                                            MeterReading.decibels($0.rms)) }
-                say(String(format: "  %5.1f / %.1f s  ", p.seconds, p.duration) + levels.joined(separator: "  |  "))
+            let outcome = session.poll()
+            if Date().timeIntervalSince(lastMeters) >= 0.05 {
+                session.sampleMeters()
+                lastMeters = Date()
             }
+            let events = session.drainEvents()
+            for case .recorder(.takeFinished(let r, let path)) in events { report = (r, path) }
+            view.update(session.status(), events: printer.lines(events))
+            if case .finished = outcome, report == nil, session.recorder == nil { break }
         }
-        usleep(200_000)
-        recorder.stopTake()
-        player.close()
-        recorder.close()
-        var report: (TakeReport, String)?
-        for event in recorder.drainEvents() {
-            if case .takeFinished(let r, let path) = event { report = (r, path) }
-        }
+        view.finish()
+        let underruns = session.player?.underrunFrames ?? 0
+        session.close()
         guard let (take, sidecar) = report, let file = take.chunks.first?.files.first else {
             fail(.failure, "the demo take was not written")
         }
@@ -135,8 +136,7 @@ struct DemoCommand: ParsableCommand {
         say("take:   \(file)")
         say("report: \(sidecar)")
         say("verified: \(matched) of \(total) source frames arrived bit for bit "
-            + "(\(take.droppedFrames) dropped, \(take.xruns) xruns, \(player.underrunFrames) underrun frames)")
-        logger.debug("demo done", metadata: ["folder": "\(folder)"])
+            + "(\(take.droppedFrames) dropped, \(take.xruns) xruns, \(underruns) underrun frames)")
         if matched != total && !interrupted {
             owned?.stop()
             fail(.failure, "the take does not match the source")
