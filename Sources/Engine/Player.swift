@@ -188,7 +188,8 @@ public final class Player: @unchecked Sendable {
     public func drainEvents() -> [PlayerEvent] {
         var out = reader.drainEvents()
         let played = state.pointee.ring.totalRead
-        for m in reader.markers where m.ringPosition <= played && m.ringPosition > announcedMarker {
+        // An item starts when its first frame has been played (not when it is cued).
+        for m in reader.markers where m.ringPosition < played && m.ringPosition > announcedMarker {
             announcedMarker = m.ringPosition
             if !m.repeatOfItem { out.append(.itemStarted(item: m.item, path: m.path)) }
         }

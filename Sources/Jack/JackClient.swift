@@ -73,6 +73,13 @@ public final class JackClient: @unchecked Sendable {
         return jack_transport_query(handle, nil) == JackTransportRolling
     }
 
+    /// Asks the server for a new period (every client gets a buffer-size callback). Returns false when refused.
+    @discardableResult
+    public func requestBufferSize(_ frames: Int) -> Bool {
+        guard let handle else { return false }
+        return jack_set_buffer_size(handle, jack_nframes_t(frames)) == 0
+    }
+
     /// Starts JACK transport rolling (for tests and transport masters).
     public func startTransport() { if let handle { jack_transport_start(handle) } }
 

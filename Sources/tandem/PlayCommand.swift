@@ -53,6 +53,9 @@ struct PlayCommand: ParsableCommand {
     @Flag(name: .long, help: "Cue the queue but wait for SIGUSR1 before playing.")
     var wait = false
 
+    @Option(name: .long, help: "Start playing at this local time, HH:MM or HH:MM:SS (cued until then).")
+    var startAt: String?
+
     @Option(name: .long, help: "Playback ring size in seconds.")
     var ring: Double = 2
 
@@ -68,6 +71,10 @@ struct PlayCommand: ParsableCommand {
         if seek != nil && seekFrame != nil { throw ValidationError("give either --seek or --seek-frame") }
         if let seek, seek < 0 { throw ValidationError("--seek must not be negative") }
         if let seekFrame, seekFrame < 0 { throw ValidationError("--seek-frame must not be negative") }
+        if let startAt, Preset.secondsOfDay(startAt) == nil {
+            throw ValidationError("--start-at '\(startAt)' is not a time of day (HH:MM or HH:MM:SS)")
+        }
+        if startAt != nil && wait { throw ValidationError("give either --wait or --start-at") }
     }
 
     func parseMap(_ s: String) -> [Int]? {
@@ -112,13 +119,20 @@ struct PlayCommand: ParsableCommand {
         if let seek, let r = try? SoundFileReader(path: files[0]) { startFrame = Int(seek * Double(r.sampleRate)) }
         if startFrame > 0 { player.seek(item: 0, frame: startFrame) }
         player.waitForFill(seconds: 5)
-        if !wait { player.play() }
+        var startDeadline = startAt.flatMap(Preset.secondsOfDay).map(RecordCommand.nextOccurrence)
+        if !wait && startDeadline == nil { player.play() }
 
         var failed = false
         loop: while true {
             signals.wakeup.wait(seconds: 0.02)
             if signals.take(SIGINT) > 0 || signals.take(SIGTERM) > 0 { break }
             if signals.take(SIGUSR1) > 0 { player.play() }
+            if let deadline = startDeadline, Date().addingTimeInterval(0.1) >= deadline {
+                // Sample-accurate: the JACK frame that corresponds to the requested moment.
+                let ahead = max(0, deadline.timeIntervalSinceNow)
+                player.play(atFrameTime: player.client.frameTime &+ UInt32(ahead * Double(player.sampleRate)))
+                startDeadline = nil
+            }
             if signals.take(SIGUSR2) > 0 { player.pause() }
             if player.client.wasShutDown {
                 player.close()

@@ -205,3 +205,41 @@ import TestSupport
         #expect(Array(take.prefix(backing.count)) == backing, "frame 0 of the take is frame 0 of the file")
     }
 }
+
+@Suite(.serialized) struct PeriodChangeTests {
+    /// The server's period changes while a take runs (the process keeps going): the take goes on and stays exact.
+    @Test func aPeriodChangeDuringATakeKeepsItExact() throws {
+        let server = try TestEnvironment.server("period")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("period")
+        let ramp = (0..<(6 * 48000)).map { Float($0 + 1) / 8_388_608 }
+        let (source, state) = try LoopState.source(name: "src", server: server.name, channels: 1, samples: ramp)
+        var c = RecorderConfig()
+        c.clientName = "rec"
+        c.ports = ["in_1"]
+        c.directory = dir.path
+        let recorder = try Recorder(config: c, server: server.name)
+        try source.connect("src:out_1", "rec:in_1")
+        recorder.startTake()
+        state.pointee.started.store(1)
+        usleep(1_000_000)
+        #expect(source.requestBufferSize(128), "the dummy driver accepts a new period")
+        #expect(TestEnvironment.waitUntil(timeout: 3) { recorder.client.bufferSize == 128 })
+        usleep(1_000_000)
+        #expect(source.requestBufferSize(512))
+        usleep(1_000_000)
+        recorder.close()
+        source.close()
+        LoopState.free(state)
+        var report: TakeReport?
+        for e in recorder.drainEvents() { if case .takeFinished(let r, _) = e { report = r } }
+        let r = try #require(report)
+        #expect(r.droppedFrames == 0)
+        let audio = try TestEnvironment.readAudio(r.chunks[0].files[0]).samples
+        let first = try #require(audio.firstIndex { $0 != 0 })
+        let base = Int((audio[first] * 8_388_608).rounded()) - first
+        let breaks = (first..<audio.count).filter { Int((audio[$0] * 8_388_608).rounded()) != base + $0 && audio[$0] != 0 }
+        #expect(breaks.isEmpty, "continuous across both period changes; \(breaks.count) breaks")
+        #expect(audio.count - first > 2 * 48000)
+    }
+}
