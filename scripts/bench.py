@@ -239,46 +239,61 @@ def measure_record(cfg, exe, workdir, rt, seconds, idx):
             ("jack_capture", ["jack_capture", "-d", str(seconds), "-c", str(ch), "-b", "32", "-f", "wav", "-dc", "-ns"]
              + sum([["--port", p] for p in ports], [])),
         ]
-        if idx % 4 == 3:
-            tools.reverse()           # alternate who goes first, so order effects show up instead of hiding
-        for tool, argv in tools:
-            out = os.path.join(workdir, "rec-%s-%d-%d.wav" % (tool, ch, period))
-            if os.path.exists(out):
-                os.unlink(out)
-            if tool == "tandem":
-                d = os.path.join(workdir, "tandem-%d-%d" % (ch, period))
-                os.makedirs(d, exist_ok=True)
-                for f in os.listdir(d):
-                    os.unlink(os.path.join(d, f))
-                argv = [TANDEM, "record", "-q", "-c", str(ch), "--connect", "bench-gen:out_.*", "-d", d,
-                        "--session", "bench", "--template", "take", "-t", str(seconds)]
-                r = run_tool(argv, server.env, seconds, mon, workdir, "tandem-rec-%d-%d" % (ch, period), seconds + 30)
-                out = os.path.join(d, "take.wav")
-            else:
-                r = run_tool(argv + [out], server.env, seconds, mon, workdir, "jc-%d-%d" % (ch, period), seconds + 30)
-            r.update(tool=tool, role="record", channels=ch, period=period, cmd=" ".join(shlex.quote(a) for a in
-                     (argv if tool == "tandem" else argv + ["OUT.wav"])))
-            frames = None
-            if os.path.exists(out):
-                fr = subprocess.run(["sox", "--i", "-s", out], capture_output=True, text=True).stdout.strip()
-                frames = int(fr) if fr.isdigit() else None
-                recraw = out + ".f32"
-                to_raw(out, recraw)
-                be, matched, disc, extra, _ = compare(raw, recraw, ch, cyclic=True)
-                os.unlink(recraw)
-                os.unlink(out)            # no tool pays for another's files in the page cache
-                r.update(bitexact=be, matched=matched, disc=disc, extra=extra)
-            r.update(frames_expected=seconds * RATE, frames_written=frames)
-            r["cycle"] = cycle_cost(r["text"]) if tool == "tandem" else None
-            rows.append(r)
-            log("record %s ch=%d p=%d cpu/s=%.4f xruns=%d bitexact=%s frames=%s" % (
-                tool, ch, period, r["cpu_per_audio_s"], r["xruns_steady"], r.get("bitexact"), frames))
-            time.sleep(1.0)
+        runs = {}
+        for round_ in range(REPEAT):
+          # Alternate who goes first, so order effects show up instead of hiding.
+          for tool, argv in (tools if (idx // 2 + round_) % 2 == 0 else list(reversed(tools))):
+              out = os.path.join(workdir, "rec-%s-%d-%d.wav" % (tool, ch, period))
+              if os.path.exists(out):
+                  os.unlink(out)
+              if tool == "tandem":
+                  d = os.path.join(workdir, "tandem-%d-%d" % (ch, period))
+                  os.makedirs(d, exist_ok=True)
+                  for f in os.listdir(d):
+                      os.unlink(os.path.join(d, f))
+                  argv = [TANDEM, "record", "-q", "-c", str(ch), "--connect", "bench-gen:out_.*", "-d", d,
+                          "--session", "bench", "--template", "take", "-t", str(seconds)]
+                  r = run_tool(argv, server.env, seconds, mon, workdir, "tandem-rec-%d-%d" % (ch, period), seconds + 30)
+                  out = os.path.join(d, "take.wav")
+              else:
+                  r = run_tool(argv + [out], server.env, seconds, mon, workdir, "jc-%d-%d" % (ch, period), seconds + 30)
+              r.update(tool=tool, role="record", channels=ch, period=period, cmd=" ".join(shlex.quote(a) for a in
+                       (argv if tool == "tandem" else argv + ["OUT.wav"])))
+              frames = None
+              if os.path.exists(out):
+                  fr = subprocess.run(["sox", "--i", "-s", out], capture_output=True, text=True).stdout.strip()
+                  frames = int(fr) if fr.isdigit() else None
+                  recraw = out + ".f32"
+                  to_raw(out, recraw)
+                  be, matched, disc, extra, _ = compare(raw, recraw, ch, cyclic=True)
+                  os.unlink(recraw)
+                  os.unlink(out)            # no tool pays for another's files in the page cache
+                  r.update(bitexact=be, matched=matched, disc=disc, extra=extra)
+              r.update(frames_expected=seconds * RATE, frames_written=frames)
+              r["cycle"] = cycle_cost(r["text"]) if tool == "tandem" else None
+              runs.setdefault(tool, []).append(r)
+              log("record %s ch=%d p=%d cpu/s=%.4f xruns=%d bitexact=%s frames=%s" % (
+                  tool, ch, period, r["cpu_per_audio_s"], r["xruns_steady"], r.get("bitexact"), frames))
+              time.sleep(1.0)
+        rows += [median_row(v) for v in runs.values()]
         gen_p.stop()
         mon_p.stop()
     finally:
         server.stop()
     return rows
+
+
+def median_row(runs):
+    """The run with the median CPU, carrying every run's CPU, xruns and bit-exactness."""
+    ordered = sorted(runs, key=lambda r: r["cpu_per_audio_s"])
+    row = dict(ordered[len(ordered) // 2])
+    row["cpu_runs"] = [r["cpu_per_audio_s"] for r in runs]
+    row["xruns_runs"] = [r["xruns_steady"] for r in runs]
+    row["bitexact"] = all(r.get("bitexact") for r in runs)
+    row["bitexact_runs"] = sum(1 for r in runs if r.get("bitexact"))
+    row["disc"] = max(int(r.get("disc") or 0) for r in runs)
+    row["extra"] = max(int(r.get("extra") or 0) for r in runs)
+    return row
 
 
 def measure_play(cfg, exe, workdir, rt, seconds, idx):
@@ -293,30 +308,33 @@ def measure_play(cfg, exe, workdir, rt, seconds, idx):
         mon_p = Proc([exe, "mon", "bench-mon"], server.env, stdout=subprocess.PIPE)
         mon = LineCollector(mon_p)
         mon.ready.wait(10)
-        order = ("tandem", "sndfile-jackplay") if idx % 4 == 2 else ("sndfile-jackplay", "tandem")
-        for tool in order:
-            sink_raw = os.path.join(workdir, "sink-%s-%d-%d.f32" % (tool, ch, period))
-            sink_p = Proc([exe, "sink", "bench-sink", str(ch), str(seconds + 20), sink_raw], server.env, stdout=subprocess.PIPE)
-            sink = LineCollector(sink_p)
-            sink.ready.wait(10)
-            time.sleep(1.0)
-            if tool == "tandem":
-                argv = [TANDEM, "play", "-q", "--connect", "bench-sink:in_.*", wav]
-            else:
-                argv = ["sndfile-jackplay", "--autoconnect=bench-sink:in_%d", wav]
-            r = run_tool(argv, server.env, seconds, mon, workdir, "%s-play-%d-%d" % (tool, ch, period), seconds + 30)
-            time.sleep(0.5)
-            sink_p.stop()
-            be, matched, disc, extra, _ = compare(raw, sink_raw, ch, cyclic=False)
-            r.update(tool=tool, role="play", channels=ch, period=period, bitexact=be, matched=matched, disc=disc,
-                     extra=extra, frames_expected=seconds * RATE, frames_written=matched,
-                     cmd=" ".join(shlex.quote(a) for a in argv).replace(wav, "IN.wav"))
-            r["cycle"] = cycle_cost(r["text"]) if tool == "tandem" else None
-            os.unlink(sink_raw)
-            rows.append(r)
-            log("play %s ch=%d p=%d cpu/s=%.4f xruns=%d bitexact=%s matched=%d extra=%d" % (
-                tool, ch, period, r["cpu_per_audio_s"], r["xruns_steady"], be, matched, extra))
-            time.sleep(1.0)
+        runs = {}
+        for round_ in range(REPEAT):
+          order = ("tandem", "sndfile-jackplay") if (idx // 2 + round_) % 2 == 0 else ("sndfile-jackplay", "tandem")
+          for tool in order:
+              sink_raw = os.path.join(workdir, "sink-%s-%d-%d.f32" % (tool, ch, period))
+              sink_p = Proc([exe, "sink", "bench-sink", str(ch), str(seconds + 20), sink_raw], server.env, stdout=subprocess.PIPE)
+              sink = LineCollector(sink_p)
+              sink.ready.wait(10)
+              time.sleep(1.0)
+              if tool == "tandem":
+                  argv = [TANDEM, "play", "-q", "--connect", "bench-sink:in_.*", wav]
+              else:
+                  argv = ["sndfile-jackplay", "--autoconnect=bench-sink:in_%d", wav]
+              r = run_tool(argv, server.env, seconds, mon, workdir, "%s-play-%d-%d" % (tool, ch, period), seconds + 30)
+              time.sleep(0.5)
+              sink_p.stop()
+              be, matched, disc, extra, _ = compare(raw, sink_raw, ch, cyclic=False)
+              r.update(tool=tool, role="play", channels=ch, period=period, bitexact=be, matched=matched, disc=disc,
+                       extra=extra, frames_expected=seconds * RATE, frames_written=matched,
+                       cmd=" ".join(shlex.quote(a) for a in argv).replace(wav, "IN.wav"))
+              r["cycle"] = cycle_cost(r["text"]) if tool == "tandem" else None
+              os.unlink(sink_raw)
+              runs.setdefault(tool, []).append(r)
+              log("play %s ch=%d p=%d cpu/s=%.4f xruns=%d bitexact=%s matched=%d extra=%d" % (
+                  tool, ch, period, r["cpu_per_audio_s"], r["xruns_steady"], be, matched, extra))
+              time.sleep(1.0)
+        rows += [median_row(v) for v in runs.values()]
         mon_p.stop()
     finally:
         server.stop()
@@ -401,6 +419,17 @@ def fmt(v, f="%.4f"):
     return "NA" if v is None or v != v else f % v
 
 
+def xruns(r):
+    return ", ".join(str(x) for x in r.get("xruns_runs", [r["xruns_steady"]]))
+
+
+def exact(r):
+    n = len(r.get("xruns_runs", [0]))
+    if r.get("bitexact"):
+        return "yes (%d/%d)" % (n, n)
+    return "%d/%d (disc %s, extra %s)" % (r.get("bitexact_runs", 0), n, r.get("disc"), r.get("extra"))
+
+
 def write_report(path, rows, startups, comb, writers, args, rt, started):
     by = {}
     for r in rows:
@@ -414,10 +443,12 @@ def write_report(path, rows, startups, comb, writers, args, rt, started):
              "(`bench/bench-client.c`) and a monitor client; the tools of one configuration run back to back on it, "
              "after `sync` and a pause, each recording deleted once checked, and the order alternates between "
              "configurations. "
-             "CPU is user+system time of the tool's process from start to exit, per second of audio. Private memory "
+             "Every tool runs %d times per configuration (the order alternating); CPU is the median run's user+system "
+             "time of the tool's process from start to exit, per second of audio, and the ratio is Tandem's median over "
+             "the anchor's; xruns and bit-exactness are listed for every run. Private memory "
              "is the peak RssAnon (JACK's shared memory excluded). Xruns are counted by the monitor from 1 s after the "
              "tool started. Bit-exact: every recorded frame equals the source in order (recording: against the looping "
-             "source; playback: every file frame from the first, nothing after).\n")
+             "source; playback: every file frame from the first, nothing after).\n" % REPEAT)
     L.append("## Recording: Tandem vs jack_capture\n")
     L.append("| ch | period | tool | CPU s / audio s | ratio | steady CPU % | private MiB | xruns | DSP mean / max % | frames expected / written | bit-exact | cycle p50 / p99 / max µs | p99 % of period |")
     L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -429,11 +460,10 @@ def write_report(path, rows, startups, comb, writers, args, rt, started):
                 continue
             ratio = (t["cpu_per_audio_s"] / a["cpu_per_audio_s"]) if (r is t and a and a["cpu_per_audio_s"] > 0) else None
             cyc = r.get("cycle")
-            L.append("| %d | %d | %s | %s | %s | %s | %.1f | %d | %s / %s | %s / %s | %s | %s | %s |" % (
+            L.append("| %d | %d | %s | %s | %s | %s | %.1f | %s | %s / %s | %s / %s | %s | %s | %s |" % (
                 ch, period, r["tool"], fmt(r["cpu_per_audio_s"]), fmt(ratio, "%.2f×") if ratio else "",
-                fmt(r["cpu_steady_pct"], "%.2f"), r["rss_anon_kb"] / 1024, r["xruns_steady"], fmt(r["dsp_mean"], "%.1f"),
-                fmt(r["dsp_max"], "%.1f"), r["frames_expected"], r["frames_written"],
-                "yes" if r.get("bitexact") else "no (disc %s, extra %s)" % (r.get("disc"), r.get("extra")),
+                fmt(r["cpu_steady_pct"], "%.2f"), r["rss_anon_kb"] / 1024, xruns(r), fmt(r["dsp_mean"], "%.1f"),
+                fmt(r["dsp_max"], "%.1f"), r["frames_expected"], r["frames_written"], exact(r),
                 "%.1f / %.1f / %.1f" % cyc if cyc else "", ("%.2f" % (cyc[1] / (period / RATE * 1e6) * 100)) if cyc else ""))
     L.append("\n## Playback: Tandem vs sndfile-jackplay\n")
     L.append("| ch | period | tool | CPU s / audio s | ratio | steady CPU % | private MiB | xruns | DSP mean / max % | frames expected / matched | extra frames after the end | bit-exact | cycle p50 / p99 / max µs | p99 % of period |")
@@ -446,11 +476,10 @@ def write_report(path, rows, startups, comb, writers, args, rt, started):
                 continue
             ratio = (t["cpu_per_audio_s"] / a["cpu_per_audio_s"]) if (r is t and a and a["cpu_per_audio_s"] > 0) else None
             cyc = r.get("cycle")
-            L.append("| %d | %d | %s | %s | %s | %s | %.1f | %d | %s / %s | %s / %s | %s | %s | %s | %s |" % (
+            L.append("| %d | %d | %s | %s | %s | %s | %.1f | %s | %s / %s | %s / %s | %s | %s | %s | %s |" % (
                 ch, period, r["tool"], fmt(r["cpu_per_audio_s"]), fmt(ratio, "%.2f×") if ratio else "",
-                fmt(r["cpu_steady_pct"], "%.2f"), r["rss_anon_kb"] / 1024, r["xruns_steady"], fmt(r["dsp_mean"], "%.1f"),
-                fmt(r["dsp_max"], "%.1f"), r["frames_expected"], r["matched"], r["extra"],
-                "yes" if r.get("bitexact") else "no (disc %s)" % r.get("disc"),
+                fmt(r["cpu_steady_pct"], "%.2f"), r["rss_anon_kb"] / 1024, xruns(r), fmt(r["dsp_mean"], "%.1f"),
+                fmt(r["dsp_max"], "%.1f"), r["frames_expected"], r["matched"], r["extra"], exact(r),
                 "%.1f / %.1f / %.1f" % cyc if cyc else "", ("%.2f" % (cyc[1] / (period / RATE * 1e6) * 100)) if cyc else ""))
     if comb:
         cyc = comb.get("cycle")
@@ -498,9 +527,12 @@ def main():
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--combined", type=int, default=60)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per tool and configuration")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "PERFORMANCE.md"))
     args = ap.parse_args()
     TANDEM = os.path.realpath(args.tandem)
+    global REPEAT
+    REPEAT = max(1, args.repeat if not args.quick else 1)
     if args.quick:
         args.seconds, args.combined = 5, 10
     started = time.monotonic()
@@ -532,5 +564,6 @@ def main():
 
 
 TANDEM = None
+REPEAT = 3
 if __name__ == "__main__":
     main()

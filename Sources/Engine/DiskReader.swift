@@ -247,6 +247,13 @@ final class DiskReader: @unchecked Sendable {
                 writeMapped(fileBuffer, frames: got, fileChannels: f.channels)
             }
             if got == 0 {
+                if fileFrame < f.frames || f.truncation != nil {
+                    // Short of what the header promises: a half-copied file. What was there has played.
+                    let detail = f.truncation.map { " (header: \($0))" } ?? " of \(f.frames) frames"
+                    emit(.itemFailed(item: index, path: f.path,
+                                     message: "\(f.path): truncated: played the \(fileFrame) frames that are there\(detail)"))
+                    logger.error("file is truncated", metadata: ["file": "\(f.path)", "frames": "\(fileFrame)"])
+                }
                 if !advance() { markDrained(); return }
             }
         }

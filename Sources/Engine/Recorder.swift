@@ -36,6 +36,8 @@ public final class Recorder: @unchecked Sendable {
     private let thread: OSThread
     private let logger: Logger
     private var closed = false
+    /// Interrupted takes found in the directory at start-up and completed (see `TakeRecovery`).
+    public let recovered: [TakeRecovery.Recovered]
 
     /// Opens the client, registers the ports, starts the writer thread and activates. No take runs yet (armed).
     public init(config: RecorderConfig, server: String?, logger: Logger = Logger(label: "tandem.rec"))
@@ -43,6 +45,11 @@ public final class Recorder: @unchecked Sendable {
         let problems = config.problems()
         guard problems.isEmpty else { throw EngineError(.badConfig, problems.joined(separator: "; ")) }
         try Recorder.checkDirectory(config.directory)
+        recovered = TakeRecovery.recover(directory: config.directory)
+        for r in recovered {
+            logger.warning("completed the report of an interrupted take",
+                           metadata: ["take": "\(r.report.take)", "frames": "\(r.report.frames)", "report": "\(r.sidecar)"])
+        }
         self.config = config
         self.logger = logger
         do {

@@ -21,6 +21,15 @@ final class SidecarFile {
         self.path = path
     }
 
+    /// Opens an existing report to rewrite it in place (completing an interrupted take).
+    init(existing path: String) throws {
+        self.path = path
+        fd = open(path, O_WRONLY | O_CLOEXEC)
+        if fd < 0 { throw SidecarError(message: "\(path): \(String(cString: strerror(errno)))") }
+        var st = stat()
+        reserved = fstat(fd, &st) == 0 ? Int(st.st_size) : 0
+    }
+
     deinit {
         if fd >= 0 { Glibc.close(fd) }
     }

@@ -63,6 +63,10 @@ public struct TakeReport: Codable, Sendable {
     public var notes: [String]?
     /// Playback started on the take's first frame (record-while-playing), if any.
     public var playback: PlaybackAlignment?
+    /// The process writing the take, and its host: a report that still says "recording" while that process is
+    /// gone belongs to an interrupted take.
+    public var pid: Int32?
+    public var host: String?
 
     /// Encodes as pretty JSON.
     public func json() -> Data {

@@ -70,6 +70,17 @@ public final class SoundFileReader {
         return out
     }
 
+    /// When the header promises more audio than the file holds (a half-copied file), what libsndfile noticed, e.g.
+    /// "data : 18000 (should be 9000)"; libsndfile then reads only what is there.
+    public var truncation: String? {
+        guard let file else { return nil }
+        var log = [CChar](repeating: 0, count: 8192)
+        sf_command(file, Int32(SFC_GET_LOG_INFO), &log, Int32(log.count))
+        let text = log.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        return text.split(separator: "\n").first { $0.hasPrefix("data") && $0.contains("should be") }
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+    }
+
     /// The BWF time reference stored in the file's `bext` chunk, if any.
     public var broadcastTimeReference: UInt64? {
         guard let file else { return nil }

@@ -136,6 +136,9 @@ struct RecordCommand: ParsableCommand {
         } catch {
             fail(error.code == .jack ? .jackUnavailable : .badInput, error.message)
         }
+        for r in recorder.recovered {
+            say("recovered interrupted take \(r.report.take): \(r.report.frames) frames; report \(r.sidecar)")
+        }
         do {
             try Patching.connectSources(connect, to: recorder.ports.map(\.name), client: recorder.client)
         } catch {

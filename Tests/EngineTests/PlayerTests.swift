@@ -165,3 +165,43 @@ import TestSupport
         #expect(played >= 29 * 48000, "played \(played)")
     }
 }
+
+@Suite(.serialized) struct BadAudioFileTests {
+    /// Every kind of bad file in one queue between good ones: each gets a clear error naming it, and the good
+    /// files play completely.
+    @Test func eachBadFileIsNamedAndTheQueueGoesOn() throws {
+        let rig = try PlayerTests.Rig("badfiles", channels: 1) { _ in }
+        let dir = rig.dir
+        let good = Signals.noise(frames: 6000, channels: 1, seed: 42)
+        let goodPath = try rig.file("good.wav", good, channels: 1)
+        func write(_ name: String, _ bytes: [UInt8]) throws -> String {
+            let p = dir.appendingPathComponent(name).path
+            try Data(bytes).write(to: URL(fileURLWithPath: p))
+            return p
+        }
+        let wavBytes = Array(try Data(contentsOf: URL(fileURLWithPath: goodPath)))
+        let empty = try write("empty.wav", [])
+        let shortHeader = try write("short-header.wav", Array(wavBytes.prefix(20)))
+        let header = wavBytes.count - 3 * good.count            // 24-bit mono: 3 bytes a frame
+        let truncated = try write("truncated-data.wav", Array(wavBytes.prefix(header + 3 * 3000)))
+        let random = try write("random.wav", (0..<4000).map { UInt8(truncatingIfNeeded: $0 &* 2654435761 >> 7) })
+        let unsupported = try write("picture.flac", Array("<svg xmlns='http://www.w3.org/2000/svg'/>".utf8))
+        let missing = dir.appendingPathComponent("missing.wav").path
+        let folder = dir.path
+        let queue = [goodPath, empty, shortHeader, truncated, random, unsupported, missing, folder, goodPath]
+        rig.player.load(queue)
+        let out = rig.playOut(seconds: 20)
+        var failures: [String: String] = [:]
+        for e in out.events { if case .itemFailed(_, let path, let message) = e { failures[path] = message } }
+        for bad in [empty, shortHeader, truncated, random, unsupported, missing, folder] {
+            #expect(failures[bad]?.contains(bad) == true, "\(bad): \(String(describing: failures[bad]))")
+        }
+        #expect(failures[truncated]?.contains("truncated") == true, "\(String(describing: failures[truncated]))")
+        #expect(failures[missing]?.contains("no such file") == true)
+        #expect(failures[folder]?.contains("directory") == true)
+        // Both good copies play in full, with the readable part of the truncated file between them.
+        let partial = Array(good.prefix(3000))
+        let m = AudioCompare.align(source: good + partial + good, recorded: out.samples, channels: 1)
+        #expect(m?.matchedFrames == 15000 && m?.mismatchedFrames == 0, "\(String(describing: m))")
+    }
+}

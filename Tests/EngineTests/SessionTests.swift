@@ -243,3 +243,64 @@ import TestSupport
         #expect(audio.count - first > 2 * 48000)
     }
 }
+
+@Suite(.serialized) struct ServerLossResourceTests {
+    static func count(_ dir: String) -> Int { (try? FileManager.default.contentsOfDirectory(atPath: dir).count) ?? -1 }
+
+    /// jackd killed during a take and restarted: no crash, the session comes back, and no thread or file
+    /// descriptor is leaked (counted in /proc/self before and after).
+    @Test func noLeakedThreadsOrFilesAcrossAServerLoss() throws {
+        let name = JackServer.uniqueName("t-leak")
+        var server = try JackServer(name: name)
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("leak")
+        let audio = dir.appendingPathComponent("a.wav").path
+        try TestEnvironment.writeWAV(Signals.noise(frames: 24000, channels: 2), channels: 2, path: audio)
+        let (p, problems) = PresetLoader.parse("""
+            [session]
+            server = "\(name)"
+            directory = "\(dir.path)"
+            [recorder]
+            client = "leak-rec"
+            channels = 2
+            [player]
+            client = "leak-play"
+            channels = 2
+            queue = ["\(audio)"]
+            loop = "item"
+            [[connect]]
+            from = "leak-play:out_*"
+            to = "leak-rec:in_*"
+            """, file: "leak.toml", baseDirectory: dir.path)
+        try #require(problems.isEmpty, "\(problems)")
+        let session = Session()
+        defer { session.close() }
+        try session.apply(p!)
+        func pump(_ seconds: Double, until: () -> Bool = { false }) -> Bool {
+            let end = Date().addingTimeInterval(seconds)
+            while Date() < end {
+                _ = session.poll()
+                if until() { return true }
+                usleep(20_000)
+            }
+            return until()
+        }
+        _ = pump(1)
+        let fdsBefore = Self.count("/proc/self/fd"), threadsBefore = Self.count("/proc/self/task")
+        for round in 1...2 {
+            server.kill9()
+            var lost = false
+            #expect(pump(5) {
+                lost = lost || session.drainEvents().contains { if case .serverLost = $0 { return true } else { return false } }
+                return lost
+            }, "round \(round): loss noticed")
+            server = try JackServer(name: name)
+            #expect(pump(5) { session.recorder != nil && session.player != nil && session.recorder!.isRecording },
+                    "round \(round): restored with a take running")
+            _ = pump(0.5)
+        }
+        let fdsAfter = Self.count("/proc/self/fd"), threadsAfter = Self.count("/proc/self/task")
+        #expect(fdsAfter == fdsBefore, "file descriptors \(fdsBefore) -> \(fdsAfter)")
+        #expect(threadsAfter == threadsBefore, "threads \(threadsBefore) -> \(threadsAfter)")
+    }
+}

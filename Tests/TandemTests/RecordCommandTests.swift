@@ -56,8 +56,49 @@ import TestSupport
         #expect(soxFrames == reader.frames)
         let missing = elapsed - Double(reader.frames) / 48000
         #expect(missing <= 1.0, "missing \(missing) s of \(elapsed) s")
-        let report = try TakeReport.read(from: (file as NSString).deletingPathExtension + ".json")
+        let sidecar = (file as NSString).deletingPathExtension + ".json"
+        let report = try TakeReport.read(from: sidecar)
         #expect(report.ended == .recording, "a killed take's report still says recording")
+
+        // The next start in the same directory reports the interrupted take and completes its report.
+        let next = try TandemProcess(["record", "-c", "4", "-d", dir.path, "-t", "1"], server: server,
+                                     log: dir.appendingPathComponent("next.log").path)
+        #expect(next.process.wait(timeout: 10) == 0)
+        #expect(next.output.contains("recovered interrupted take 1: \(reader.frames) frames"), "\(next.output)")
+        let completed = try TakeReport.read(from: sidecar)
+        #expect(completed.ended == .interrupted && completed.frames == reader.frames && completed.chunks[0].frames == reader.frames)
+        #expect(completed.endDetail?.contains("killed") == true)
+    }
+
+    /// SIGINT and SIGTERM, ten times each at seeded random moments: exit 0, a valid header, and every frame
+    /// captured up to the signal in the file.
+    @Test func signalsAtRandomMomentsLoseNothing() throws {
+        let server = try TestEnvironment.server("signals")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("signals")
+        var rng: UInt64 = 0x5EED_1234
+        for trial in 0..<20 {
+            let sig = trial % 2 == 0 ? SIGINT : SIGTERM
+            rng = rng &* 6364136223846793005 &+ 1442695040888963407
+            let delay = 0.2 + Double(rng >> 40) / Double(1 << 24) * 1.3
+            let t = try TandemProcess(["record", "-c", "2", "-d", dir.path, "--session", "sig\(trial)",
+                                       "--connect", "system:capture_.*"],
+                                      server: server, log: dir.appendingPathComponent("t\(trial).log").path)
+            #expect(t.waitFor(" recording: "))
+            let started = Date()
+            usleep(UInt32(delay * 1_000_000))
+            t.process.signal(sig)
+            let elapsed = Date().timeIntervalSince(started)
+            #expect(t.process.wait(timeout: 10) == 0, "trial \(trial): \(t.output)")
+            let file = try #require(announcedFile(t.output))
+            let frames = try SoundFileReader(path: file).frames
+            let sox = try TestEnvironment.run(["sox", "--i", "-s", file])
+            #expect(Int(sox.output.split(separator: "\n").last ?? "") == frames, "header valid: \(sox.output)")
+            #expect(Double(frames) >= (elapsed - 0.05) * 48000, "trial \(trial): \(frames) frames after \(elapsed) s")
+            #expect(Double(frames) <= (elapsed + 0.5) * 48000)
+            let report = try TakeReport.read(from: try #require(announcedReport(t.output)))
+            #expect(report.ended == .stopped && report.frames == frames)
+        }
     }
 
     /// An existing file with the next take's name is left untouched; the take gets the next free number.

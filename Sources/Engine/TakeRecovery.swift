@@ -1,0 +1,49 @@
+import Foundation
+import SoundFile
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Finds takes that a killed process (or a power loss) left behind and completes their reports.
+///
+/// A report that still says `"ended": "recording"` while the process that wrote it is gone belongs to an
+/// interrupted take. Its files are readable (WAV/RF64 headers are kept current), so the frames actually on disk are
+/// counted per chunk, the report is completed with `"ended": "interrupted"`, and it is rewritten in place.
+/// Reports of a live process (another Tandem recording into the same folder) are never touched.
+public enum TakeRecovery {
+    public struct Recovered: Sendable {
+        public var report: TakeReport
+        public var sidecar: String
+    }
+
+    /// Completes every interrupted take in `directory`. Errors on single files are skipped (the report stays).
+    public static func recover(directory: String) -> [Recovered] {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
+        var out: [Recovered] = []
+        for name in names.sorted() where name.hasSuffix(".json") {
+            let path = (directory as NSString).appendingPathComponent(name)
+            guard var report = try? TakeReport.read(from: path), report.ended == .recording else { continue }
+            if let pid = report.pid, report.host == nil || report.host == ProcessInfo.processInfo.hostName {
+                if pid == getpid() || kill(pid, 0) == 0 || errno == EPERM { continue }   // still being written
+            }
+            var total = 0
+            for i in report.chunks.indices {
+                let frames = report.chunks[i].files.map { (try? SoundFileReader(path: $0).frames) ?? 0 }.min() ?? 0
+                report.chunks[i].frames = frames
+                total += frames
+            }
+            report.frames = total
+            report.ended = .interrupted
+            let iso = ISO8601DateFormatter().string(from: Date())
+            report.endDetail = "the process ended without finalizing this take (killed, crashed or power lost); "
+                + "completed from the files on disk at \(iso): \(total) frames"
+            do {
+                try SidecarFile(existing: path).write(report.json())
+                out.append(Recovered(report: report, sidecar: path))
+            } catch {
+                continue
+            }
+        }
+        return out
+    }
+}
