@@ -91,6 +91,13 @@ public final class JackServer: @unchecked Sendable {
 
     deinit { stop() }
 
+    /// Whether this machine lets a process use real-time scheduling (root, or an rtprio limit): then private
+    /// servers run with `-R`, where a late cycle is much rarer than with `-r`.
+    public static let realtimeAllowed: Bool = {
+        guard let p = try? ChildProcess(["chrt", "-f", "1", "true"]) else { return false }
+        return p.wait(timeout: 5) == 0
+    }()
+
     /// A server name unique to this process and call, for tests and private demo servers.
     public static func uniqueName(_ prefix: String) -> String {
         counter.withLock { n in

@@ -35,10 +35,20 @@ public enum TestEnvironment {
         }
     }
 
+    /// Whether this machine lets us run jackd with real-time scheduling (root, or rtprio limits). Test servers
+    /// use it when they can: on a non-real-time server an occasional late cycle (an xrun) makes JACK skip a client,
+    /// which breaks the continuity that bit-exact tests check. Without it they run with `-r` and still work.
+    public static var realtimeAllowed: Bool { JackServer.realtimeAllowed }
+
     /// Starts a private dummy server with a name unique to this test.
     public static func server(_ label: String, period: Int = 256, sampleRate: Int = 48000) throws -> JackServer {
+        try server(named: JackServer.uniqueName("t-\(label)"), period: period, sampleRate: sampleRate)
+    }
+
+    /// Starts a private dummy server with a given name (to restart one under the same name).
+    public static func server(named name: String, period: Int = 256, sampleRate: Int = 48000) throws -> JackServer {
         JackLibrary.routeMessages(verbose: false)
-        return try JackServer(name: JackServer.uniqueName("t-\(label)"), sampleRate: sampleRate, period: period)
+        return try JackServer(name: name, sampleRate: sampleRate, period: period, realtime: realtimeAllowed)
     }
 
     /// Writes interleaved samples to a new WAV file.
@@ -62,7 +72,9 @@ public enum TestEnvironment {
     @discardableResult
     public static func run(_ arguments: [String], environment: [String: String] = [:],
                            timeout: Double = 60) throws -> (code: Int32, output: String) {
-        let log = temporaryDirectory("run").appendingPathComponent("out.txt").path
+        let folder = temporaryDirectory("run")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let log = folder.appendingPathComponent("out.txt").path
         let p = try ChildProcess(arguments, environment: environment, outputPath: log)
         let code = p.wait(timeout: timeout) ?? { p.stop(SIGKILL); return -1 }()
         let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""

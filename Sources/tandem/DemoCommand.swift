@@ -46,11 +46,12 @@ struct DemoCommand: ParsableCommand {
         } else {
             name = JackServer.uniqueName("tandem-demo")
             do {
-                owned = try JackServer(name: name)
+                owned = try JackServer(name: name, realtime: JackServer.realtimeAllowed)
             } catch {
                 fail(.jackUnavailable, "no JACK server is running and a private one could not be started: \(error)")
             }
-            say("no JACK server running: started a private dummy server '\(name)' (48000 Hz, 256 frames)")
+            say("no JACK server running: started a private dummy server '\(name)' (48000 Hz, 256 frames"
+                + (JackServer.realtimeAllowed ? ", real-time)" : ")"))
         }
         defer {
             if let owned {

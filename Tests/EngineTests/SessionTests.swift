@@ -251,7 +251,7 @@ import TestSupport
     /// descriptor is leaked (counted in /proc/self before and after).
     @Test func noLeakedThreadsOrFilesAcrossAServerLoss() throws {
         let name = JackServer.uniqueName("t-leak")
-        var server = try JackServer(name: name)
+        var server = try TestEnvironment.server(named: name)
         defer { server.stop() }
         let dir = TestEnvironment.temporaryDirectory("leak")
         let audio = dir.appendingPathComponent("a.wav").path
@@ -294,7 +294,7 @@ import TestSupport
                 lost = lost || session.drainEvents().contains { if case .serverLost = $0 { return true } else { return false } }
                 return lost
             }, "round \(round): loss noticed")
-            server = try JackServer(name: name)
+            server = try TestEnvironment.server(named: name)
             #expect(pump(5) { session.recorder != nil && session.player != nil && session.recorder!.isRecording },
                     "round \(round): restored with a take running")
             _ = pump(0.5)

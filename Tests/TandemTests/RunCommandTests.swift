@@ -34,7 +34,7 @@ import TestSupport
     /// back, both clients, their ports and connections return within 2 s and a new take runs.
     @Test func sessionSurvivesAServerRestart() throws {
         let name = JackServer.uniqueName("t-restart")
-        var server = try JackServer(name: name)
+        var server = try TestEnvironment.server(named: name)
         defer { server.stop() }
         let dir = TestEnvironment.temporaryDirectory("restart")
         let preset = try writePreset(dir, policy: "resume", server: server)
@@ -52,7 +52,7 @@ import TestSupport
         #expect(report.ended == .serverLost)
 
         usleep(500_000)
-        server = try JackServer(name: name)       // the same name reclaims the crashed server's registry slot
+        server = try TestEnvironment.server(named: name)       // the same name reclaims the crashed server's registry slot
         let ready = Date()
         let observer = try JackClient(name: "observer", server: name)
         let restored = TestEnvironment.waitUntil(timeout: 5) {
@@ -74,7 +74,7 @@ import TestSupport
 
     @Test func policyStopExitsNonZero() throws {
         let name = JackServer.uniqueName("t-stop")
-        var server = try JackServer(name: name)
+        var server = try TestEnvironment.server(named: name)
         let dir = TestEnvironment.temporaryDirectory("stoppolicy")
         let preset = try writePreset(dir, policy: "stop", server: server)
         let tandem = try TandemProcess(["run", preset], server: server, log: dir.appendingPathComponent("run.log").path)
@@ -82,7 +82,7 @@ import TestSupport
         server.kill9()
         #expect(tandem.process.wait(timeout: 10) == 3, "\(tandem.output)")
         #expect(tandem.output.contains("take 1 serverLost"))
-        server = try JackServer(name: name)   // reclaim the registry slot, then stop cleanly
+        server = try TestEnvironment.server(named: name)   // reclaim the registry slot, then stop cleanly
         server.stop()
     }
 
