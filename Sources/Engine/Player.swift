@@ -49,13 +49,7 @@ public final class Player: @unchecked Sendable {
         } catch {
             throw EngineError(.jack, error.description)
         }
-        var registered: [JackPort] = []
-        do {
-            for name in config.ports { registered.append(try client.registerPort(name, direction: .output)) }
-        } catch {
-            client.close()
-            throw EngineError(.jack, error.description)
-        }
+        let registered = try EngineError.registerPorts(config.ports, direction: .output, on: client)
         ports = registered
         let rate = client.sampleRate
         let ringFrames = Int(config.ringSeconds * Double(rate)) + 2 * JackPort.maxPeriod

@@ -14,6 +14,19 @@ public struct EngineError: Error, CustomStringConvertible, Sendable {
         self.message = message
     }
     public var description: String { message }
+
+    /// Registers an engine's ports in order; on failure closes the client and throws with JACK's words.
+    static func registerPorts(_ names: [String], direction: PortDirection, on client: JackClient)
+        throws(EngineError) -> [JackPort] {
+        var registered: [JackPort] = []
+        do {
+            for name in names { registered.append(try client.registerPort(name, direction: direction)) }
+        } catch {
+            client.close()
+            throw EngineError(.jack, error.description)
+        }
+        return registered
+    }
 }
 
 /// Per-channel levels since the last read.
@@ -62,13 +75,7 @@ public final class Recorder: @unchecked Sendable {
             client.close()
             throw EngineError(.badConfig, e.message)
         }
-        var registered: [JackPort] = []
-        do {
-            for name in config.ports { registered.append(try client.registerPort(name, direction: .input)) }
-        } catch {
-            client.close()
-            throw EngineError(.jack, error.description)
-        }
+        let registered = try EngineError.registerPorts(config.ports, direction: .input, on: client)
         ports = registered
         let ringFrames = Int((config.ringSeconds + config.prerollSeconds) * Double(rate)) + 2 * JackPort.maxPeriod
         let wakeFrames = max(client.bufferSize, rate / 20)
