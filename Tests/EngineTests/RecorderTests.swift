@@ -165,6 +165,12 @@ import TestSupport
 
     func record(_ label: String, seconds: Double, channels: Int = 1, configure: (inout RecorderConfig) -> Void)
         throws -> (report: TakeReport, sidecar: String, source: [Float]) {
+        try recordMeasured(label, seconds: seconds, channels: channels, configure: configure).0
+    }
+
+    /// As `record`, also returning the recorder's worst process cycle in nanoseconds.
+    func recordMeasured(_ label: String, seconds: Double, channels: Int = 1, configure: (inout RecorderConfig) -> Void)
+        throws -> ((report: TakeReport, sidecar: String, source: [Float]), Int) {
         let server = try TestEnvironment.server(label)
         defer { server.stop() }
         let dir = TestEnvironment.temporaryDirectory(label)
@@ -183,6 +189,7 @@ import TestSupport
         usleep(100_000)
         sourceState.pointee.started.store(1)
         usleep(UInt32(seconds * 1_000_000))
+        let worstCycle = recorder.cycleCost.max
         recorder.close()
         source.close()
         LoopState.free(sourceState)
@@ -191,16 +198,18 @@ import TestSupport
             return nil
         }
         let (report, sidecar) = try #require(finished.first)
-        return (report, sidecar, signal)
+        return ((report, sidecar, signal), worstCycle)
     }
 
     /// A writer stalled for 2 s with a 0.5 s ring: the RT side drops and counts, the sidecar says where, the file
     /// keeps its timeline with silence in the gap, and the take goes on afterwards.
     @Test func slowDiskDropsAreCountedPlacedAndFilledWithSilence() throws {
-        let (report, sidecar, _) = try record("stall", seconds: 5) {
+        let ((report, sidecar, _), worstCycle) = try recordMeasured("stall", seconds: 5) {
             $0.ringSeconds = 0.5
             $0.faults = RecorderFaults(stallAfterSeconds: 1, stallSeconds: 2)
         }
+        // The RT side never waited for the stalled writer: its worst cycle stayed far below the 5.3 ms period.
+        #expect(worstCycle < 1_000_000, "worst process cycle \(worstCycle) ns during the stall")
         #expect(report.droppedFrames > 48000, "about 1.5 s dropped: \(report.droppedFrames)")
         #expect(!report.drops.isEmpty)
         #expect(report.drops.map(\.frames).reduce(0, +) == report.droppedFrames)

@@ -82,4 +82,24 @@ import TestSupport
         #expect(out.contains("playing 2/3: \(good)"))
         #expect(out.contains("finished: 4800 frames played"))
     }
+
+    /// A file without read permission: root reads everything, so the player runs as root without the capabilities
+    /// that bypass permissions (setpriv); the file is named, the queue goes on.
+    @Test(.enabled(if: getuid() == 0 && TestEnvironment.hasProgram("setpriv")))
+    func anUnreadableFileIsNamedAndTheQueueGoesOn() throws {
+        let server = try TestEnvironment.server("noperm")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("noperm")
+        let good = dir.appendingPathComponent("good.wav").path
+        try TestEnvironment.writeWAV(Signals.noise(frames: 4800, channels: 1), channels: 1, path: good)
+        let locked = dir.appendingPathComponent("locked.wav").path
+        try TestEnvironment.writeWAV(Signals.noise(frames: 4800, channels: 1), channels: 1, path: locked)
+        chmod(locked, 0)
+        let t = try TandemProcess(["play", "-c", "1", locked, good], server: server,
+                                  log: dir.appendingPathComponent("play.log").path, wrapper:
+                                    ["setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--inh-caps", "-all"])
+        #expect(t.process.wait(timeout: 10) == 2, "\(t.output)")
+        #expect(t.output.contains("cannot play '\(locked)'") && t.output.lowercased().contains("permission"), "\(t.output)")
+        #expect(t.output.contains("finished: 4800 frames played"))
+    }
 }

@@ -34,40 +34,48 @@ import TestSupport
         #expect(report.ports.count == 16 && report.ports[0].connections == ["jackplay:out_1"] || report.ports[0].connections.isEmpty)
     }
 
-    /// kill -9 during a WAV take: the file opens in libsndfile and sox, with at most 1 s missing.
-    @Test func killNineLeavesAReadableFile() throws {
+    /// kill -9 during a WAV take, ten times at seeded random moments in one folder: each file opens in libsndfile
+    /// and sox with at most 1 s missing, and each next start reports the interrupted take and completes its report.
+    @Test func killNineLeavesAReadableFileAndTheNextStartCompletesItsReport() throws {
         let server = try TestEnvironment.server("kill9")
         defer { server.stop() }
         let dir = TestEnvironment.temporaryDirectory("kill9")
-        let tandem = try TandemProcess(["record", "-c", "4", "-d", dir.path, "--connect", "system:capture_.*"],
-                                       server: server, log: dir.appendingPathComponent("tandem.log").path)
-        #expect(tandem.waitFor(" recording: "))
-        let started = Date()
-        usleep(3_000_000)
-        tandem.process.signal(SIGKILL)
-        let elapsed = Date().timeIntervalSince(started)
-        _ = tandem.process.wait(timeout: 5)
-        let file = try #require(announcedFile(tandem.output))
-        let reader = try SoundFileReader(path: file)
-        #expect(reader.channels == 4)
-        let sox = try TestEnvironment.run(["sox", "--i", "-s", file])
-        #expect(sox.code == 0, "sox reads it: \(sox.output)")
-        let soxFrames = Int(sox.output.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "\n").last ?? "")
-        #expect(soxFrames == reader.frames)
-        let missing = elapsed - Double(reader.frames) / 48000
-        #expect(missing <= 1.0, "missing \(missing) s of \(elapsed) s")
-        let sidecar = (file as NSString).deletingPathExtension + ".json"
-        let report = try TakeReport.read(from: sidecar)
-        #expect(report.ended == .recording, "a killed take's report still says recording")
-
-        // The next start in the same directory reports the interrupted take and completes its report.
-        let next = try TandemProcess(["record", "-c", "4", "-d", dir.path, "-t", "1"], server: server,
-                                     log: dir.appendingPathComponent("next.log").path)
-        #expect(next.process.wait(timeout: 10) == 0)
-        #expect(next.output.contains("recovered interrupted take 1: \(reader.frames) frames"), "\(next.output)")
-        let completed = try TakeReport.read(from: sidecar)
-        #expect(completed.ended == .interrupted && completed.frames == reader.frames && completed.chunks[0].frames == reader.frames)
-        #expect(completed.endDetail?.contains("killed") == true)
+        var rng: UInt64 = 0x0C0F_FEE5
+        var previous: (sidecar: String, frames: Int)?
+        for trial in 0...10 {
+            let t = try TandemProcess(["record", "-c", "4", "-d", dir.path, "--connect", "system:capture_.*"],
+                                      server: server, log: dir.appendingPathComponent("t\(trial).log").path)
+            #expect(t.waitFor(" recording: "), "trial \(trial): \(t.output)")
+            if let p = previous {
+                #expect(t.output.contains("recovered interrupted take"), "trial \(trial): \(t.output)")
+                let completed = try TakeReport.read(from: p.sidecar)
+                #expect(completed.ended == .interrupted && completed.frames == p.frames
+                        && completed.chunks[0].frames == p.frames && completed.endDetail?.contains("killed") == true)
+            }
+            if trial == 10 {
+                t.process.signal(SIGTERM)
+                #expect(t.process.wait(timeout: 10) == 0)
+                break
+            }
+            rng = rng &* 6364136223846793005 &+ 1442695040888963407
+            let delay = 0.3 + Double(rng >> 40) / Double(1 << 24) * 1.7
+            let started = Date()
+            usleep(UInt32(delay * 1_000_000))
+            t.process.signal(SIGKILL)
+            let elapsed = Date().timeIntervalSince(started)
+            _ = t.process.wait(timeout: 5)
+            let file = try #require(announcedFile(t.output))
+            let reader = try SoundFileReader(path: file)
+            #expect(reader.channels == 4)
+            let sox = try TestEnvironment.run(["sox", "--i", "-s", file])
+            #expect(sox.code == 0 && Int(sox.output.split(separator: "\n").last ?? "") == reader.frames,
+                    "trial \(trial): sox reads it: \(sox.output)")
+            let missing = elapsed - Double(reader.frames) / 48000
+            #expect(missing <= 1.0, "trial \(trial): missing \(missing) s of \(elapsed) s")
+            let sidecar = (file as NSString).deletingPathExtension + ".json"
+            #expect(try TakeReport.read(from: sidecar).ended == .recording, "a killed take's report still says recording")
+            previous = (sidecar, reader.frames)
+        }
     }
 
     /// SIGINT and SIGTERM, ten times each at seeded random moments: exit 0, a valid header, and every frame
@@ -144,6 +152,65 @@ import TestSupport
         #expect(report.frames >= reader.frames)
         let size = (try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? 0
         #expect(size >= reader.frames * 8 * 4, "the header counts no frame that is not in the file")
+    }
+
+    /// Disk full with `on_disk_error = "continue"`: the take is finalized, the session stays up and armed, and it
+    /// does not spin (its CPU stays low after the error).
+    @Test(.enabled(if: getuid() == 0, "mounting a tmpfs needs root"))
+    func diskFullWithContinuePolicyStaysUpWithoutSpinning() throws {
+        let server = try TestEnvironment.server("fullcont")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("fullcont")
+        let mount = dir.appendingPathComponent("small").path
+        try FileManager.default.createDirectory(atPath: mount, withIntermediateDirectories: true)
+        let m = try TestEnvironment.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", mount])
+        try #require(m.code == 0, "mount: \(m.output)")
+        defer { _ = try? TestEnvironment.run(["umount", "-l", mount]) }
+        let preset = dir.appendingPathComponent("full.toml").path
+        try """
+            [session]
+            directory = "\(mount)"
+            on_disk_error = "continue"
+            [recorder]
+            channels = 8
+            [[connect]]
+            from = "system:capture_*"
+            to = "tandem-rec:in_*"
+            """.write(toFile: preset, atomically: true, encoding: .utf8)
+        let run = try TandemProcess(["run", "--no-view", "--control-port", "0", preset], server: server,
+                                    log: dir.appendingPathComponent("run.log").path)
+        #expect(run.waitFor("diskError", timeout: 15), "\(run.output)")
+        usleep(500_000)
+        #expect(run.process.isRunning, "policy continue keeps the session up")
+        func ticks() -> Int {
+            let stat = (try? String(contentsOfFile: "/proc/\(run.process.pid)/stat", encoding: .utf8)) ?? ""
+            let fields = stat.split(separator: ")").last?.split(separator: " ") ?? []
+            return fields.count > 13 ? (Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0) : 0
+        }
+        let before = ticks()
+        usleep(2_000_000)
+        let used = Double(ticks() - before) / Double(sysconf(Int32(_SC_CLK_TCK))) / 2.0
+        #expect(used < 0.05, "CPU after the disk error: \(used * 100) % (no busy loop)")
+        run.process.signal(SIGTERM)
+        #expect(run.process.wait(timeout: 10) == 0)
+    }
+
+    /// Rotation whose next chunk name is already taken: the chunk gets a variant name, the existing file is
+    /// untouched, and the chunks still join to the whole take.
+    @Test func rotationNeverOverwritesAnExistingChunkName() throws {
+        let server = try TestEnvironment.server("rotclash")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("rotclash")
+        let taken = dir.appendingPathComponent("r-001-002.wav").path
+        try Data("someone else's".utf8).write(to: URL(fileURLWithPath: taken))
+        let t = try TandemProcess(["record", "-c", "1", "-d", dir.path, "--session", "r", "--template", "{session}-{take:03}",
+                                   "--rotate", "0.5", "-t", "2", "--connect", "system:capture_1"],
+                                  server: server, log: dir.appendingPathComponent("rec.log").path)
+        #expect(t.process.wait(timeout: 15) == 0, "\(t.output)")
+        #expect(try String(contentsOfFile: taken, encoding: .utf8) == "someone else's")
+        let report = try TakeReport.read(from: try #require(announcedReport(t.output)))
+        #expect(report.chunks.count == 4 && report.chunks[1].files[0].hasSuffix("r-001-002+1.wav"), "\(report.chunks.map(\.files))")
+        #expect(report.chunks.map(\.frames).reduce(0, +) == report.frames && report.frames == 2 * 48000)
     }
 
     @Test func badOptionsExitTwoWithAMessage() throws {

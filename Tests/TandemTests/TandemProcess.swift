@@ -7,11 +7,14 @@ struct TandemProcess {
     let process: ChildProcess
     let logPath: String
 
-    init(_ arguments: [String], server: JackServer, extraEnvironment: [String: String] = [:], log: String) throws {
+    /// `wrapper` runs before the binary (e.g. setpriv to drop capabilities).
+    init(_ arguments: [String], server: JackServer, extraEnvironment: [String: String] = [:], log: String,
+         wrapper: [String] = []) throws {
         logPath = log
         var env = ["JACK_DEFAULT_SERVER": server.name, "JACK_NO_START_SERVER": "1"]
         for (k, v) in extraEnvironment { env[k] = v }
-        process = try ChildProcess([TestEnvironment.product("tandem")] + arguments, environment: env, outputPath: log)
+        process = try ChildProcess(wrapper + [TestEnvironment.product("tandem")] + arguments, environment: env,
+                                   outputPath: log)
     }
 
     var output: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
