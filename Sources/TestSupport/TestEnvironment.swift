@@ -40,13 +40,18 @@ public enum TestEnvironment {
     /// which breaks the continuity that bit-exact tests check. Without it they run with `-r` and still work.
     public static var realtimeAllowed: Bool { JackServer.realtimeAllowed }
 
+    /// The period test servers use: 1024 frames (21 ms). On a small shared machine a scheduling stall of a few
+    /// milliseconds makes a 256-frame server miss a cycle, and JACK then drops or repeats a period inside the graph
+    /// (no client can prevent it; Tandem counts the xrun), which would fail a bit-exact test for no fault of ours.
+    public static let testPeriod = 1024
+
     /// Starts a private dummy server with a name unique to this test.
-    public static func server(_ label: String, period: Int = 256, sampleRate: Int = 48000) throws -> JackServer {
+    public static func server(_ label: String, period: Int = testPeriod, sampleRate: Int = 48000) throws -> JackServer {
         try server(named: JackServer.uniqueName("t-\(label)"), period: period, sampleRate: sampleRate)
     }
 
     /// Starts a private dummy server with a given name (to restart one under the same name).
-    public static func server(named name: String, period: Int = 256, sampleRate: Int = 48000) throws -> JackServer {
+    public static func server(named name: String, period: Int = testPeriod, sampleRate: Int = 48000) throws -> JackServer {
         JackLibrary.routeMessages(verbose: false)
         return try JackServer(name: name, sampleRate: sampleRate, period: period, realtime: realtimeAllowed)
     }

@@ -143,7 +143,7 @@ import TestSupport
 
     /// 64 channels at a 256-frame period for 30 s: no underrun after the start.
     @Test func sixtyFourChannelsPlayWithoutUnderruns() throws {
-        let server = try TestEnvironment.server("p64")
+        let server = try TestEnvironment.server("p64", period: 256)
         defer { server.stop() }
         let dir = TestEnvironment.temporaryDirectory("p64")
         let path = dir.appendingPathComponent("n64.wav").path

@@ -33,7 +33,7 @@ import TestSupport
         defer { server.stop() }
         let a = try JackClient(name: "tandem-a", server: server.name)
         let b = try JackClient(name: "tandem-b", server: server.name)
-        #expect(a.sampleRate == 48000 && a.bufferSize == 256)
+        #expect(a.sampleRate == 48000 && a.bufferSize == TestEnvironment.testPeriod)
         let out = try a.registerPort("out_1", direction: .output)
         let inp = try b.registerPort("in_1", direction: .input)
         #expect(out.name == "tandem-a:out_1" && inp.shortName == "in_1")

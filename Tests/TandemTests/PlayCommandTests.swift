@@ -44,7 +44,7 @@ import TestSupport
 
     @Test(.enabled(if: TestEnvironment.hasProgram("sndfile-jackplay")))
     func playerCallbackIsCleanWhilePlayingSixteenChannels() throws {
-        let server = try TestEnvironment.server("rtplay")
+        let server = try TestEnvironment.server("rtplay", period: 256)
         defer { server.stop() }
         let dir = TestEnvironment.temporaryDirectory("rtplay")
         let source = dir.appendingPathComponent("noise.wav").path

@@ -29,7 +29,7 @@ import TestSupport
     /// Steady recording of 16 channels (fed by sndfile-jackplay, rotating files every second): zero events.
     @Test(.enabled(if: TestEnvironment.hasProgram("sndfile-jackplay")))
     func recorderCallbackIsCleanWhileRecordingSixteenChannels() throws {
-        let server = try TestEnvironment.server("rtrec")
+        let server = try TestEnvironment.server("rtrec", period: 256)
         defer { server.stop() }
         let dir = TestEnvironment.temporaryDirectory("rtrec")
         let source = dir.appendingPathComponent("noise.wav").path
@@ -53,7 +53,7 @@ import TestSupport
 
     /// The check can fail: a callback that builds an array and a string each cycle is caught.
     @Test func interposerCatchesABadCallback() throws {
-        let server = try TestEnvironment.server("rtbad")
+        let server = try TestEnvironment.server("rtbad", period: 256)
         defer { server.stop() }
         let dir = TestEnvironment.temporaryDirectory("rtbad")
         var results: [String: Report] = [:]
