@@ -28,10 +28,7 @@ extension PlayerState {
         defer {
             c.add(Counter.cycles.rawValue, 1)
             if s.ring.writer.space >= s.wakeSpace { s.wakeup.post() }
-            let spent = monotonicNanoseconds() - began
-            c.store(Counter.lastCycleNanos.rawValue, spent)
-            c.storeMax(Counter.maxCycleNanos.rawValue, spent)
-            s.cycleCost.record(nanoseconds: spent)
+            s.cycleCost.record(nanoseconds: monotonicNanoseconds() - began)
         }
 
         // Stale frames (before a seek or a new queue) are discarded, never played.

@@ -152,7 +152,6 @@ public final class Player: @unchecked Sendable {
     /// p50 / p99 / max cost of the process callback since activation, in nanoseconds.
     public var cycleCost: CycleHistogram.Summary { state.pointee.cycleCost.summary() }
 
-    public func takeMaxCycleNanos() -> Int { state.pointee.counters.exchange(PlayerState.Counter.maxCycleNanos.rawValue, 0) }
 
     /// Whether every queued item has been played out (no loop).
     public var isFinished: Bool {

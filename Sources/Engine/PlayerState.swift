@@ -29,7 +29,6 @@ struct PlayerState: BitwiseCopyable {
         case cycleFrameTime, cycleRingPosition
         /// JACK frame time at which the first ring frame of the current run was played (-1 before).
         case startedAtFrameTime
-        case lastCycleNanos, maxCycleNanos
     }
 
     let client: OpaquePointer

@@ -49,10 +49,7 @@ extension RecorderState {
         counters.add(Counter.meterFrames.rawValue, n)
         if !written || s.ring.fill >= s.wakeFrames { s.wakeup.post() }
 
-        let spent = monotonicNanoseconds() - began
-        counters.store(Counter.lastCycleNanos.rawValue, spent)
-        counters.storeMax(Counter.maxCycleNanos.rawValue, spent)
-        s.cycleCost.record(nanoseconds: spent)
+        s.cycleCost.record(nanoseconds: monotonicNanoseconds() - began)
     }
 
     /// Peak and sum of squares per channel into the meter atomics. Realtime: safe.

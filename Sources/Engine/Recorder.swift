@@ -139,11 +139,9 @@ public final class Recorder: @unchecked Sendable {
         writer.status.map { ($0.take, $0.frames, $0.files, $0.bytes) }
     }
 
-    /// The longest process cycle since the last call, in nanoseconds.
     /// p50 / p99 / max cost of the process callback since activation, in nanoseconds.
     public var cycleCost: CycleHistogram.Summary { state.pointee.cycleCost.summary() }
 
-    public func takeMaxCycleNanos() -> Int { state.pointee.counters.exchange(RecorderState.Counter.maxCycleNanos.rawValue, 0) }
 
     /// Peak and RMS per channel since the last call (the call resets them); nil when no cycle ran since then.
     public func readMeters() -> [MeterReading]? { readMeterWindow()?.readings }

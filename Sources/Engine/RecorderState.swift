@@ -20,8 +20,6 @@ struct RecorderState: BitwiseCopyable {
         case cycleStamp
         /// Frames summed into the meters since the meters were last read.
         case meterFrames
-        /// Duration of the latest cycle's work and the longest since last read, in nanoseconds.
-        case lastCycleNanos, maxCycleNanos
     }
 
     /// The JACK client handle (for `jack_last_frame_time`).
