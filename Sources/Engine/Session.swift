@@ -423,8 +423,7 @@ public final class Session: @unchecked Sendable {
                 lastTake = max(lastTake, take)
                 var deadline: Date?
                 if let stop = preset?.recorder?.stopAt, let s = Preset.secondsOfDay(stop) {
-                    let today = Calendar.current.startOfDay(for: Date()).addingTimeInterval(Double(s))
-                    deadline = today > Date() ? today : today.addingTimeInterval(86400)
+                    deadline = Preset.nextOccurrence(ofSecondsOfDay: s)
                 }
                 workers.finish("take")
                 workers.start("take", detail: "take \(take)", deadline: deadline) { [weak self] in

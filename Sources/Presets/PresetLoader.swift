@@ -465,4 +465,10 @@ public extension Preset {
     static func secondsOfDay(_ clock: String) -> Int? { Validator.clock(clock) }
     /// Bytes of a size like "2G".
     static func bytes(_ size: String) -> Int? { Validator.size(size) }
+
+    /// The next moment (today, or tomorrow if it has passed) that is `secondsOfDay` after local midnight.
+    static func nextOccurrence(ofSecondsOfDay secondsOfDay: Int, after now: Date = Date()) -> Date {
+        let today = Calendar.current.startOfDay(for: now).addingTimeInterval(Double(secondsOfDay))
+        return today > now ? today : today.addingTimeInterval(86400)
+    }
 }

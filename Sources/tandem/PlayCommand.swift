@@ -119,7 +119,7 @@ struct PlayCommand: ParsableCommand {
         if let seek, let r = try? SoundFileReader(path: files[0]) { startFrame = Int(seek * Double(r.sampleRate)) }
         if startFrame > 0 { player.seek(item: 0, frame: startFrame) }
         player.waitForFill(seconds: 5)
-        var startDeadline = startAt.flatMap(Preset.secondsOfDay).map(RecordCommand.nextOccurrence)
+        var startDeadline = startAt.flatMap(Preset.secondsOfDay).map { Preset.nextOccurrence(ofSecondsOfDay: $0) }
         if !wait && startDeadline == nil { player.play() }
 
         var failed = false

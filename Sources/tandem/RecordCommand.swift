@@ -80,31 +80,14 @@ struct RecordCommand: ParsableCommand {
         if SampleFormat(rawValue: sample) == nil {
             throw ValidationError("unknown --sample '\(sample)' (float32, int24, int16)")
         }
-        if let rotateSize, RecordCommand.parseSize(rotateSize) == nil {
+        if let rotateSize, Preset.bytes(rotateSize) == nil {
             throw ValidationError("--rotate-size '\(rotateSize)' is not a size (e.g. 500M, 2G, 1048576)")
         }
-        if let stopAt, RecordCommand.parseClock(stopAt) == nil {
+        if let stopAt, Preset.secondsOfDay(stopAt) == nil {
             throw ValidationError("--stop-at '\(stopAt)' is not a time of day (HH:MM or HH:MM:SS)")
         }
         let problems = makeConfig().problems()
         if !problems.isEmpty { throw ValidationError(problems.joined(separator: "\n")) }
-    }
-
-    static func parseSize(_ s: String) -> Int? {
-        let units: [Character: Int] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30]
-        if let last = s.uppercased().last, let unit = units[last] {
-            return Double(s.dropLast()).map { Int($0 * Double(unit)) }
-        }
-        return Int(s)
-    }
-
-    /// Seconds since local midnight.
-    static func parseClock(_ s: String) -> Int? {
-        let parts = s.split(separator: ":").map { Int($0) }
-        guard parts.count == 2 || parts.count == 3, parts.allSatisfy({ $0 != nil }) else { return nil }
-        let h = parts[0]!, m = parts[1]!, sec = parts.count == 3 ? parts[2]! : 0
-        guard (0..<24).contains(h), (0..<60).contains(m), (0..<60).contains(sec) else { return nil }
-        return h * 3600 + m * 60 + sec
     }
 
     func makeConfig() -> RecorderConfig {
@@ -118,7 +101,7 @@ struct RecordCommand: ParsableCommand {
                                sample: SampleFormat(rawValue: sample) ?? .float32, quality: quality)
         c.stems = stems
         c.rotateSeconds = rotate
-        c.rotateBytes = rotateSize.flatMap(RecordCommand.parseSize)
+        c.rotateBytes = rotateSize.flatMap(Preset.bytes)
         c.prerollSeconds = preroll
         c.maxDurationSeconds = duration
         c.ringSeconds = ring
@@ -146,7 +129,7 @@ struct RecordCommand: ParsableCommand {
             fail(.badInput, "\(error)")
         }
         if !armed { recorder.startTake() }
-        let stopDeadline = stopAt.flatMap(RecordCommand.parseClock).map(RecordCommand.nextOccurrence)
+        let stopDeadline = stopAt.flatMap(Preset.secondsOfDay).map { Preset.nextOccurrence(ofSecondsOfDay: $0) }
         var status = ExitStatus.ok
         var stopReason: TakeEnd = .stopped
         loop: while true {
@@ -197,11 +180,5 @@ struct RecordCommand: ParsableCommand {
         case .diskError: return .diskError
         default: return .none
         }
-    }
-
-    static func nextOccurrence(_ secondsOfDay: Int) -> Date {
-        let midnight = Calendar.current.startOfDay(for: Date())
-        let today = midnight.addingTimeInterval(Double(secondsOfDay))
-        return today > Date() ? today : today.addingTimeInterval(86400)
     }
 }
