@@ -134,8 +134,7 @@ extension Session {
             var st = statvfs()
             if statvfs(cfg.directory, &st) == 0 { free = Int(st.f_bavail) * Int(st.f_frsize) }
             var perSecond = Double(r.sampleRate * r.ports.count * 4)
-            if let width = [SampleFormat.float32: 4, .int24: 3, .int16: 2][cfg.format.sample], cfg.format.container.hasSampleFormat,
-               cfg.format.container != .flac {
+            if let width = DiskWriter.bytesPerSample(cfg.format) {
                 perSecond = Double(r.sampleRate * r.ports.count * width)
             } else if let t = take, t.frames > 0, t.bytes > 0 {
                 perSecond = Double(t.bytes) / (Double(t.frames) / Double(r.sampleRate))
