@@ -22,6 +22,10 @@ let package = Package(
                        providers: [.apt(["libsoxr-dev"])]),
         .systemLibrary(name: "CLo", pkgConfig: "liblo",
                        providers: [.apt(["liblo-dev"])]),
+        .systemLibrary(name: "CLilv", pkgConfig: "lilv-0",
+                       providers: [.apt(["liblilv-dev", "lv2-dev"])]),
+        // The LV2 host features that must be C (URID map, variadic log, worker queues).
+        .target(name: "LV2Host"),
 
         .target(name: "Realtime"),
         .target(name: "Jack", dependencies: [
@@ -30,8 +34,12 @@ let package = Package(
         ]),
         .target(name: "SoundFile", dependencies: ["CSndFile", "CSoxr"]),
         .target(name: "Presets", dependencies: ["SoundFile"]),
+        .target(name: "Plugins", dependencies: [
+            "CLilv", "LV2Host", "Realtime", "Presets",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .target(name: "Engine", dependencies: [
-            "Realtime", "Jack", "SoundFile", "Presets",
+            "Realtime", "Jack", "SoundFile", "Presets", "Plugins",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "Control", dependencies: [
@@ -39,7 +47,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "tandem", dependencies: [
-            "Engine", "Control", "Jack", "SoundFile", "Presets", "Realtime",
+            "Engine", "Control", "Jack", "SoundFile", "Presets", "Realtime", "Plugins",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -54,6 +62,7 @@ let package = Package(
         .testTarget(name: "SoundFileTests", dependencies: ["SoundFile", "TestSupport"]),
         .testTarget(name: "PresetsTests", dependencies: ["Presets", "TestSupport"]),
         .testTarget(name: "EngineTests", dependencies: ["Engine", "TestSupport"]),
+        .testTarget(name: "PluginsTests", dependencies: ["Plugins", "Presets", "TestSupport"]),
         .testTarget(name: "TandemTests", dependencies: ["TestSupport", "SoundFile", "Engine", "Jack", "Control"]),
         .testTarget(name: "ControlTests", dependencies: ["Control", "Engine", "Presets", "TestSupport"]),
     ],

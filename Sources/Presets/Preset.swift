@@ -135,6 +135,8 @@ public struct SessionSection: Sendable, Equatable {
     public var onManualDisconnect: DisconnectPolicy = .respect
     /// OSC control port on 127.0.0.1 (nil: no control protocol).
     public var controlPort: Int?
+    /// Bring back plugin state and control values saved by an earlier run of this session.
+    public var restorePlugins = true
     public init() {}
 }
 
@@ -152,6 +154,10 @@ public struct RecorderSection: Sendable, Equatable {
     public var stopAt: String?
     public var start: RecorderStart = .immediately
     public var ringSeconds: Double = 4
+    /// LV2 insert chain, in order; what is recorded is what it outputs.
+    public var plugins: [PluginSpec] = []
+    /// Also record the unprocessed input (extra channels after the processed ones).
+    public var recordDry = false
     public init() {}
 }
 
@@ -168,6 +174,8 @@ public struct PlayerSection: Sendable, Equatable {
     public var seekSeconds: Double = 0
     public var start: PlayerStart = .immediately
     public var ringSeconds: Double = 2
+    /// LV2 insert chain between the ring and the ports, in order.
+    public var plugins: [PluginSpec] = []
     public init() {}
 }
 

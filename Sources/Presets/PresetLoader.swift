@@ -290,7 +290,7 @@ struct Validator {
     mutating func session(_ t: TOMLTable) -> SessionSection {
         let s = "session"
         unknownKeys(t, ["name", "server", "directory", "create_directory", "on_server_loss", "on_disk_error", "on_manual_disconnect",
-                        "control_port"], section: s)
+                        "control_port", "restore_plugins"], section: s)
         var out = SessionSection()
         if let (name, line) = string(t, "name", s) {
             if name.isEmpty || name.contains("/") { problem("session.name", line, "must be non-empty and contain no '/'") }
@@ -329,13 +329,14 @@ struct Validator {
         out.onDiskError = choice(t, "on_disk_error", s, DiskErrorPolicy.self) ?? .stop
         out.onManualDisconnect = choice(t, "on_manual_disconnect", s, DisconnectPolicy.self) ?? .respect
         out.controlPort = integer(t, "control_port", s, 1024...65535)
+        out.restorePlugins = bool(t, "restore_plugins", s) ?? true
         return out
     }
 
     mutating func recorder(_ t: TOMLTable) -> RecorderSection {
         let s = "recorder"
         unknownKeys(t, ["client", "channels", "ports", "format", "sample", "quality", "template", "stems", "rotate",
-                        "rotate_size", "preroll", "duration", "stop_at", "start", "ring"], section: s)
+                        "rotate_size", "preroll", "duration", "stop_at", "start", "ring", "plugins", "dry"], section: s)
         var r = RecorderSection()
         r.client = client(t, s, default: r.client)
         r.ports = ports(t, s, prefix: "in", default: r.ports)
@@ -372,13 +373,18 @@ struct Validator {
         }
         r.start = choice(t, "start", s, RecorderStart.self) ?? .immediately
         r.ringSeconds = number(t, "ring", s, 0.1...600, unit: " seconds") ?? 4
+        r.plugins = plugins(t, s)
+        r.recordDry = bool(t, "dry", s) ?? false
+        if r.recordDry && r.plugins.isEmpty {
+            problem("recorder.dry", t.keyLines["dry"], "'dry' records the input beside the plugin chain's output: it needs [[recorder.plugins]]")
+        }
         return r
     }
 
     mutating func player(_ t: TOMLTable) -> PlayerSection {
         let s = "player"
         unknownKeys(t, ["client", "channels", "ports", "queue", "loop", "gain", "map", "quality", "seek", "start",
-                        "ring"], section: s)
+                        "ring", "plugins"], section: s)
         var p = PlayerSection()
         p.client = client(t, s, default: p.client)
         p.ports = ports(t, s, prefix: "out", default: p.ports)
@@ -417,7 +423,62 @@ struct Validator {
         p.seekSeconds = number(t, "seek", s, 0...1e9, unit: " seconds") ?? 0
         p.start = choice(t, "start", s, PlayerStart.self) ?? .immediately
         p.ringSeconds = number(t, "ring", s, 0.1...60, unit: " seconds") ?? 2
+        p.plugins = plugins(t, s)
         return p
+    }
+
+    /// `[[SECTION.plugins]]`: uri, name, preset, controls = { symbol = value, ... }.
+    mutating func plugins(_ t: TOMLTable, _ section: String) -> [PluginSpec] {
+        guard let v = t["plugins"] else { return [] }
+        let key = "\(section).plugins"
+        guard case .array(let items, _) = v else {
+            problem(key, v.line, "expected [[\(key)]] tables (an array of tables), found \(v.typeName)")
+            return []
+        }
+        var out: [PluginSpec] = []
+        var names = Set<String>()
+        for item in items {
+            guard case .table(let p) = item else {
+                problem(key, item.line, "expected [[\(key)]] tables, found \(item.typeName)")
+                continue
+            }
+            unknownKeys(p, ["uri", "name", "preset", "controls"], section: key)
+            guard let (uri, uriLine) = string(p, "uri", key) else {
+                if p["uri"] == nil { problem("\(key).uri", p.line, "every [[\(key)]] needs 'uri' (see `tandem plugins`)") }
+                continue
+            }
+            if !PluginSpec.isURI(uri) { problem("\(key).uri", uriLine, "'\(uri)' is not a URI") }
+            var spec = PluginSpec(uri: uri)
+            if let (name, line) = string(p, "name", key) {
+                if PluginSpec.isName(name) { spec.name = name } else {
+                    problem("\(key).name", line, "bad plugin name '\(name)' (1 to 64 letters, digits, - and _)")
+                }
+                if names.contains(name) { problem("\(key).name", line, "two plugins in one chain are named '\(name)'") }
+            }
+            if let (preset, line) = string(p, "preset", key) {
+                if !PluginSpec.isURI(preset) { problem("\(key).preset", line, "'\(preset)' is not a preset URI") }
+                spec.preset = preset
+            }
+            if let c = p["controls"] {
+                if case .table(let controls) = c {
+                    for symbol in controls.keys {
+                        switch controls[symbol] {
+                        case .integer(let i, _)?: spec.controls.append(.init(symbol: symbol, value: Double(i)))
+                        case .float(let f, _)? where f.isFinite: spec.controls.append(.init(symbol: symbol, value: f))
+                        case .bool(let b, _)?: spec.controls.append(.init(symbol: symbol, value: b ? 1 : 0))
+                        default:
+                            problem("\(key).controls.\(symbol)", controls.keyLines[symbol] ?? c.line,
+                                    "expected a number for control '\(symbol)'")
+                        }
+                    }
+                } else {
+                    problem("\(key).controls", c.line, "expected a table of control values, e.g. controls = { gain = -6.0 }")
+                }
+            }
+            names.insert(spec.name)
+            out.append(spec)
+        }
+        return PluginSpec.uniqueNames(out)
     }
 
     mutating func connection(_ t: TOMLTable) -> ConnectionRule? {

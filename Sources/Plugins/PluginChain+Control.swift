@@ -1,0 +1,103 @@
+import CLilv
+import Foundation
+import LV2Host
+import Presets
+
+/// What `tandem status` and the control protocol show of one plugin.
+public struct PluginStatus: Sendable, Codable, Equatable {
+    public var name: String
+    public var uri: String
+    public var controls: [Control]
+    /// Output control ports (meters, gain reduction, latency), as the plugin last wrote them.
+    public var outputs: [Control]
+    public var instances: Int
+    public var latencyFrames: Int
+    /// Requests the plugin's worker handled, and requests or responses dropped because a queue was full.
+    public var workerRequests: Int?
+    public var workerDropped: Int?
+
+    public struct Control: Sendable, Codable, Equatable {
+        public var symbol: String
+        public var value: Float
+    }
+}
+
+extension PluginChain {
+    private func stage(_ name: String) throws(PluginError) -> Stage {
+        guard let s = stages.first(where: { $0.spec.name == name }) else {
+            let known = specs.map(\.name)
+            throw PluginError(.unknownPlugin, plugin: name, "no plugin named '\(name)' in the \(label) chain"
+                              + (known.isEmpty ? " (it is empty)" : " (plugins: \(known.joined(separator: ", ")))"))
+        }
+        return s
+    }
+
+    /// Sets a control by symbol (clamped to the port's range), effective from the next process cycle. Returns the
+    /// value set.
+    @discardableResult
+    public func set(_ plugin: String, _ symbol: String, _ value: Double) throws(PluginError) -> Float {
+        let s = try stage(plugin)
+        let v = try checkedValue(s, symbol, value)
+        s.rt.controls.store(s.controlIndex(symbol)!, Int(v.bitPattern))
+        dirty = true
+        return v
+    }
+
+    /// The current target of a control.
+    public func value(_ plugin: String, _ symbol: String) throws(PluginError) -> Float {
+        let s = try stage(plugin)
+        guard let k = s.controlIndex(symbol) else { throw unknownControl(s, symbol) }
+        return Float(bitPattern: UInt32(truncatingIfNeeded: s.rt.controls.load(k)))
+    }
+
+    func unknownControl(_ s: Stage, _ symbol: String) -> PluginError {
+        PluginError(.unknownControl, plugin: s.spec.name, "<\(s.spec.uri)> has no control '\(symbol)' (controls: "
+                    + (s.controls.isEmpty ? "none" : s.controls.map(\.symbol).joined(separator: ", ")) + ")")
+    }
+
+    /// The value a control would take: an error for an unknown symbol or a non-number, clamped to the range.
+    func checkedValue(_ s: Stage, _ symbol: String, _ value: Double) throws(PluginError) -> Float {
+        guard let k = s.controlIndex(symbol) else { throw unknownControl(s, symbol) }
+        guard value.isFinite else { throw PluginError(.badValue, plugin: s.spec.name, "control '\(symbol)': \(value) is not a number") }
+        let port = s.controls[k]
+        var v = Float(value)
+        if let lo = port.minimum, v < lo { v = lo }
+        if let hi = port.maximum, v > hi { v = hi }
+        return v
+    }
+
+    /// Total latency of the chain in frames: the sum of what each plugin reports.
+    public var latency: Int {
+        stages.reduce(0) { total, s in
+            guard let k = s.outputs.firstIndex(where: \.reportsLatency) else { return total }
+            let v = Float(bitPattern: UInt32(truncatingIfNeeded: s.rt.outputs.load(k)))
+            return total + (v.isFinite && v > 0 ? Int(v.rounded()) : 0)
+        }
+    }
+
+    public var status: [PluginStatus] {
+        stages.map { s in
+            let controls = s.controls.enumerated().map { k, p in
+                PluginStatus.Control(symbol: p.symbol, value: Float(bitPattern: UInt32(truncatingIfNeeded: s.rt.controls.load(k))))
+            }
+            let outputs = s.outputs.enumerated().map { k, p in
+                PluginStatus.Control(symbol: p.symbol, value: Float(bitPattern: UInt32(truncatingIfNeeded: s.rt.outputs.load(k))))
+            }
+            let latency = s.outputs.firstIndex(where: \.reportsLatency).map { Int(outputs[$0].value.rounded()) } ?? 0
+            return PluginStatus(
+                name: s.spec.name, uri: s.spec.uri, controls: controls, outputs: outputs, instances: s.instances.count,
+                latencyFrames: latency,
+                workerRequests: s.workers.isEmpty ? nil : s.workers.reduce(0) { $0 + Int(lv2host_worker_handled($1)) },
+                workerDropped: s.workers.isEmpty ? nil : s.workers.reduce(0) { $0 + Int(lv2host_worker_dropped($1)) })
+        }
+    }
+
+    /// The chain as plugin specs with the current control values (what a preset would need to say to get here).
+    public var currentSpecs: [PluginSpec] {
+        status.enumerated().map { k, st in
+            var spec = specs[k]
+            spec.controls = st.controls.map { .init(symbol: $0.symbol, value: Double($0.value)) }
+            return spec
+        }
+    }
+}

@@ -1,0 +1,158 @@
+import CLilv
+import Foundation
+import LV2Host
+import Presets
+
+/// What a state restore writes control values into, and where a state save reads them from.
+final class PortValues {
+    let stage: PluginChain.Stage
+    let scratch = UnsafeMutablePointer<Float>.allocate(capacity: 1)
+    let floatType, doubleType, intType, longType, boolType: UInt32
+    init(_ stage: PluginChain.Stage, host: PluginHost) {
+        self.stage = stage
+        floatType = host.urid(LV2.atomFloat)
+        doubleType = host.urid(LV2.atomDouble)
+        intType = host.urid(LV2.atomInt)
+        longType = host.urid(LV2.atomLong)
+        boolType = host.urid(LV2.atomBool)
+    }
+    deinit { scratch.deallocate() }
+
+    static let set: LilvSetPortValueFunc = { symbol, context, value, size, type in
+        guard let symbol, let context, let value else { return }
+        let v = Unmanaged<PortValues>.fromOpaque(context).takeUnretainedValue()
+        let number: Float
+        switch type {
+        case v.floatType where size == 4: number = value.load(as: Float.self)
+        case v.doubleType where size == 8: number = Float(value.load(as: Double.self))
+        case v.intType where size == 4, v.boolType where size == 4: number = Float(value.load(as: Int32.self))
+        case v.longType where size == 8: number = Float(value.load(as: Int64.self))
+        default: return
+        }
+        if let k = v.stage.controlIndex(String(cString: symbol)) {
+            v.stage.rt.controls.store(k, Int(number.bitPattern))
+        }
+    }
+
+    static let get: LilvGetPortValueFunc = { symbol, context, size, type in
+        guard let symbol, let context else { return nil }
+        let v = Unmanaged<PortValues>.fromOpaque(context).takeUnretainedValue()
+        guard let k = v.stage.controlIndex(String(cString: symbol)) else { return nil }
+        v.scratch.pointee = Float(bitPattern: UInt32(truncatingIfNeeded: v.stage.rt.controls.load(k)))
+        size?.pointee = 4
+        type?.pointee = v.floatType
+        return UnsafeRawPointer(v.scratch)
+    }
+}
+
+extension PluginChain {
+    /// The file a chain's saved state for a plugin lives in.
+    public static func stateFile(directory: String, plugin name: String) -> String {
+        "\(directory)/\(name)/state.ttl"
+    }
+
+    /// Plugin default state, then the LV2 preset, then the preset's control values, then the saved state.
+    /// Call inside `host.locked`, before the instances are activated or run.
+    func applyInitialValues(_ s: Stage, savedState: String?) {
+        let spec = s.spec
+        if s.info.requiredFeatures.contains(LV2.loadDefaultState) || s.info.optionalFeatures.contains(LV2.loadDefaultState),
+           let state = lilv_state_new_from_world(host.world, host.map, lilv_plugin_get_uri(s.plugin)) {
+            restore(state, into: s)
+            lilv_state_free(state)
+        }
+        if let preset = spec.preset {
+            do throws(PluginError) {
+                try applyPreset(preset, to: s)
+            } catch {
+                problems.append(error)
+            }
+        }
+        for c in spec.controls {
+            do throws(PluginError) {
+                let v = try checkedValue(s, c.symbol, c.value)
+                if Double(v) != c.value && Float(c.value) != v {
+                    let port = s.controls[s.controlIndex(c.symbol)!]
+                    problems.append(PluginError(.badValue, plugin: spec.name, "control '\(c.symbol)' = \(c.value) is outside"
+                                                + " \(port.minimum ?? -.infinity) to \(port.maximum ?? .infinity); using \(v)"))
+                }
+                s.rt.controls.store(s.controlIndex(c.symbol)!, Int(v.bitPattern))
+            } catch {
+                problems.append(error)
+            }
+        }
+        if let savedState {
+            let file = Self.stateFile(directory: savedState, plugin: spec.name)
+            guard FileManager.default.fileExists(atPath: file) else { return }
+            guard let state = lilv_state_new_from_file(host.world, host.map, nil, file) else {
+                problems.append(PluginError(.state, plugin: spec.name, "saved state '\(file)' cannot be read; not restored"))
+                return
+            }
+            defer { lilv_state_free(state) }
+            let saved = PluginHost.string(lilv_state_get_plugin_uri(state)) ?? "?"
+            guard saved == spec.uri else {
+                problems.append(PluginError(.state, plugin: spec.name, "saved state '\(file)' is for <\(saved)>, not"
+                                            + " <\(spec.uri)>; not restored"))
+                return
+            }
+            restore(state, into: s)
+            restoredFrom.append(file)
+        }
+    }
+
+    /// Restores `state` into every instance of `s`. Call inside `host.locked`, while the instances do not run.
+    func restore(_ state: OpaquePointer, into s: Stage) {
+        let values = PortValues(s, host: host)
+        let context = Unmanaged.passUnretained(values).toOpaque()
+        for (i, inst) in s.instances.enumerated() {
+            lilv_state_restore(state, inst, PortValues.set, context, 0, s.features[i])
+        }
+        withExtendedLifetime(values) {}
+    }
+
+    /// Applies an LV2 preset (by URI). Call inside `host.locked`, while the instances do not run.
+    func applyPreset(_ uri: String, to s: Stage) throws(PluginError) {
+        let node = host.node(uri)
+        defer { lilv_node_free(node) }
+        lilv_world_load_resource(host.world, node)
+        guard let state = lilv_state_new_from_world(host.world, host.map, node) else {
+            let known = host.presets(of: s.plugin).map { "<\($0.uri)> (\($0.label))" }
+            throw PluginError(.preset, plugin: s.spec.name, "LV2 preset <\(uri)> not found for <\(s.spec.uri)>"
+                              + (known.isEmpty ? "; the plugin has no presets" : "; its presets: \(known.joined(separator: ", "))"))
+        }
+        defer { lilv_state_free(state) }
+        let target = PluginHost.string(lilv_state_get_plugin_uri(state)) ?? "?"
+        guard target == s.spec.uri else {
+            throw PluginError(.preset, plugin: s.spec.name, "LV2 preset <\(uri)> is for <\(target)>, not <\(s.spec.uri)>")
+        }
+        restore(state, into: s)
+    }
+
+    /// Saves every plugin's state and control values under `directory` (one folder per plugin name, each an LV2
+    /// state bundle). Safe while the chain runs (LV2 allows save concurrently with run).
+    public func save(to directory: String) throws(PluginError) {
+        try host.locked { () throws(PluginError) in
+            for s in stages {
+                let folder = "\(directory)/\(s.spec.name)"
+                do {
+                    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+                } catch {
+                    throw PluginError(.state, plugin: s.spec.name, "cannot create '\(folder)': \(error.localizedDescription)")
+                }
+                let values = PortValues(s, host: host)
+                let context = Unmanaged.passUnretained(values).toOpaque()
+                let flags = UInt32(LV2_STATE_IS_POD.rawValue | LV2_STATE_IS_PORTABLE.rawValue)
+                guard let state = lilv_state_new_from_instance(s.plugin, s.instances[0], host.map, nil, nil, nil, folder,
+                                                               PortValues.get, context, flags, s.features[0]) else {
+                    throw PluginError(.state, plugin: s.spec.name, "the plugin's state could not be taken")
+                }
+                defer { lilv_state_free(state) }
+                withExtendedLifetime(values) {}
+                let tmp = "\(folder)/state.ttl"
+                if lilv_state_save(host.world, host.map, host.unmap, state, nil, folder, "state.ttl") != 0 {
+                    throw PluginError(.state, plugin: s.spec.name, "saving state to '\(tmp)' failed")
+                }
+            }
+        }
+        dirty = false
+    }
+}

@@ -1,0 +1,122 @@
+import CLilv
+import Foundation
+import LV2Host
+import Presets
+
+/// The LV2 world: every installed plugin (from LV2_PATH, or the standard folders), the URID map shared by every
+/// instance, and descriptions of plugins and their ports.
+///
+/// Threads: any non-real-time thread; lilv is not thread-safe, so every use of the world goes through `locked`.
+/// One per process (`shared`): loading the world reads every installed bundle's data.
+public final class PluginHost: @unchecked Sendable {
+    let world: OpaquePointer
+    let urids: OpaquePointer
+    private let lock = NSLock()
+
+    /// The process's host, created on first use.
+    public static let shared = PluginHost()
+
+    private init() {
+        world = lilv_world_new()
+        lilv_world_load_all(world)
+        urids = lv2host_urids_new()
+    }
+
+    /// Runs `body` with the world to itself.
+    func locked<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
+    }
+
+    var map: UnsafeMutablePointer<LV2_URID_Map> { lv2host_urids_map(urids) }
+    var unmap: UnsafeMutablePointer<LV2_URID_Unmap> { lv2host_urids_unmap(urids) }
+    public func urid(_ uri: String) -> UInt32 { lv2host_urid(urids, uri) }
+
+    /// A new URI node (the caller frees it).
+    func node(_ uri: String) -> OpaquePointer { lilv_new_uri(world, uri) }
+
+    func withNode<T>(_ uri: String, _ body: (OpaquePointer) -> T) -> T {
+        let n = node(uri)
+        defer { lilv_node_free(n) }
+        return body(n)
+    }
+
+    /// The plugin with this URI. Call inside `locked`.
+    func lilvPlugin(_ uri: String) -> OpaquePointer? {
+        withNode(uri) { lilv_plugins_get_by_uri(lilv_world_get_all_plugins(world), $0) }
+    }
+
+    /// Every installed plugin, sorted by URI.
+    public func plugins() -> [PluginInfo] {
+        locked {
+            var out: [PluginInfo] = []
+            let all = lilv_world_get_all_plugins(world)
+            var i = lilv_plugins_begin(all)
+            while !lilv_plugins_is_end(all, i) {
+                if let p = lilv_plugins_get(all, i) { out.append(describe(p, presets: false)) }
+                i = lilv_plugins_next(all, i)
+            }
+            return out.sorted { $0.uri < $1.uri }
+        }
+    }
+
+    /// The plugin with this URI, described in full (with its presets), or nil when it is not installed.
+    public func plugin(_ uri: String) -> PluginInfo? {
+        locked { lilvPlugin(uri).map { describe($0, presets: true) } }
+    }
+
+    /// Installed plugin URIs close to `uri` (for "did you mean"). Call inside `locked`.
+    func similarLocked(to uri: String) -> [String] {
+        let tail = PluginSpec.defaultName(uri: uri)
+        var out: [String] = []
+        let all = lilv_world_get_all_plugins(world)
+        var i = lilv_plugins_begin(all)
+        while !lilv_plugins_is_end(all, i) && out.count < 3 {
+            if let p = lilv_plugins_get(all, i), let u = Self.string(lilv_plugin_get_uri(p)),
+               PluginSpec.defaultName(uri: u) == tail || u.hasPrefix(uri) || (uri.count > 8 && u.contains(uri)) {
+                out.append(u)
+            }
+            i = lilv_plugins_next(all, i)
+        }
+        return out
+    }
+}
+
+/// URIs from the LV2 specifications (their C headers build them by macro concatenation, which Swift cannot import).
+enum LV2 {
+    static let core = "http://lv2plug.in/ns/lv2core#"
+    static let ext = "http://lv2plug.in/ns/ext/"
+    static let uridMap = ext + "urid#map", uridUnmap = ext + "urid#unmap"
+    static let options = ext + "options#options", optionsInterface = ext + "options#interface"
+    static let boundedBlockLength = ext + "buf-size#boundedBlockLength"
+    static let minBlockLength = ext + "buf-size#minBlockLength", maxBlockLength = ext + "buf-size#maxBlockLength"
+    static let nominalBlockLength = ext + "buf-size#nominalBlockLength", sequenceSize = ext + "buf-size#sequenceSize"
+    static let workerSchedule = ext + "worker#schedule", workerInterface = ext + "worker#interface"
+    static let log = ext + "log#log"
+    static let stateInterface = ext + "state#interface", loadDefaultState = ext + "state#loadDefaultState"
+    static let threadSafeRestore = ext + "state#threadSafeRestore", mapPath = ext + "state#mapPath"
+    static let makePath = ext + "state#makePath", freePath = ext + "state#freePath"
+    static let hardRTCapable = core + "hardRTCapable", isLive = core + "isLive", inPlaceBroken = core + "inPlaceBroken"
+    static let audioPort = core + "AudioPort", controlPort = core + "ControlPort", cvPort = core + "CVPort"
+    static let inputPort = core + "InputPort", outputPort = core + "OutputPort"
+    static let atomPort = ext + "atom#AtomPort", atomSequence = ext + "atom#Sequence", atomChunk = ext + "atom#Chunk"
+    static let atomFloat = ext + "atom#Float", atomInt = ext + "atom#Int", atomDouble = ext + "atom#Double"
+    static let atomBool = ext + "atom#Bool", atomLong = ext + "atom#Long"
+    static let sampleRate = "http://lv2plug.in/ns/ext/parameters#sampleRate"
+    static let reportsLatency = core + "reportsLatency", latency = core + "latency"
+    static let connectionOptional = core + "connectionOptional"
+    static let toggled = core + "toggled", integer = core + "integer", enumeration = core + "enumeration"
+    static let presetClass = ext + "presets#Preset"
+    static let rdfsLabel = "http://www.w3.org/2000/01/rdf-schema#label"
+}
+
+/// Host features Tandem provides to plugins (anything else a plugin requires makes it unusable here).
+public enum HostFeatures {
+    public static let supported: Set<String> = [
+        LV2.uridMap, LV2.uridUnmap, LV2.options, LV2.boundedBlockLength, LV2.workerSchedule, LV2.log,
+        LV2.loadDefaultState, LV2.threadSafeRestore, LV2.mapPath, LV2.makePath, LV2.freePath,
+        LV2.hardRTCapable, LV2.isLive, LV2.inPlaceBroken,
+    ]
+}
+

@@ -1,0 +1,155 @@
+import CLilv
+import Foundation
+
+/// What a plugin port is.
+public enum PluginPortKind: String, Sendable, Codable {
+    case audio, control, atom, cv, other
+}
+
+/// One port of a plugin, as its data describes it.
+public struct PluginPortInfo: Sendable, Codable, Equatable {
+    public var index: Int
+    public var symbol: String
+    public var name: String
+    public var kind: PluginPortKind
+    public var isInput: Bool
+    public var defaultValue: Float?
+    public var minimum: Float?
+    public var maximum: Float?
+    /// An output control port that reports the plugin's latency in frames.
+    public var reportsLatency: Bool
+    public var isToggle: Bool
+    public var isInteger: Bool
+    /// The port may be left unconnected.
+    public var isOptional: Bool
+}
+
+/// An installed plugin, as `tandem plugins` shows it.
+public struct PluginInfo: Sendable, Codable, Equatable {
+    public var uri: String
+    public var name: String
+    public var className: String?
+    public var author: String?
+    public var bundle: String?
+    public var ports: [PluginPortInfo]
+    public var requiredFeatures: [String]
+    public var optionalFeatures: [String]
+    public var extensionData: [String]
+    /// LV2 presets: URI and label.
+    public var presets: [Preset]
+    /// Required features Tandem does not provide (the plugin cannot be used while this is not empty).
+    public var missingFeatures: [String]
+
+    public struct Preset: Sendable, Codable, Equatable {
+        public var uri: String
+        public var label: String
+    }
+
+    public var audioInputs: Int { ports.filter { $0.kind == .audio && $0.isInput }.count }
+    public var audioOutputs: Int { ports.filter { $0.kind == .audio && !$0.isInput }.count }
+    public var controls: [PluginPortInfo] { ports.filter { $0.kind == .control && $0.isInput } }
+}
+
+extension PluginHost {
+    static func string(_ node: OpaquePointer?) -> String? {
+        guard let node, let c = lilv_node_as_string(node) else { return nil }
+        return String(cString: c)
+    }
+
+    static func strings(_ nodes: UnsafeMutableRawPointer?) -> [String] {
+        guard let nodes else { return [] }
+        var out: [String] = []
+        var i = lilv_nodes_begin(nodes)
+        while !lilv_nodes_is_end(nodes, i) {
+            if let s = string(lilv_nodes_get(nodes, i)) { out.append(s) }
+            i = lilv_nodes_next(nodes, i)
+        }
+        return out
+    }
+
+    /// Call inside `locked`.
+    func describe(_ p: OpaquePointer, presets withPresets: Bool) -> PluginInfo {
+        let uri = Self.string(lilv_plugin_get_uri(p)) ?? "?"
+        let nameNode = lilv_plugin_get_name(p)
+        defer { lilv_node_free(nameNode) }
+        let authorNode = lilv_plugin_get_author_name(p)
+        defer { lilv_node_free(authorNode) }
+        let className = lilv_plugin_get_class(p).flatMap { Self.string(lilv_plugin_class_get_label($0)) }
+        let bundle = Self.string(lilv_plugin_get_bundle_uri(p))
+        let required = lilv_plugin_get_required_features(p)
+        let optional = lilv_plugin_get_optional_features(p)
+        let extensions = lilv_plugin_get_extension_data(p)
+        defer {
+            lilv_nodes_free(required)
+            lilv_nodes_free(optional)
+            lilv_nodes_free(extensions)
+        }
+        let requiredList = Self.strings(required)
+        var info = PluginInfo(
+            uri: uri, name: Self.string(nameNode) ?? uri, className: className, author: Self.string(authorNode),
+            bundle: bundle, ports: ports(of: p), requiredFeatures: requiredList,
+            optionalFeatures: Self.strings(optional), extensionData: Self.strings(extensions), presets: [],
+            missingFeatures: requiredList.filter { !HostFeatures.supported.contains($0) })
+        if withPresets { info.presets = presets(of: p) }
+        return info
+    }
+
+    func ports(of p: OpaquePointer) -> [PluginPortInfo] {
+        let count = Int(lilv_plugin_get_num_ports(p))
+        var mins = [Float](repeating: .nan, count: count)
+        var maxs = [Float](repeating: .nan, count: count)
+        var defs = [Float](repeating: .nan, count: count)
+        lilv_plugin_get_port_ranges_float(p, &mins, &maxs, &defs)
+        let kinds: [(String, PluginPortKind)] = [(LV2.audioPort, .audio), (LV2.controlPort, .control),
+                                                 (LV2.atomPort, .atom), (LV2.cvPort, .cv)]
+        let kindNodes = kinds.map { (node($0.0), $0.1) }
+        let input = node(LV2.inputPort), latency = node(LV2.reportsLatency), latencyDesignation = node(LV2.latency)
+        let toggled = node(LV2.toggled), integer = node(LV2.integer), optional = node(LV2.connectionOptional)
+        let designationKey = node(LV2.core + "designation")
+        defer {
+            for (n, _) in kindNodes { lilv_node_free(n) }
+            for n in [input, latency, latencyDesignation, toggled, integer, optional, designationKey] { lilv_node_free(n) }
+        }
+        return (0..<count).map { i in
+            let port = lilv_plugin_get_port_by_index(p, UInt32(i))
+            let kind = kindNodes.first { lilv_port_is_a(p, port, $0.0) }?.1 ?? .other
+            let nameNode = lilv_port_get_name(p, port)
+            defer { lilv_node_free(nameNode) }
+            let isInput = lilv_port_is_a(p, port, input)
+            let designation = lilv_port_get(p, port, designationKey)
+            defer { lilv_node_free(designation) }
+            let designatedLatency = designation.map { lilv_node_equals($0, latencyDesignation) } ?? false
+            return PluginPortInfo(
+                index: i, symbol: Self.string(lilv_port_get_symbol(p, port)) ?? "port\(i)",
+                name: Self.string(nameNode) ?? "", kind: kind, isInput: isInput,
+                defaultValue: defs[i].isNaN ? nil : defs[i], minimum: mins[i].isNaN ? nil : mins[i],
+                maximum: maxs[i].isNaN ? nil : maxs[i],
+                reportsLatency: !isInput && kind == .control
+                    && (lilv_port_has_property(p, port, latency) || designatedLatency),
+                isToggle: lilv_port_has_property(p, port, toggled), isInteger: lilv_port_has_property(p, port, integer),
+                isOptional: lilv_port_has_property(p, port, optional))
+        }
+    }
+
+    func presets(of p: OpaquePointer) -> [PluginInfo.Preset] {
+        let presetClass = node(LV2.presetClass), label = node(LV2.rdfsLabel)
+        defer {
+            lilv_node_free(presetClass)
+            lilv_node_free(label)
+        }
+        guard let related = lilv_plugin_get_related(p, presetClass) else { return [] }
+        defer { lilv_nodes_free(related) }
+        var out: [PluginInfo.Preset] = []
+        var i = lilv_nodes_begin(related)
+        while !lilv_nodes_is_end(related, i) {
+            if let preset = lilv_nodes_get(related, i), let uri = Self.string(preset) {
+                lilv_world_load_resource(world, preset)
+                let labels = lilv_world_find_nodes(world, preset, label, nil)
+                out.append(.init(uri: uri, label: Self.strings(labels).first ?? uri))
+                lilv_nodes_free(labels)
+            }
+            i = lilv_nodes_next(related, i)
+        }
+        return out.sorted { $0.label < $1.label }
+    }
+}

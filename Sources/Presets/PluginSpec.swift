@@ -1,0 +1,101 @@
+/// One LV2 plugin of an insert chain, as a preset or the command line names it.
+public struct PluginSpec: Sendable, Equatable, Codable {
+    /// The plugin's URI.
+    public var uri: String
+    /// How control messages and saved state refer to it; unique within its chain.
+    public var name: String
+    /// An LV2 preset (by URI) applied before `controls`.
+    public var preset: String?
+    /// Control values by port symbol, in the order given.
+    public var controls: [Control]
+
+    public struct Control: Sendable, Equatable, Codable {
+        public var symbol: String
+        public var value: Double
+        public init(symbol: String, value: Double) {
+            self.symbol = symbol
+            self.value = value
+        }
+    }
+
+    public init(uri: String, name: String? = nil, preset: String? = nil, controls: [Control] = []) {
+        self.uri = uri
+        self.name = name ?? PluginSpec.defaultName(uri: uri)
+        self.preset = preset
+        self.controls = controls
+    }
+
+    /// The last path or fragment component of the URI ("amp" for http://plugin.org.uk/swh-plugins/amp).
+    public static func defaultName(uri: String) -> String {
+        let tail = uri.split(whereSeparator: { "/#:".contains($0) }).last.map(String.init) ?? uri
+        let cleaned = tail.map { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" ? $0 : "_" }
+        return cleaned.isEmpty ? "plugin" : String(cleaned).lowercased()
+    }
+
+    /// Reads the command line's form: `URI[,name=NAME][,preset=URI][,SYMBOL=VALUE...]`.
+    public static func parse(_ text: String) -> Result<PluginSpec, PluginSpecError> {
+        let parts = text.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        guard let uri = parts.first, isURI(uri) else {
+            return .failure(PluginSpecError("'\(text)': expected URI[,name=NAME][,preset=URI][,SYMBOL=VALUE...]"
+                                            + " starting with a plugin URI (see `tandem plugins`)"))
+        }
+        var spec = PluginSpec(uri: uri)
+        for part in parts.dropFirst() {
+            guard let eq = part.firstIndex(of: "="), eq != part.startIndex else {
+                return .failure(PluginSpecError("'\(part)' in '\(text)': expected KEY=VALUE"))
+            }
+            let key = String(part[..<eq]), value = String(part[part.index(after: eq)...])
+            switch key {
+            case "name":
+                guard isName(value) else { return .failure(PluginSpecError("bad plugin name '\(value)' (letters, digits, - and _)")) }
+                spec.name = value
+            case "preset":
+                guard isURI(value) else { return .failure(PluginSpecError("preset '\(value)' is not a URI")) }
+                spec.preset = value
+            default:
+                guard let v = Double(value), v.isFinite else {
+                    return .failure(PluginSpecError("control '\(key)' of \(uri): '\(value)' is not a number"))
+                }
+                spec.controls.append(Control(symbol: key, value: v))
+            }
+        }
+        return .success(spec)
+    }
+
+    /// The command line's form of this spec (the inverse of `parse`).
+    public var commandLine: String {
+        var parts = [uri, "name=\(name)"]
+        if let preset { parts.append("preset=\(preset)") }
+        parts += controls.map { "\($0.symbol)=\($0.value)" }
+        return parts.joined(separator: ",")
+    }
+
+    static func isURI(_ s: String) -> Bool {
+        guard let colon = s.firstIndex(of: ":"), colon != s.startIndex else { return false }
+        return s[..<colon].allSatisfy { $0.isLetter || $0.isNumber || "+-.".contains($0) } && !s.contains(" ")
+    }
+
+    static func isName(_ s: String) -> Bool {
+        !s.isEmpty && s.utf8.count <= 64 && s.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }
+    }
+
+    /// Gives every spec a name unique in the chain ("amp", "amp-2", ...), keeping names that were given.
+    public static func uniqueNames(_ specs: [PluginSpec]) -> [PluginSpec] {
+        var seen = Set<String>()
+        return specs.map { spec in
+            var s = spec
+            var k = 2
+            while seen.contains(s.name) {
+                s.name = "\(spec.name)-\(k)"
+                k += 1
+            }
+            seen.insert(s.name)
+            return s
+        }
+    }
+}
+
+public struct PluginSpecError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+    init(_ d: String) { description = d }
+}
