@@ -43,7 +43,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "Control", dependencies: [
-            "CLo", "Engine", "Presets",
+            "CLo", "Engine", "Presets", "Plugins",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "tandem", dependencies: [

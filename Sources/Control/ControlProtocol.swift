@@ -1,6 +1,7 @@
 import Engine
 import Foundation
 import Logging
+import Plugins
 import Presets
 #if canImport(Glibc)
 import Glibc
@@ -161,6 +162,31 @@ public final class ControlProtocol {
                 return ok(report.description)
             } catch let failure {
                 return error(failure.message)
+            }
+        case "/tandem/plugin/set", "/tandem/plugin/get":
+            // ENGINE PLUGIN SYMBOL [VALUE]: engine is "recorder" or "player", plugin its name in the chain.
+            let setting = m.path.hasSuffix("set")
+            let usage = "\(m.path) takes ENGINE (recorder|player), PLUGIN (its name), SYMBOL" + (setting ? ", VALUE (a number)" : "")
+            guard m.arguments.count == (setting ? 4 : 3), let e = m.arguments[0].string, let plugin = m.arguments[1].string,
+                  let symbol = m.arguments[2].string else { return error(usage) }
+            guard let engine = ChainEngine(rawValue: e) else { return error("unknown engine '\(e)' (recorder or player)") }
+            do {
+                if setting {
+                    guard let v = m.arguments[3].number, v.isFinite else { return error(usage) }
+                    let set = try session.setPluginControl(engine, plugin: plugin, symbol: symbol, value: v)
+                    return ok("\(set)")
+                }
+                return ok("\(try session.pluginControl(engine, plugin: plugin, symbol: symbol))")
+            } catch let failure {
+                return error(failure.description)
+            }
+        case "/tandem/plugin/save":
+            if let e = noArguments() { return error(e) }
+            do {
+                let dirs = try session.savePlugins()
+                return dirs.isEmpty ? error("this session has no plugins") : ok(dirs.joined(separator: " "))
+            } catch let failure {
+                return error(failure.description)
             }
         case "/tandem/subscribe":
             var target = source

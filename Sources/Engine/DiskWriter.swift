@@ -69,9 +69,9 @@ final class DiskWriter: @unchecked Sendable {
         prerollFrames = Int(config.prerollSeconds * Double(sampleRate))
         nextTakeNumber = max(1, config.firstTake)
         syncFrames = sampleRate
-        rotateFrames = DiskWriter.rotationFrames(config, channels: state.channels, sampleRate: sampleRate)
-        silence = .allocate(capacity: DiskWriter.chunkFrames * state.channels)
-        silence.initialize(repeating: 0, count: DiskWriter.chunkFrames * state.channels)
+        rotateFrames = DiskWriter.rotationFrames(config, channels: state.recordedChannels, sampleRate: sampleRate)
+        silence = .allocate(capacity: DiskWriter.chunkFrames * state.recordedChannels)
+        silence.initialize(repeating: 0, count: DiskWriter.chunkFrames * state.recordedChannels)
         stemScratch = .allocate(capacity: DiskWriter.chunkFrames)
         stemScratch.initialize(repeating: 0, count: DiskWriter.chunkFrames)
     }
@@ -275,7 +275,7 @@ final class DiskWriter: @unchecked Sendable {
         guard frames > 0 else { return }
         do {
             if config.stems {
-                let channels = state.channels
+                let channels = state.recordedChannels
                 var done = 0
                 while done < frames {
                     let k = min(frames - done, DiskWriter.chunkFrames)
@@ -301,7 +301,7 @@ final class DiskWriter: @unchecked Sendable {
         guard let c = pendingConfig else { return }
         pendingConfig = nil
         config = c
-        rotateFrames = DiskWriter.rotationFrames(c, channels: state.channels, sampleRate: sampleRate)
+        rotateFrames = DiskWriter.rotationFrames(c, channels: state.recordedChannels, sampleRate: sampleRate)
     }
 
     private func begin(at: Int, context: TakeContext) {
@@ -316,7 +316,7 @@ final class DiskWriter: @unchecked Sendable {
         iso.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         let report = TakeReport(
             tandemVersion: TandemVersion.string, session: config.session, take: number, sampleRate: sampleRate,
-            channels: state.channels, format: config.format.container.rawValue,
+            channels: state.recordedChannels, format: config.format.container.rawValue,
             sampleFormat: config.format.sample.rawValue, stems: config.stems, startedAt: iso.string(from: date),
             startFrameTime: context.anchor.frameTime(at: start), streamStart: start, prerollFrames: at - start,
             ports: context.ports, chunks: [], frames: 0, xruns: 0, droppedFrames: 0, drops: [], ended: .recording,
@@ -382,7 +382,7 @@ final class DiskWriter: @unchecked Sendable {
                 let candidate = attempt == 0 ? base : DiskWriter.variant(base, attempt)
                 do {
                     writers.append(try SoundFileWriter(path: candidate, format: config.format,
-                                                       channels: config.stems ? 1 : state.channels,
+                                                       channels: config.stems ? 1 : state.recordedChannels,
                                                        sampleRate: sampleRate, broadcast: bext))
                     break
                 } catch where error.code == .alreadyExists && attempt < 999 {
@@ -462,7 +462,7 @@ final class DiskWriter: @unchecked Sendable {
     /// stat() at most once per second of audio otherwise (this runs after every write).
     private func publish(_ t: ActiveTake) {
         if let width = DiskWriter.bytesPerSample(config.format) {
-            t.bytesKnown = t.framesWritten * width * state.channels + 80 * max(1, t.writers.count) * t.chunkIndex
+            t.bytesKnown = t.framesWritten * width * state.recordedChannels + 80 * max(1, t.writers.count) * t.chunkIndex
         } else if t.framesWritten - t.bytesCheckedAt >= sampleRate || t.bytesKnown == 0 {
             t.bytesKnown = t.fileBytes()
             t.bytesCheckedAt = t.framesWritten

@@ -1,5 +1,6 @@
 import CJack
 import Jack
+import Plugins
 import Realtime
 
 // The player's real-time path: ring to ports, start offset, gain ramp, underrun counting. Runs on JACK's process
@@ -22,10 +23,14 @@ extension PlayerState {
         let reader = s.ring.reader
         c.store(Counter.cycleFrameTime.rawValue, Int(frameTime))
         c.store(Counter.cycleRingPosition.rawValue, reader.position)
+        let chain = s.chain.acquire()
         for ch in 0..<s.channels {
-            s.buffers[ch] = s.ports[ch].buffer(frames) ?? (s.scratch + ch * JackPort.maxPeriod)
+            s.outs[ch] = s.ports[ch].buffer(frames) ?? (s.scratch + ch * JackPort.maxPeriod)
+            s.buffers[ch] = chain == nil ? s.outs[ch] : s.chainIn[ch]
         }
         defer {
+            // The chain runs every cycle, stopped or not, so effects ring out.
+            if let chain { ChainState.run(chain.pointee, inputs: s.buffers, outputs: s.outs, frames: n) }
             c.add(Counter.cycles.rawValue, 1)
             if s.ring.writer.space >= s.wakeSpace { s.wakeup.post() }
             s.cycleCost.record(nanoseconds: monotonicNanoseconds() - began)

@@ -1,6 +1,7 @@
 import Foundation
 import Jack
 import Logging
+import Plugins
 import Realtime
 import Presets
 import SoundFile
@@ -32,6 +33,9 @@ public final class Player: @unchecked Sendable {
     private let thread: OSThread
     private let logger: Logger
     private var closed = false
+    /// The insert chain (what the callback runs between the ring and the ports).
+    public let plugins: ChainHolder
+    private let latency: JackLatency
     private var announcedMarker = -1
     private var announcedFinish = false
     private var pendingEvents: [PlayerEvent] = []
@@ -53,8 +57,15 @@ public final class Player: @unchecked Sendable {
         ports = registered
         let rate = client.sampleRate
         let ringFrames = Int(config.ringSeconds * Double(rate)) + 2 * JackPort.maxPeriod
-        state = PlayerState.allocate(client: client.handle!, ports: registered, ringFrames: ringFrames,
-                                     wakeSpace: max(client.bufferSize, 8192))
+        let holder = ChainHolder()
+        plugins = holder
+        state = PlayerState.allocate(client: client.handle!, ports: registered, chain: holder.slot,
+                                     ringFrames: ringFrames, wakeSpace: max(client.bufferSize, 8192))
+        if !config.plugins.isEmpty {
+            holder.install(PluginChain(specs: config.plugins, channels: registered.count, sampleRate: rate,
+                                       period: client.bufferSize, label: "player", savedState: config.pluginState))
+        }
+        latency = JackLatency(client: client, ports: registered, outputs: true)
         state.pointee.set(.gainTarget, Int(config.gain.bitPattern))
         reader = DiskReader(config: config, state: state.pointee, sampleRate: rate, logger: logger)
         let r = reader
@@ -153,6 +164,17 @@ public final class Player: @unchecked Sendable {
     public var cycleCost: CycleHistogram.Summary { state.pointee.cycleCost.summary() }
 
 
+    /// Reports the insert chain's current latency to JACK (as the output ports' capture latency). Control thread.
+    public func refreshPluginLatency() { latency.set(plugins.chain?.latency ?? 0) }
+
+    /// Replaces the insert chain while playing: built here, taken by the process thread at the start of a cycle.
+    public func replacePlugins(_ specs: [PluginSpec], savedState: String? = nil) {
+        let chain = specs.isEmpty ? nil : PluginChain(specs: specs, channels: ports.count, sampleRate: sampleRate,
+                                                      period: client.bufferSize, label: "player", savedState: savedState)
+        plugins.replace(with: chain, isRunning: { client.isActive && !client.wasShutDown }, logger: logger)
+        refreshPluginLatency()
+    }
+
     /// Whether every queued item has been played out (no loop).
     public var isFinished: Bool {
         let s = state.pointee
@@ -200,6 +222,7 @@ public final class Player: @unchecked Sendable {
         reader.send(.quit)
         thread.join()
         client.close()
+        plugins.close()
         logger.info("player closed", metadata: ["client": "\(client.name)"])
     }
 }

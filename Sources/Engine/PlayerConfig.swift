@@ -19,6 +19,10 @@ public struct PlayerConfig: Sendable, Equatable {
     public var ringSeconds: Double = 2
     /// Start playing as soon as the client is active (false: wait for `play`).
     public var startImmediately = true
+    /// LV2 insert chain between the ring and the ports.
+    public var plugins: [PluginSpec] = []
+    /// Folder of plugin state saved by an earlier run, restored over the preset's values (nil: none).
+    public var pluginState: String?
 
     public init() {}
 

@@ -1,5 +1,6 @@
 import CJack
 import Jack
+import Plugins
 import Realtime
 
 /// Everything the player's process callback touches, in one value built before activation and reached only
@@ -34,7 +35,14 @@ struct PlayerState: BitwiseCopyable {
     let client: OpaquePointer
     let ports: UnsafeMutablePointer<JackPort>
     let channels: Int
+    /// Where this cycle's audio is written: the port buffers, or the chain's input when a chain runs.
     let buffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+    /// This cycle's port buffers.
+    let outs: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+    /// The insert chain's input (`channels` buffers of `JackPort.maxPeriod` frames).
+    let chainIn: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+    /// The insert chain the callback runs (or none); owned by the player's `ChainHolder`.
+    let chain: ChainSlot
     /// `buffers` shifted by a start offset inside a cycle.
     let shifted: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
     let scratch: UnsafeMutablePointer<Float>
@@ -47,8 +55,15 @@ struct PlayerState: BitwiseCopyable {
     let cycleCost: CycleHistogram
     let wakeSpace: Int
 
-    static func allocate(client: OpaquePointer, ports: [JackPort], ringFrames: Int, wakeSpace: Int)
+    static func allocate(client: OpaquePointer, ports: [JackPort], chain: ChainSlot, ringFrames: Int, wakeSpace: Int)
         -> UnsafeMutablePointer<PlayerState> {
+        let outs = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: ports.count)
+        let chainIn = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: ports.count)
+        for c in 0..<ports.count {
+            let b = UnsafeMutablePointer<Float>.allocate(capacity: JackPort.maxPeriod)
+            b.initialize(repeating: 0, count: JackPort.maxPeriod)
+            (chainIn + c).initialize(to: b)
+        }
         let p = UnsafeMutablePointer<JackPort>.allocate(capacity: ports.count)
         p.initialize(from: ports, count: ports.count)
         let scratch = UnsafeMutablePointer<Float>.allocate(capacity: JackPort.maxPeriod * ports.count)
@@ -57,11 +72,13 @@ struct PlayerState: BitwiseCopyable {
         let shifted = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: ports.count)
         for c in 0..<ports.count {
             (buffers + c).initialize(to: scratch + c * JackPort.maxPeriod)
+            (outs + c).initialize(to: scratch + c * JackPort.maxPeriod)
             (shifted + c).initialize(to: scratch + c * JackPort.maxPeriod)
         }
         let state = UnsafeMutablePointer<PlayerState>.allocate(capacity: 1)
         state.initialize(to: PlayerState(
-            client: client, ports: p, channels: ports.count, buffers: buffers, shifted: shifted, scratch: scratch,
+            client: client, ports: p, channels: ports.count, buffers: buffers, outs: outs, chainIn: chainIn,
+            chain: chain, shifted: shifted, scratch: scratch,
             ring: .allocate(channels: ports.count, capacity: ringFrames),
             counters: .allocate(count: Counter.allCases.count), wakeup: .allocate(), cycleCost: .allocate(),
             wakeSpace: wakeSpace))
@@ -77,6 +94,9 @@ struct PlayerState: BitwiseCopyable {
         s.cycleCost.deallocate()
         s.ports.deallocate()
         s.buffers.deallocate()
+        s.outs.deallocate()
+        for c in 0..<s.channels { s.chainIn[c].deallocate() }
+        s.chainIn.deallocate()
         s.shifted.deallocate()
         s.scratch.deallocate()
         state.deallocate()

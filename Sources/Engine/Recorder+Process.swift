@@ -1,5 +1,6 @@
 import CJack
 import Jack
+import Plugins
 import Realtime
 
 // The recorder's real-time path. Everything here runs on JACK's process thread: it copies, counts and posts,
@@ -24,6 +25,15 @@ extension RecorderState {
                        Int(jack_last_frame_time(s.client)) << 32 | (position & 0xFFFF_FFFF))
 
         for c in 0..<s.channels { s.buffers[c] = s.ports[c].buffer(frames) ?? s.scratch }
+        if let chain = s.chain.acquire() {
+            ChainState.run(chain.pointee, inputs: s.buffers, outputs: s.wet, frames: n)
+            for c in 0..<s.channels { s.recorded[c] = s.wet[c] }
+        } else {
+            for c in 0..<s.channels { s.recorded[c] = s.buffers[c] }
+        }
+        if s.recordedChannels > s.channels {
+            for c in 0..<s.channels { s.recorded[s.channels + c] = s.buffers[c] }
+        }
         meter(s, frames: n)
 
         var written = false
@@ -37,7 +47,7 @@ extension RecorderState {
             }
         }
         if pendingFrames == 0 {
-            written = s.ring.writer.write(planar: s.buffers, frames: n)
+            written = s.ring.writer.write(planar: s.recorded, frames: n)
         }
         if !written {
             if pendingFrames == 0 { counters.store(Counter.pendingDropStart.rawValue, position) }
@@ -52,14 +62,14 @@ extension RecorderState {
         s.cycleCost.record(nanoseconds: monotonicNanoseconds() - began)
     }
 
-    /// Peak and sum of squares per channel into the meter atomics. Realtime: safe.
+    /// Peak and sum of squares per channel (of what is recorded) into the meter atomics. Realtime: safe.
     ///
     /// Four independent accumulators and branch-free maxima, so the loop pipelines (a single running sum is a chain
     /// of dependent additions).
     @inline(__always)
     static func meter(_ s: RecorderState, frames n: Int) {
         for c in 0..<s.channels {
-            let b = s.buffers[c]
+            let b = s.recorded[c]
             var p0: Float = 0, p1: Float = 0, p2: Float = 0, p3: Float = 0
             var s0: Float = 0, s1: Float = 0, s2: Float = 0, s3: Float = 0
             var i = 0

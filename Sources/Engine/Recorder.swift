@@ -1,6 +1,8 @@
 import Foundation
 import Jack
 import Logging
+import Plugins
+import Presets
 import Realtime
 import SoundFile
 
@@ -51,6 +53,9 @@ public final class Recorder: @unchecked Sendable {
     private var closed = false
     /// Interrupted takes found in the directory at start-up and completed (see `TakeRecovery`).
     public let recovered: [TakeRecovery.Recovered]
+    /// The insert chain (what the callback runs before the ring).
+    public let plugins: ChainHolder
+    private let latency: JackLatency
 
     /// Opens the client, registers the ports, starts the writer thread and activates. No take runs yet (armed).
     public init(config: RecorderConfig, server: String?, logger: Logger = Logger(label: "tandem.rec"))
@@ -71,7 +76,7 @@ public final class Recorder: @unchecked Sendable {
             throw EngineError(.jack, error.description)
         }
         let rate = client.sampleRate
-        if let e = config.format.check(channels: config.stems ? 1 : config.ports.count, sampleRate: rate) {
+        if let e = config.format.check(channels: config.stems ? 1 : config.recordedChannelNames.count, sampleRate: rate) {
             client.close()
             throw EngineError(.badConfig, e.message)
         }
@@ -79,10 +84,18 @@ public final class Recorder: @unchecked Sendable {
         ports = registered
         let ringFrames = Int((config.ringSeconds + config.prerollSeconds) * Double(rate)) + 2 * JackPort.maxPeriod
         let wakeFrames = max(client.bufferSize, rate / 20)
-        state = RecorderState.allocate(client: client.handle!, ports: registered, ringFrames: ringFrames,
-                                       wakeFrames: wakeFrames)
+        let holder = ChainHolder()
+        plugins = holder
+        state = RecorderState.allocate(client: client.handle!, ports: registered, recordDry: config.recordDry,
+                                       chain: holder.slot, ringFrames: ringFrames, wakeFrames: wakeFrames)
+        if !config.plugins.isEmpty {
+            let chain = PluginChain(specs: config.plugins, channels: registered.count, sampleRate: rate,
+                                    period: client.bufferSize, label: "recorder", savedState: config.pluginState)
+            holder.install(chain)
+        }
+        latency = JackLatency(client: client, ports: registered, outputs: false)
         let notifications = client.notifications
-        writer = DiskWriter(config: config, state: state.pointee, sampleRate: rate, portNames: config.ports,
+        writer = DiskWriter(config: config, state: state.pointee, sampleRate: rate, portNames: config.recordedChannelNames,
                             logger: logger, xruns: { notifications.count(.xrun) })
         let w = writer
         thread = OSThread(name: "tandem-disk-writer") { w.run() }
@@ -212,6 +225,21 @@ public final class Recorder: @unchecked Sendable {
     /// Starts the next chunk file of the running take at the next frame.
     public func rotate() { writer.send(.rotate) }
 
+    /// Reports the insert chain's current latency to JACK (as the input ports' playback latency). Control thread.
+    public func refreshPluginLatency() { latency.set(plugins.chain?.latency ?? 0) }
+
+    /// Replaces the insert chain while recording: built here, taken by the process thread at the start of a cycle
+    /// (the take goes on; from that cycle it records the new chain's output).
+    public func replacePlugins(_ specs: [PluginSpec], savedState: String? = nil) {
+        let chain = specs.isEmpty ? nil : PluginChain(specs: specs, channels: ports.count, sampleRate: sampleRate,
+                                                      period: client.bufferSize, label: "recorder", savedState: savedState)
+        plugins.replace(with: chain, isRunning: { client.isActive && !client.wasShutDown }, logger: logger)
+        refreshPluginLatency()
+    }
+
+    /// The insert chain's latency in frames (what the recorded audio lags its input by).
+    public var pluginLatency: Int { plugins.chain?.latency ?? 0 }
+
     /// Whether a take is being written.
     public var isRecording: Bool { writer.status != nil }
 
@@ -243,6 +271,7 @@ public final class Recorder: @unchecked Sendable {
         writer.send(.quit)
         thread.join()
         client.close()
+        plugins.close()
         logger.info("recorder closed", metadata: ["client": "\(client.name)"])
     }
 }

@@ -29,10 +29,19 @@ public struct RecorderConfig: Sendable, Equatable {
     public var ringSeconds: Double = 4
     /// Number of the first take (a session that re-creates its recorder continues the count).
     public var firstTake = 1
+    /// LV2 insert chain before the ring: what is recorded is what it outputs.
+    public var plugins: [PluginSpec] = []
+    /// Also record the unprocessed input, as extra channels (or stems) after the processed ones.
+    public var recordDry = false
+    /// Folder of plugin state saved by an earlier run, restored over the preset's values (nil: none).
+    public var pluginState: String?
     /// Test-only fault injection (never set by presets).
     public var faults = RecorderFaults()
 
     public init() {}
+
+    /// Names of the recorded channels: the ports, then (with `recordDry`) the ports again with "-dry".
+    public var recordedChannelNames: [String] { recordDry ? ports + ports.map { "\($0)-dry" } : ports }
 
     /// Every problem with this configuration, in words (empty when valid). Checks no files.
     public func problems() -> [String] {
@@ -52,6 +61,7 @@ public struct RecorderConfig: Sendable, Equatable {
             out.append("FLAC stores integers only: sample format int24 or int16")
         }
         out += FileNameTemplate(template).problems()
+        if recordDry && plugins.isEmpty { out.append("recording the dry input needs a plugin chain") }
         return out
     }
 }

@@ -1,5 +1,6 @@
 import CJack
 import Jack
+import Plugins
 import Realtime
 
 /// Everything the recorder's process callback touches, in one value built before activation and reached only
@@ -26,8 +27,16 @@ struct RecorderState: BitwiseCopyable {
     let client: OpaquePointer
     let ports: UnsafeMutablePointer<JackPort>
     let channels: Int
+    /// Channels going into the ring: `channels`, or twice that when the dry input is recorded too.
+    let recordedChannels: Int
     /// This cycle's port buffers (filled at the top of each cycle).
     let buffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+    /// The insert chain's output (`channels` buffers of `JackPort.maxPeriod` frames).
+    let wet: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+    /// What goes into the ring this cycle, per recorded channel (chain output or port buffer, then dry).
+    let recorded: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+    /// The insert chain the callback runs (or none); owned by the recorder's `ChainHolder`.
+    let chain: ChainSlot
     /// Stands in for port buffers when libjack has none (the warm-up call).
     let scratch: UnsafeMutablePointer<Float>
     /// Capture ring; the callback owns its writer half, the disk writer its reader half.
@@ -49,18 +58,29 @@ struct RecorderState: BitwiseCopyable {
     static let dropKind: Int32 = 1
     static let sumSquaresScale = 4_294_967_296.0
 
-    static func allocate(client: OpaquePointer, ports: [JackPort], ringFrames: Int, wakeFrames: Int)
+    static func allocate(client: OpaquePointer, ports: [JackPort], recordDry: Bool, chain: ChainSlot, ringFrames: Int,
+                         wakeFrames: Int)
         -> UnsafeMutablePointer<RecorderState> {
+        let recordedChannels = recordDry ? 2 * ports.count : ports.count
+        let wet = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: ports.count)
+        for c in 0..<ports.count {
+            let b = UnsafeMutablePointer<Float>.allocate(capacity: JackPort.maxPeriod)
+            b.initialize(repeating: 0, count: JackPort.maxPeriod)
+            (wet + c).initialize(to: b)
+        }
+        let recorded = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: recordedChannels)
         let p = UnsafeMutablePointer<JackPort>.allocate(capacity: ports.count)
         p.initialize(from: ports, count: ports.count)
         let buffers = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: ports.count)
         let scratch = UnsafeMutablePointer<Float>.allocate(capacity: JackPort.maxPeriod)
         scratch.initialize(repeating: 0, count: JackPort.maxPeriod)
         buffers.initialize(repeating: scratch, count: ports.count)
+        recorded.initialize(repeating: scratch, count: recordedChannels)
         let state = UnsafeMutablePointer<RecorderState>.allocate(capacity: 1)
         state.initialize(to: RecorderState(
-            client: client, ports: p, channels: ports.count, buffers: buffers, scratch: scratch,
-            ring: .allocate(channels: ports.count, capacity: ringFrames),
+            client: client, ports: p, channels: ports.count, recordedChannels: recordedChannels, buffers: buffers,
+            wet: wet, recorded: recorded, chain: chain, scratch: scratch,
+            ring: .allocate(channels: recordedChannels, capacity: ringFrames),
             drops: .allocate(capacity: 1024),
             counters: .allocate(count: Counter.allCases.count),
             peaks: .allocate(count: ports.count), sumSquares: .allocate(count: ports.count),
@@ -80,6 +100,9 @@ struct RecorderState: BitwiseCopyable {
         s.cycleCost.deallocate()
         s.ports.deallocate()
         s.buffers.deallocate()
+        for c in 0..<s.channels { s.wet[c].deallocate() }
+        s.wet.deallocate()
+        s.recorded.deallocate()
         s.scratch.deallocate()
         state.deallocate()
     }

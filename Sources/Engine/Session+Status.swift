@@ -1,4 +1,5 @@
 import Foundation
+import Plugins
 import Presets
 import Realtime
 import SoundFile
@@ -70,6 +71,15 @@ public struct SessionStatus: Codable, Sendable {
     public var player: PlayerStatus?
     public var meters: [Meter]
     public var workers: [String]
+    /// Each engine's insert chain: plugins, control values, latency.
+    public var plugins: [String: ChainStatus]
+
+    public struct ChainStatus: Codable, Sendable {
+        public var plugins: [PluginStatus]
+        public var latencyFrames: Int
+        /// Plugins left out and settings not applied, in words.
+        public var problems: [String]
+    }
 
     public func json() -> String {
         let e = JSONEncoder()
@@ -160,7 +170,8 @@ extension Session {
         return SessionStatus(session: preset?.session.name ?? "", server: serverName,
                              sampleRate: client?.sampleRate ?? 0, period: client?.bufferSize ?? 0,
                              serverLost: isWaitingForServer, recorder: rec, player: play, meters: meterTap.meters,
-                             workers: workers.list.map { $0.detail.isEmpty ? $0.name : "\($0.name): \($0.detail)" })
+                             workers: workers.list.map { $0.detail.isEmpty ? $0.name : "\($0.name): \($0.detail)" },
+                             plugins: pluginStatus())
     }
 
     // MARK: Commands for the control protocol
@@ -186,5 +197,16 @@ extension Session {
         guard let r = recorder, r.isRecording else { return false }
         r.rotate()
         return true
+    }
+}
+
+extension Session {
+    func pluginStatus() -> [String: SessionStatus.ChainStatus] {
+        var out: [String: SessionStatus.ChainStatus] = [:]
+        for engine in ChainEngine.allCases {
+            guard let c = chain(engine) else { continue }
+            out[engine.rawValue] = .init(plugins: c.status, latencyFrames: c.latency, problems: c.problems.map(\.description))
+        }
+        return out
     }
 }

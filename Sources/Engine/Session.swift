@@ -80,6 +80,8 @@ public final class Session: @unchecked Sendable {
     /// The highest take number this session has started (takes keep counting when the recorder is re-created).
     private var lastTake = 0
     private var outcome: SessionOutcome = .running
+    var lastPluginSave = Date.distantPast
+    let pluginLogger = Logger(label: "tandem.plugins")
 
     public init(logger: Logger = Logger(label: "tandem.session")) {
         self.logger = logger
@@ -118,10 +120,16 @@ public final class Session: @unchecked Sendable {
         if let r = recorder, let current = recorderConfig {
             if let want = wantRecorder, current.sameClient(as: want) {
                 if current != want {
-                    r.reconfigure(want)
+                    if Self.applyPlugins(current: current.plugins, want: want.plugins, chain: r.plugins.chain,
+                                         replace: { r.replacePlugins($0, savedState: nil) }) {
+                        report.reconfigured.append("recorder plugins")
+                    }
+                    if !current.differsOnlyInPlugins(from: want) {
+                        r.reconfigure(want)
+                        report.reconfigured.append("recorder")
+                        logger.info("recorder settings changed; they apply from the next take")
+                    }
                     recorderConfig = want
-                    report.reconfigured.append("recorder")
-                    logger.info("recorder settings changed; they apply from the next take")
                 }
             } else {
                 r.close(end: .stopped, detail: "the preset changed the recorder's client or ports")
@@ -150,18 +158,24 @@ public final class Session: @unchecked Sendable {
         }
 
         // Player.
-        let wantPlayer = wanted.player.map { PlayerConfig(section: $0) }
+        let wantPlayer = wanted.player.map { PlayerConfig(section: $0, session: wanted.session) }
         if let pl = player, let current = playerConfig {
             if let want = wantPlayer, current.sameClient(as: want) {
                 if current != want {
+                    if Self.applyPlugins(current: current.plugins, want: want.plugins, chain: pl.plugins.chain,
+                                         replace: { pl.replacePlugins($0, savedState: nil) }) {
+                        report.reconfigured.append("player plugins")
+                    }
                     if current.gainDB != want.gainDB { pl.setGain(dB: want.gainDB) }
                     if current.loop != want.loop || current.channelMap != want.channelMap
                         || current.resampleQuality != want.resampleQuality {
                         pl.reconfigure(loop: want.loop, map: want.channelMap, quality: want.resampleQuality)
                     }
                     if current.queue != want.queue { pl.load(want.queue) }
+                    var a = current, b = want
+                    (a.plugins, b.plugins) = ([], [])
+                    if a != b { report.reconfigured.append("player") }
                     playerConfig = want
-                    report.reconfigured.append("player")
                 }
             } else {
                 pl.close()
@@ -346,6 +360,7 @@ public final class Session: @unchecked Sendable {
         if let c = patchClient, generation(c) != graphGeneration { graphChanged() }
         pollTransport()
         workers.tick()
+        tickPlugins()
         if let r = recorder { handleRecorderEvents(r.drainEvents()) }
         if let p = player { handlePlayerEvents(p.drainEvents()) }
         return outcome
@@ -503,6 +518,11 @@ public final class Session: @unchecked Sendable {
     public func close() {
         applyLock.lock()
         defer { applyLock.unlock() }
+        do {
+            for dir in try savePlugins() { logger.info("plugin state saved", metadata: ["folder": "\(dir)"]) }
+        } catch {
+            pluginLogger.error("\(error.description)")
+        }
         var report = ApplyReport()
         closeEngines(&report, end: .stopped)
         workers.finish("reconnect")
@@ -525,18 +545,23 @@ extension RecorderConfig {
         prerollSeconds = r.prerollSeconds
         maxDurationSeconds = r.maxDurationSeconds
         ringSeconds = r.ringSeconds
+        plugins = r.plugins
+        recordDry = r.recordDry
+        pluginState = session.restorePlugins ? Session.pluginStateDirectory(session, engine: .recorder) : nil
     }
 
     /// Whether `other` can be applied without re-creating the JACK client (same name, ports, ring, pre-roll).
     func sameClient(as other: RecorderConfig) -> Bool {
         clientName == other.clientName && ports == other.ports && ringSeconds == other.ringSeconds
-            && prerollSeconds == other.prerollSeconds
+            && prerollSeconds == other.prerollSeconds && recordDry == other.recordDry
     }
 }
 
 extension PlayerConfig {
-    public init(section p: PlayerSection) {
+    public init(section p: PlayerSection, session: SessionSection? = nil) {
         self.init()
+        plugins = p.plugins
+        if let session, session.restorePlugins { pluginState = Session.pluginStateDirectory(session, engine: .player) }
         clientName = p.client
         ports = p.ports
         queue = p.queue

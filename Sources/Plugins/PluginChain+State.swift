@@ -141,8 +141,10 @@ extension PluginChain {
                 let values = PortValues(s, host: host)
                 let context = Unmanaged.passUnretained(values).toOpaque()
                 let flags = UInt32(LV2_STATE_IS_POD.rawValue | LV2_STATE_IS_PORTABLE.rawValue)
-                guard let state = lilv_state_new_from_instance(s.plugin, s.instances[0], host.map, nil, nil, nil, folder,
-                                                               PortValues.get, context, flags, s.features[0]) else {
+                // Files the plugin refers to stay where they are: lilv links external files into the folder (with
+                // no copy or link folder given, lilv 0.24 replaces the original file with a link to itself).
+                guard let state = lilv_state_new_from_instance(s.plugin, s.instances[0], host.map, folder, folder, folder,
+                                                               folder, PortValues.get, context, flags, s.features[0]) else {
                     throw PluginError(.state, plugin: s.spec.name, "the plugin's state could not be taken")
                 }
                 defer { lilv_state_free(state) }

@@ -1,3 +1,4 @@
+import CJack
 import Jack
 import Realtime
 
@@ -12,6 +13,10 @@ public struct LoopState: BitwiseCopyable {
     public var ring: FrameRing
     public var started: AtomicCounter
     public var cycles: AtomicCounter
+    /// JACK frame time of the first frame recorded, plus one (0: nothing recorded yet). Set by `record`.
+    public var firstFrameTime: AtomicCounter
+    /// The client (for `jack_last_frame_time`), once known.
+    public var client: OpaquePointer?
 
     public static func allocate(ports: [JackPort], ringFrames: Int) -> UnsafeMutablePointer<LoopState> {
         let p = UnsafeMutablePointer<JackPort>.allocate(capacity: ports.count)
@@ -22,7 +27,8 @@ public struct LoopState: BitwiseCopyable {
         let state = UnsafeMutablePointer<LoopState>.allocate(capacity: 1)
         state.initialize(to: LoopState(ports: p, buffers: b, scratch: scratch, channels: ports.count,
                                        ring: .allocate(channels: ports.count, capacity: ringFrames),
-                                       started: .allocate(), cycles: .allocate()))
+                                       started: .allocate(), cycles: .allocate(), firstFrameTime: .allocate(),
+                                       client: nil))
         return state
     }
 
@@ -30,6 +36,7 @@ public struct LoopState: BitwiseCopyable {
         state.pointee.ring.deallocate()
         state.pointee.started.deallocate()
         state.pointee.cycles.deallocate()
+        state.pointee.firstFrameTime.deallocate()
         state.pointee.ports.deallocate()
         state.pointee.buffers.deallocate()
         state.pointee.scratch.deallocate()
@@ -52,6 +59,9 @@ public struct LoopState: BitwiseCopyable {
     public static let record: JackProcessCallback = { frames, arg in
         let s = arg!.assumingMemoryBound(to: LoopState.self).pointee
         for c in 0..<s.channels { s.buffers[c] = s.ports[c].buffer(frames) ?? s.scratch }
+        if s.firstFrameTime.load() == 0, let client = s.client {
+            s.firstFrameTime.store(Int(jack_last_frame_time(client)) + 1)
+        }
         _ = s.ring.writer.write(planar: s.buffers, frames: Int(frames))
         s.cycles.add(1)
         return 0
@@ -92,7 +102,16 @@ public final class TestCapture {
         let ports = try (1...channels).map { try client.registerPort("in_\($0)", direction: .input) }
         let s = LoopState.allocate(ports: ports, ringFrames: Int(seconds * 48000))
         state = s
-        try client.activate(process: LoopState.record, context: UnsafeMutableRawPointer(s)) { s.pointee.ring.reset() }
+        try client.activate(process: LoopState.record, context: UnsafeMutableRawPointer(s)) {
+            s.pointee.ring.reset()
+            s.pointee.client = client.handle
+        }
+    }
+
+    /// JACK frame time of the first captured frame (nil before the first cycle).
+    public var firstFrameTime: UInt32? {
+        let v = state.pointee.firstFrameTime.load()
+        return v == 0 ? nil : UInt32(truncatingIfNeeded: v - 1)
     }
 
     /// Frames captured so far.

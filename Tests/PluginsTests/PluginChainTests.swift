@@ -102,3 +102,39 @@ import Testing
         #expect(worst < 1e-5, "largest difference from the input through a delta IR: \(worst)")
     }
 }
+
+extension PluginChainTests {
+    /// Saved state (the impulse response the worker loaded, and the control values) comes back in a new chain.
+    @Test func savedStateComesBackInANewChain() throws {
+        let dir = NSTemporaryDirectory() + "tandem-chainstate-\(getpid())"
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let input = [Self.noise(256 * 100, seed: 4)]
+        func converged(_ chain: PluginChain) -> [[Float]] {
+            var out: [[Float]] = []
+            for _ in 0..<100 {
+                out = Self.run(chain, input, period: 256)
+                if out[0].suffix(1000).contains(where: { $0 != 0 }) { break }
+                usleep(20_000)
+            }
+            return out
+        }
+        let first = PluginChain(specs: [PluginSpec(uri: Self.convolver, name: "room",
+                                                   preset: "http://gareus.org/oss/lv2/zeroconvolv/pset#noopMono"),
+                                        PluginSpec(uri: Self.amp, controls: [.init(symbol: "gain", value: -6)])],
+                                channels: 1, sampleRate: 48000, period: 256, label: "test")
+        _ = converged(first)
+        try first.set("amp", "gain", -12)
+        try first.save(to: dir)
+        // Saving never touches the files the state refers to (lilv can replace them with links if misused).
+        #expect(FileManager.default.fileExists(atPath: "/usr/lib/lv2/zeroconvo.lv2/ir/delta-48k.wav"))
+        let text = try String(contentsOfFile: PluginChain.stateFile(directory: dir, plugin: "room"), encoding: .utf8)
+        #expect(text.contains("delta-48k"), "\(text)")
+        let second = PluginChain(specs: [PluginSpec(uri: Self.convolver, name: "room"), PluginSpec(uri: Self.amp)],
+                                 channels: 1, sampleRate: 48000, period: 256, label: "test", savedState: dir)
+        #expect(second.problems.isEmpty, "\(second.problems)")
+        #expect(try second.value("amp", "gain") == -12)
+        let out = converged(second)
+        let sounding = out[0].suffix(1000).contains { $0 != 0 }
+        #expect(sounding, "the impulse response came back")
+    }
+}

@@ -52,6 +52,44 @@ import TestSupport
     }
 
     /// The check can fail: a callback that builds an array and a string each cycle is caught.
+    /// Recording and playing through a chain of SWH plugins (a high-pass filter, then an amplifier; one instance per
+    /// channel): the process callbacks, plugins included, make no allocation, lock or write.
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: "/usr/lib/lv2/amp-swh.lv2")
+                   && TestEnvironment.hasProgram("sndfile-jackplay")))
+    func callbacksAreCleanWithAChainOfSWHPlugins() throws {
+        let server = try TestEnvironment.server("rtlv2", period: 256)
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("rtlv2")
+        let source = dir.appendingPathComponent("noise.wav").path
+        try TestEnvironment.writeWAV(Signals.noise(frames: 48000, channels: 4), channels: 4, path: source)
+        let chain = ["--plugin", "http://plugin.org.uk/swh-plugins/highpass_iir,cutoff=80",
+                     "--plugin", "http://plugin.org.uk/swh-plugins/amp,gain=-3"]
+        let recReport = dir.appendingPathComponent("rec.txt").path
+        let rec = try TandemProcess(["record", "-c", "4", "-d", dir.path] + chain, server: server,
+                                    extraEnvironment: ["LD_PRELOAD": interposer, "RTCHECK_REPORT": recReport],
+                                    log: dir.appendingPathComponent("rec.log").path)
+        #expect(rec.waitFor(" recording: "))
+        let player = try startJackplay(source, pattern: "tandem-rec:in_%d", server: server, loop: true,
+                                       log: dir.appendingPathComponent("jackplay.log").path)
+        usleep(3_000_000)
+        rec.process.signal(SIGINT)
+        #expect(rec.process.wait(timeout: 15) == 0, "\(rec.output)")
+        player.stop()
+        let playReport = dir.appendingPathComponent("play.txt").path
+        let play = try TandemProcess(["play", source, "--loop", "all", "--connect", "system:playback_.*"] + chain,
+                                     server: server,
+                                     extraEnvironment: ["LD_PRELOAD": interposer, "RTCHECK_REPORT": playReport],
+                                     log: dir.appendingPathComponent("play.log").path)
+        usleep(3_000_000)
+        play.process.signal(SIGINT)
+        #expect(play.process.wait(timeout: 15) == 0, "\(play.output)")
+        for (name, path) in [("record", recReport), ("play", playReport)] {
+            let r = Self.lastReport(path)
+            #expect(r.cycles > 300, "\(name): \(r.line)")
+            #expect(r.events == 0, "\(name): \(r.line)")
+        }
+    }
+
     @Test func interposerCatchesABadCallback() throws {
         let server = try TestEnvironment.server("rtbad", period: 256)
         defer { server.stop() }

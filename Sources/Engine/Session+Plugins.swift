@@ -1,0 +1,96 @@
+import Foundation
+import Logging
+import Plugins
+import Presets
+
+/// Which engine's insert chain.
+public enum ChainEngine: String, Sendable, CaseIterable, Codable {
+    case recorder, player
+}
+
+/// The session's plugin chains: live control, state saved into the session folder, changes applied by difference.
+extension Session {
+    /// Where a session keeps its plugins' saved state: `<directory>/<name>.plugins/<engine>`.
+    public static func pluginStateDirectory(_ session: SessionSection, engine: ChainEngine) -> String {
+        "\(session.directory)/\(session.name).plugins/\(engine.rawValue)"
+    }
+
+    func chain(_ engine: ChainEngine) -> PluginChain? {
+        switch engine {
+        case .recorder: return recorder?.plugins.chain
+        case .player: return player?.plugins.chain
+        }
+    }
+
+    /// Sets a control of a plugin live (from the next process cycle); returns the value set (clamped to its range).
+    public func setPluginControl(_ engine: ChainEngine, plugin: String, symbol: String, value: Double) throws(PluginError) -> Float {
+        guard let c = chain(engine) else {
+            throw PluginError(.unknownPlugin, plugin: plugin, "the \(engine.rawValue) has no plugin chain")
+        }
+        return try c.set(plugin, symbol, value)
+    }
+
+    /// The current value of a control.
+    public func pluginControl(_ engine: ChainEngine, plugin: String, symbol: String) throws(PluginError) -> Float {
+        guard let c = chain(engine) else {
+            throw PluginError(.unknownPlugin, plugin: plugin, "the \(engine.rawValue) has no plugin chain")
+        }
+        return try c.value(plugin, symbol)
+    }
+
+    /// Saves both chains' state into the session folder. Returns the folders written.
+    @discardableResult
+    public func savePlugins() throws(PluginError) -> [String] {
+        guard let session = preset?.session else { return [] }
+        var saved: [String] = []
+        for engine in ChainEngine.allCases {
+            guard let c = chain(engine), !c.isEmpty else { continue }
+            let dir = Self.pluginStateDirectory(session, engine: engine)
+            try c.save(to: dir)
+            saved.append(dir)
+        }
+        return saved
+    }
+
+    /// Saves chains whose controls changed (at most once a second), and reports latency changes to JACK.
+    func tickPlugins() {
+        recorder?.refreshPluginLatency()
+        player?.refreshPluginLatency()
+        let dirty = ChainEngine.allCases.contains { chain($0)?.dirty == true }
+        guard dirty, Date().timeIntervalSince(lastPluginSave) >= 1 else { return }
+        lastPluginSave = Date()
+        do {
+            try savePlugins()
+        } catch {
+            pluginLogger.error("\(error.description)")
+        }
+    }
+
+    /// Brings a running chain to `want`: control values only when the same plugins stay in the same order (no
+    /// rebuild), otherwise a new chain built off the process thread and swapped in. Returns whether anything changed.
+    static func applyPlugins(current: [PluginSpec], want: [PluginSpec], chain: PluginChain?,
+                             replace: ([PluginSpec]) -> Void) -> Bool {
+        guard current != want else { return false }
+        let sameShape = current.count == want.count && zip(current, want).allSatisfy {
+            $0.uri == $1.uri && $0.name == $1.name && $0.preset == $1.preset
+        }
+        if sameShape, let chain {
+            for (old, new) in zip(current, want) where old.controls != new.controls {
+                for c in new.controls where !old.controls.contains(c) { _ = try? chain.set(new.name, c.symbol, c.value) }
+            }
+            return true
+        }
+        replace(want)
+        return true
+    }
+}
+
+extension RecorderConfig {
+    /// Whether `other` differs only in its plugin chain.
+    func differsOnlyInPlugins(from other: RecorderConfig) -> Bool {
+        var a = self, b = other
+        a.plugins = []
+        b.plugins = []
+        return a == b
+    }
+}

@@ -1,0 +1,89 @@
+import ArgumentParser
+import Foundation
+import Plugins
+
+struct PluginsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "plugins", abstract: "List installed LV2 plugins with their ports, or show one in full.",
+        discussion: "Plugins are found in LV2_PATH, or in ~/.lv2, /usr/local/lib/lv2 and /usr/lib/lv2.",
+        subcommands: [List.self, Show.self], defaultSubcommand: List.self)
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "Every installed plugin, a line each.")
+
+        @Flag(name: .long, help: "Print JSON (every plugin with its ports).")
+        var json = false
+
+        @Option(name: .long, help: "Only plugins whose URI or name contains this text.")
+        var filter: String?
+
+        func run() throws {
+            var plugins = PluginHost.shared.plugins()
+            if let filter {
+                plugins = plugins.filter { $0.uri.localizedCaseInsensitiveContains(filter) || $0.name.localizedCaseInsensitiveContains(filter) }
+            }
+            if json {
+                let e = JSONEncoder()
+                e.outputFormatting = [.sortedKeys, .prettyPrinted]
+                say(String(data: try e.encode(plugins), encoding: .utf8) ?? "[]")
+                return
+            }
+            for p in plugins {
+                let audio = "\(p.audioInputs) in / \(p.audioOutputs) out"
+                let controls = p.controls.map(\.symbol).joined(separator: " ")
+                let unusable = p.missingFeatures.isEmpty ? "" : "  [cannot run here: needs \(p.missingFeatures.joined(separator: ", "))]"
+                say("\(p.uri)\n    \(p.name) · audio \(audio)" + (controls.isEmpty ? "" : " · controls: \(controls)") + unusable)
+            }
+            say("\(plugins.count) plugin(s)")
+        }
+    }
+
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "show", abstract: "One plugin: ports, ranges, features, presets.")
+
+        @Argument(help: "The plugin's URI.")
+        var uri: String
+
+        @Flag(name: .long, help: "Print JSON.")
+        var json = false
+
+        func run() throws {
+            guard let p = PluginHost.shared.plugin(uri) else {
+                fail(.badInput, "plugin <\(uri)> is not installed (see `tandem plugins`)")
+            }
+            if json {
+                let e = JSONEncoder()
+                e.outputFormatting = [.sortedKeys, .prettyPrinted]
+                say(String(data: try e.encode(p), encoding: .utf8) ?? "{}")
+                return
+            }
+            say("\(p.name)\n  uri: \(p.uri)")
+            if let c = p.className { say("  class: \(c)") }
+            if let a = p.author { say("  author: \(a)") }
+            if let b = p.bundle { say("  bundle: \(b)") }
+            say("  ports:")
+            for port in p.ports {
+                var line = "    \(port.index) \(port.symbol) (\(port.isInput ? "in" : "out") \(port.kind.rawValue)) \"\(port.name)\""
+                if port.kind == .control {
+                    let f = { (v: Float?) in v.map { String($0) } ?? "-" }
+                    line += "  default \(f(port.defaultValue)), range \(f(port.minimum)) to \(f(port.maximum))"
+                    if port.reportsLatency { line += ", reports latency" }
+                    if port.isToggle { line += ", toggle" }
+                    if port.isInteger { line += ", integer" }
+                }
+                say(line)
+            }
+            say("  required features: " + (p.requiredFeatures.isEmpty ? "none" : p.requiredFeatures.joined(separator: ", ")))
+            say("  optional features: " + (p.optionalFeatures.isEmpty ? "none" : p.optionalFeatures.joined(separator: ", ")))
+            say("  extension data: " + (p.extensionData.isEmpty ? "none" : p.extensionData.joined(separator: ", ")))
+            if !p.missingFeatures.isEmpty { say("  cannot run here: Tandem does not provide \(p.missingFeatures.joined(separator: ", "))") }
+            say("  presets:" + (p.presets.isEmpty ? " none" : ""))
+            for preset in p.presets { say("    \(preset.uri)  \"\(preset.label)\"") }
+            let ins = p.audioInputs
+            let fit = ins > 0 && ins == p.audioOutputs
+                ? "as an insert: \(ins) channel(s) per instance (a \(ins * 2)-channel path runs 2 instances)"
+                : "not usable as an insert (needs as many audio outputs as inputs)"
+            say("  \(fit)")
+        }
+    }
+}

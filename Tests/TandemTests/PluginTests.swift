@@ -1,0 +1,230 @@
+import Control
+import Foundation
+import Jack
+import SoundFile
+import Testing
+import TestSupport
+
+/// LV2 insert chains as a user runs them: `tandem record`/`tandem run` against a private server, real SWH and x42
+/// plugins, real peers, samples checked.
+@Suite(.serialized) struct PluginTests {
+    static let amp = "http://plugin.org.uk/swh-plugins/amp"
+    static let highpass = "http://plugin.org.uk/swh-plugins/highpass_iir"
+    static let convolver = "http://gareus.org/oss/lv2/zeroconvolv#Mono"
+    static let lv2Installed = FileManager.default.fileExists(atPath: "/usr/lib/lv2/amp-swh.lv2")
+        && FileManager.default.fileExists(atPath: "/usr/lib/lv2/zeroconvo.lv2")
+
+    /// Recording through the SWH amplifier at -6 dB, with the dry input beside it: the dry channels equal the
+    /// source bit for bit, the processed ones equal the dry ones times 10^(-6/20) within float rounding.
+    @Test(.enabled(if: lv2Installed && TestEnvironment.hasProgram("sndfile-jackplay")))
+    func recordingThroughTheAmplifierScalesEverySample() throws {
+        let server = try TestEnvironment.server("plugrec")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("plugrec")
+        let noise = Signals.noise(frames: 5 * 48000, channels: 2, seed: 6)
+        let source = dir.appendingPathComponent("noise.wav").path
+        try TestEnvironment.writeWAV(noise, channels: 2, path: source)
+        let tandem = try TandemProcess(["record", "-c", "2", "-d", dir.path, "--session", "amp", "-t", "8",
+                                        "--plugin", "\(Self.amp),gain=-6", "--dry"],
+                                       server: server, log: dir.appendingPathComponent("tandem.log").path)
+        #expect(tandem.waitFor(" recording: "), "\(tandem.output)")
+        let player = try startJackplay(source, pattern: "tandem-rec:in_%d", server: server,
+                                       log: dir.appendingPathComponent("jackplay.log").path)
+        #expect(player.wait(timeout: 20) != nil)
+        #expect(tandem.process.wait(timeout: 20) == 0, "\(tandem.output)")
+        let recorded = try TestEnvironment.readAudio(try #require(announcedFile(tandem.output)))
+        #expect(recorded.channels == 4)
+        let frames = recorded.samples.count / 4
+        var dry = [Float](repeating: 0, count: frames * 2)
+        var worst: Float = 0
+        var nonzero = 0
+        let g = Float(pow(10, -6.0 / 20))
+        for f in 0..<frames {
+            for c in 0..<2 {
+                let wet = recorded.samples[f * 4 + c], d = recorded.samples[f * 4 + 2 + c]
+                dry[f * 2 + c] = d
+                worst = max(worst, abs(wet - d * g))
+                if d != 0 { nonzero += 1 }
+            }
+        }
+        let a = try #require(AudioCompare.align(source: noise, recorded: dry, channels: 2))
+        #expect(a.matchedFrames == 5 * 48000 && a.mismatchedFrames == 0, "\(a)")
+        #expect(nonzero > 400_000)
+        #expect(worst <= 1.2e-7, "largest |wet - dry * 10^(-6/20)| = \(worst)")
+        print("measured: amp -6 dB, \(frames) frames x 2, largest |wet - dry * 10^(-6/20)| = \(worst)")
+    }
+
+    /// A filter then an amplifier in the player; the amplifier's gain changed over OSC. The change is in the output
+    /// within one period of the reply. Stopped and started again, the session brings the changed value back.
+    @Test(.enabled(if: lv2Installed))
+    func liveControlChangeReachesTheOutputWithinOnePeriodAndIsRestored() throws {
+        let period = 256
+        let server = try TestEnvironment.server("plugosc", period: period)
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("plugosc")
+        let tone = dir.appendingPathComponent("tone.wav").path
+        try TestEnvironment.writeWAV(Signals.sine(frames: 4 * 48000, channels: 1, frequency: 1000, sampleRate: 48000,
+                                                  peak: 0.5), channels: 1, path: tone)
+        let port = 30000 + Int(getpid() % 20000) + 7
+        let preset = dir.appendingPathComponent("chain.toml").path
+        try """
+        [session]
+        name = "chain"
+        directory = "\(dir.path)"
+        control_port = \(port)
+        [player]
+        channels = 1
+        queue = ["\(tone)"]
+        loop = "item"
+        [[player.plugins]]
+        uri = "\(Self.highpass)"
+        controls = { cutoff = 100 }
+        [[player.plugins]]
+        uri = "\(Self.amp)"
+        name = "level"
+        controls = { gain = 0 }
+        [[connect]]
+        from = "tandem-play:out_1"
+        to = "cap:in_1"
+        """.write(toFile: preset, atomically: true, encoding: .utf8)
+
+        let capture = try TestCapture(name: "cap", server: server.name, channels: 1, seconds: 30)
+        let run = try TandemProcess(["run", "--no-view", preset], server: server,
+                                    log: dir.appendingPathComponent("run.log").path)
+        #expect(run.waitFor("control protocol listening"), "\(run.output)")
+        usleep(1_000_000)
+        let socket = try UDPSocket(port: 0)
+        var destination = sockaddr_in()
+        destination.sin_family = sa_family_t(AF_INET)
+        destination.sin_port = in_port_t(UInt16(port).bigEndian)
+        destination.sin_addr.s_addr = inet_addr("127.0.0.1")
+        socket.send(OSCMessage("/tandem/plugin/set", [.string("player"), .string("level"), .string("gain"), .float(-20)]).encode(),
+                    to: destination)
+        var reply: OSCMessage?
+        var replyFrameTime: UInt32 = 0
+        #expect(TestEnvironment.waitUntil(timeout: 5) {
+            if let d = socket.receive(limit: 8192), case .success(let m) = OSCMessage.decode(bytes: d.bytes) {
+                replyFrameTime = capture.client.frameTime
+                reply = m
+                return true
+            }
+            usleep(100)
+            return false
+        })
+        #expect(reply?.arguments.first?.string == "ok", "\(String(describing: reply))")
+        usleep(500_000)
+        run.process.signal(SIGTERM)
+        #expect(run.process.wait(timeout: 15) == 0, "\(run.output)")
+        capture.close()
+        let x = capture.samples()
+        let first = try #require(capture.firstFrameTime)
+        // The last loud sample (gain 0 dB: about 0.5; -20 dB: about 0.05) marks the change.
+        let lastLoud = try #require(x.lastIndex { abs($0) > 0.2 })
+        let changedAt = Int(Int32(bitPattern: first &+ UInt32(lastLoud + 1) &- replyFrameTime))
+        print("measured: gain change reached the output \(changedAt) frames after the reply (period \(period))")
+        #expect(changedAt <= period, "the change reached the output \(changedAt) frames after the reply (period \(period))")
+        #expect(changedAt > -4 * period, "the change came \(-changedAt) frames before the reply")
+        let before = x[(lastLoud - 4800)...lastLoud].map { abs($0) }.max() ?? 0
+        let after = x[(lastLoud + 4800)..<(lastLoud + 9600)].map { abs($0) }.max() ?? 0
+        #expect(before > 0.45 && before < 0.55 && abs(after / before - 0.1) < 0.01, "before \(before), after \(after)")
+
+        // The session saved the chain on the way out; a new run brings -20 dB back.
+        let state = "\(dir.path)/chain.plugins/player/level/state.ttl"
+        #expect(FileManager.default.fileExists(atPath: state))
+        let again = try TandemProcess(["run", "--no-view", preset], server: server,
+                                      log: dir.appendingPathComponent("run2.log").path)
+        #expect(again.waitFor("control protocol listening"), "\(again.output)")
+        let status = try TestEnvironment.run([TestEnvironment.product("tandem"), "status", "--port", "\(port)", "--json"], timeout: 10)
+        #expect(status.output.contains("\"symbol\":\"gain\",\"value\":-20"), "\(status.output)")
+        again.process.signal(SIGTERM)
+        #expect(again.process.wait(timeout: 15) == 0)
+    }
+
+    /// zeroconvolv needs the worker, options, bounded block length and URID map. With its "No-OP" LV2 preset it
+    /// loads a delta impulse response through the worker and passes the signal (delayed by the latency it reports).
+    /// Its state (the impulse response file) is saved with the session and comes back on the next run, without the
+    /// preset; with `restore_plugins = false` it does not, and the convolver stays silent.
+    @Test(.enabled(if: lv2Installed))
+    func workerPluginStateIsSavedAndRestored() throws {
+        let server = try TestEnvironment.server("plugstate", period: 256)
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("plugstate")
+        let tone = dir.appendingPathComponent("tone.wav").path
+        try TestEnvironment.writeWAV(Signals.sine(frames: 2 * 48000, channels: 1, frequency: 440, sampleRate: 48000,
+                                                  peak: 0.5), channels: 1, path: tone)
+        let port = 30000 + Int(getpid() % 20000) + 9
+        func preset(withLV2Preset: Bool, restore: Bool) throws -> String {
+            let path = dir.appendingPathComponent("conv-\(withLV2Preset)-\(restore).toml").path
+            try """
+            [session]
+            name = "conv"
+            directory = "\(dir.path)"
+            control_port = \(port)
+            restore_plugins = \(restore)
+            [player]
+            channels = 1
+            queue = ["\(tone)"]
+            loop = "item"
+            [[player.plugins]]
+            uri = "\(Self.convolver)"
+            name = "room"
+            \(withLV2Preset ? "preset = \"http://gareus.org/oss/lv2/zeroconvolv/pset#noopMono\"" : "")
+            [[connect]]
+            from = "tandem-play:out_1"
+            to = "cap:in_1"
+            """.write(toFile: path, atomically: true, encoding: .utf8)
+            return path
+        }
+        /// Peak of the output over the last second of a 2.5 s run, and the chain's status.
+        func peak(_ presetPath: String, _ label: String) throws -> (Float, String) {
+            let capture = try TestCapture(name: "cap", server: server.name, channels: 1, seconds: 30)
+            let run = try TandemProcess(["run", "--no-view", presetPath], server: server,
+                                        log: dir.appendingPathComponent("\(label).log").path)
+            #expect(run.waitFor("control protocol listening"), "\(run.output)")
+            usleep(2_500_000)
+            let status = try TestEnvironment.run([TestEnvironment.product("tandem"), "status", "--port", "\(port)", "--json"], timeout: 10)
+            run.process.signal(SIGTERM)
+            #expect(run.process.wait(timeout: 15) == 0, "\(run.output)")
+            capture.close()
+            let x = capture.samples()
+            return (x.suffix(48000).map { abs($0) }.max() ?? 0, status.output)
+        }
+        let (first, status) = try peak(try preset(withLV2Preset: true, restore: true), "first")
+        #expect(first > 0.45 && first < 0.55, "through the delta IR: peak \(first)")
+        #expect(status.contains("\"workerRequests\":") && !status.contains("\"workerRequests\":0"), "\(status)")
+        #expect(status.contains("\"latencyFrames\":"), "\(status)")
+        let state = try String(contentsOfFile: "\(dir.path)/conv.plugins/player/room/state.ttl", encoding: .utf8)
+        #expect(state.contains("delta-48k"), "\(state)")
+        let (restored, _) = try peak(try preset(withLV2Preset: false, restore: true), "restored")
+        #expect(restored > 0.45 && restored < 0.55, "state restored: peak \(restored)")
+        let (fresh, _) = try peak(try preset(withLV2Preset: false, restore: false), "fresh")
+        #expect(fresh < 0.01, "no state, no impulse response: peak \(fresh)")
+    }
+
+    /// A plugin that is not installed, and one that needs a feature Tandem lacks: named in the error, and the
+    /// recording goes on without them.
+    @Test(.enabled(if: lv2Installed))
+    func unusablePluginsAreNamedAndTheRestRuns() throws {
+        let server = try TestEnvironment.server("plugbad")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("plugbad")
+        let bundle = dir.appendingPathComponent("needy.lv2")
+        try FileManager.default.createDirectory(at: bundle, withIntermediateDirectories: true)
+        try """
+        @prefix lv2: <http://lv2plug.in/ns/lv2core#> .
+        <urn:tandem:test:needy> a lv2:Plugin ; lv2:binary <file:///usr/lib/lv2/amp-swh.lv2/plugin-linux.so> ;
+            lv2:requiredFeature <urn:tandem:test:teleport> ;
+            lv2:port [ a lv2:AudioPort, lv2:InputPort ; lv2:index 0 ; lv2:symbol "in" ; lv2:name "In" ] ,
+                     [ a lv2:AudioPort, lv2:OutputPort ; lv2:index 1 ; lv2:symbol "out" ; lv2:name "Out" ] .
+        """.write(to: bundle.appendingPathComponent("manifest.ttl"), atomically: true, encoding: .utf8)
+        let tandem = try TandemProcess(["record", "-c", "1", "-d", dir.path, "-t", "1", "--connect", "system:capture_1",
+                                        "--plugin", "http://example.org/not-installed",
+                                        "--plugin", "urn:tandem:test:needy", "--plugin", "\(Self.amp),gain=-6"],
+                                       server: server, extraEnvironment: ["LV2_PATH": "\(dir.path):/usr/lib/lv2"],
+                                       log: dir.appendingPathComponent("tandem.log").path)
+        #expect(tandem.process.wait(timeout: 20) == 0, "\(tandem.output)")
+        #expect(tandem.output.contains("plugin not-installed: <http://example.org/not-installed> is not installed"), "\(tandem.output)")
+        #expect(tandem.output.contains("<urn:tandem:test:needy> requires the LV2 feature <urn:tandem:test:teleport>"), "\(tandem.output)")
+        #expect(tandem.output.contains(" recording: "))
+    }
+}
