@@ -35,7 +35,8 @@ public final class ControlProtocol {
         "/tandem/record/arm": "", "/tandem/record/rotate": "", "/tandem/play/play": "", "/tandem/play/pause": "",
         "/tandem/play/stop": "", "/tandem/play/next": "", "/tandem/play/seek": "f", "/tandem/play/gain": "f",
         "/tandem/play/load": "s...", "/tandem/preset/apply": "s", "/tandem/subscribe": "[s] [f]",
-        "/tandem/unsubscribe": "[s]",
+        "/tandem/unsubscribe": "[s]", "/tandem/plugin/set": "sssf", "/tandem/plugin/get": "sss",
+        "/tandem/plugin/save": "",
     ]
 
     public init(session: Session, port: Int, logger: Logger = Logger(label: "tandem.control")) throws(UDPSocket.Error) {
@@ -167,8 +168,11 @@ public final class ControlProtocol {
             // ENGINE PLUGIN SYMBOL [VALUE]: engine is "recorder" or "player", plugin its name in the chain.
             let setting = m.path.hasSuffix("set")
             let usage = "\(m.path) takes ENGINE (recorder|player), PLUGIN (its name), SYMBOL" + (setting ? ", VALUE (a number)" : "")
-            guard m.arguments.count == (setting ? 4 : 3), let e = m.arguments[0].string, let plugin = m.arguments[1].string,
-                  let symbol = m.arguments[2].string else { return error(usage) }
+            guard m.arguments.count == (setting ? 4 : 3) else { return error(usage) }
+            // Names are strings; a command line may have sent a name like "2" as a number.
+            let (e, plugin, symbol) = (m.arguments[0].string ?? m.arguments[0].description,
+                                       m.arguments[1].string ?? m.arguments[1].description,
+                                       m.arguments[2].string ?? m.arguments[2].description)
             guard let engine = ChainEngine(rawValue: e) else { return error("unknown engine '\(e)' (recorder or player)") }
             do {
                 if setting {

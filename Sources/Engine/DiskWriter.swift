@@ -321,7 +321,9 @@ final class DiskWriter: @unchecked Sendable {
             startFrameTime: context.anchor.frameTime(at: start), streamStart: start, prerollFrames: at - start,
             ports: context.ports, chunks: [], frames: 0, xruns: 0, droppedFrames: 0, drops: [], ended: .recording,
             endDetail: nil, notes: context.notes.isEmpty ? nil : context.notes, playback: context.playback,
-            pid: getpid(), host: ProcessInfo.processInfo.hostName)
+            pid: getpid(), host: ProcessInfo.processInfo.hostName, plugins: context.plugins,
+            pluginLatencyFrames: context.pluginLatency,
+            channelNames: config.recordDry ? config.recordedChannelNames : nil)
         let t = ActiveTake(number: number, start: start, date: date, context: context, report: report,
                            sidecar: SidecarFile(path: path(take: number, date: date, channel: nil, chunk: nil,
                                                            ext: "json")))

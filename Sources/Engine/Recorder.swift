@@ -196,9 +196,11 @@ public final class Recorder: @unchecked Sendable {
             TakeReport.Port(name: port.name, connections: client.connections(of: port.name),
                             captureLatency: client.latency(of: port.name, capture: true))
         }
+        let chain = plugins.chain.flatMap { $0.isEmpty ? nil : $0 }
         writer.send(.start(at: position, context: TakeContext(anchor: anchor(), ports: portInfo,
                                                               xrunsAtStart: client.notifications.count(.xrun),
-                                                              notes: notes, playback: playback)))
+                                                              notes: notes, playback: playback,
+                                                              plugins: chain?.currentSpecs, pluginLatency: chain?.latency)))
     }
 
     /// Starts a take whose first frame is the one captured at JACK frame time `frameTime` (which may lie a few

@@ -1,4 +1,5 @@
 import Foundation
+import Presets
 
 /// What the recorder tells its owner (read with `Recorder.drainEvents()`).
 public enum RecorderEvent: Sendable {
@@ -36,4 +37,6 @@ struct TakeContext: Sendable {
     var xrunsAtStart: Int
     var notes: [String] = []
     var playback: PlaybackAlignment?
+    var plugins: [PluginSpec]? = nil
+    var pluginLatency: Int? = nil
 }

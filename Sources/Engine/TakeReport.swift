@@ -1,4 +1,5 @@
 import Foundation
+import Presets
 import Jack
 
 /// Why a take ended, as written in its sidecar.
@@ -67,6 +68,12 @@ public struct TakeReport: Codable, Sendable {
     /// gone belongs to an interrupted take.
     public var pid: Int32?
     public var host: String?
+    /// The LV2 insert chain the take was recorded through (plugins, with their control values when the take
+    /// started), and the latency it reported in frames (the recorded audio lags its input by this much).
+    public var plugins: [PluginSpec]? = nil
+    public var pluginLatencyFrames: Int? = nil
+    /// With the dry input recorded too: the recorded channels' names (processed ones, then `PORT-dry`).
+    public var channelNames: [String]? = nil
 
     /// Encodes as pretty JSON.
     public func json() -> Data {

@@ -62,13 +62,14 @@ struct CtlCommand: ParsableCommand {
         commandName: "ctl", abstract: "Send one control command to a running Tandem and print its reply.",
         discussion: """
             Examples: tandem ctl record start · tandem ctl play seek 12.5 · tandem ctl play load take.wav · \
-            tandem ctl /tandem/status. Exit 0 for "ok", 2 for an error reply, 3 when nothing answered.
+            tandem ctl plugin set player level gain -12 · tandem ctl /tandem/status. Exit 0 for "ok", 2 for an error reply, 3 when nothing answered.
             """)
 
     @Option(name: .long, help: "The instance's control port.")
     var port = 9951
 
-    @Argument(help: "The command: words (record start) or an OSC address (/tandem/record/start), then its arguments.")
+    @Argument(parsing: .allUnrecognized,
+              help: "The command: words (record start) or an OSC address (/tandem/record/start), then its arguments.")
     var words: [String]
 
     func run() throws {

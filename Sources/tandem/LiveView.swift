@@ -94,6 +94,8 @@ final class LiveView {
         return String(format: i == 0 ? "%.0f %@" : "%.1f %@", v, units[i])
     }
 
+    static func number(_ v: Float) -> String { v == v.rounded() && abs(v) < 1e6 ? String(Int(v)) : String(format: "%.3g", v) }
+
     func render(_ s: SessionStatus) -> [String] {
         var lines: [String] = []
         let head = "Tandem · \(s.session) · server \(s.server) \(s.sampleRate) Hz / \(s.period)"
@@ -127,6 +129,16 @@ final class LiveView {
             lines.append("\(state) \(item) [\(progress)] \(Self.clock(p.seconds)) / \(Self.clock(p.duration)) \(name)")
             lines.append(String(format: "play ring %4.1f %% · underruns %d frames",
                                 p.ringCapacity > 0 ? Double(p.ringFill) / Double(p.ringCapacity) * 100 : 0, p.underrunFrames))
+        }
+        for engine in ["recorder", "player"] {
+            guard let chain = s.plugins[engine] else { continue }
+            let plugins = chain.plugins.map { p in
+                "\(p.name)(" + p.controls.map { "\($0.symbol)=\(Self.number($0.value))" }.joined(separator: " ") + ")"
+            }
+            var line = "\(engine) fx: " + (plugins.isEmpty ? "none" : plugins.joined(separator: " → "))
+            if chain.latencyFrames > 0 { line += " · latency \(chain.latencyFrames) frames" }
+            lines.append(line)
+            for problem in chain.problems { lines.append(paint("  ! " + problem, "33")) }
         }
         return lines
     }

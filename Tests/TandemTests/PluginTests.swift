@@ -1,4 +1,5 @@
 import Control
+import Engine
 import Foundation
 import Jack
 import SoundFile
@@ -51,6 +52,9 @@ import TestSupport
         #expect(a.matchedFrames == 5 * 48000 && a.mismatchedFrames == 0, "\(a)")
         #expect(nonzero > 400_000)
         #expect(worst <= 1.2e-7, "largest |wet - dry * 10^(-6/20)| = \(worst)")
+        let report = try TakeReport.read(from: try #require(announcedReport(tandem.output)))
+        #expect(report.plugins?.first?.uri == Self.amp && report.plugins?.first?.controls == [.init(symbol: "gain", value: -6)])
+        #expect(report.channelNames == ["in_1", "in_2", "in_1-dry", "in_2-dry"] && report.pluginLatencyFrames == 0)
         print("measured: amp -6 dB, \(frames) frames x 2, largest |wet - dry * 10^(-6/20)| = \(worst)")
     }
 
