@@ -61,10 +61,8 @@ public final class Player: @unchecked Sendable {
         plugins = holder
         state = PlayerState.allocate(client: client.handle!, ports: registered, chain: holder.slot,
                                      ringFrames: ringFrames, wakeSpace: max(client.bufferSize, 8192))
-        if !config.plugins.isEmpty {
-            holder.install(PluginChain(specs: config.plugins, channels: registered.count, sampleRate: rate,
-                                       period: client.bufferSize, label: "player", savedState: config.pluginState))
-        }
+        holder.install(ChainHolder.chain(config.plugins, client: client, channels: registered.count, label: "player",
+                                         savedState: config.pluginState))
         latency = JackLatency(client: client, ports: registered, outputs: true)
         state.pointee.set(.gainTarget, Int(config.gain.bitPattern))
         reader = DiskReader(config: config, state: state.pointee, sampleRate: rate, logger: logger)
@@ -169,9 +167,8 @@ public final class Player: @unchecked Sendable {
 
     /// Replaces the insert chain while playing: built here, taken by the process thread at the start of a cycle.
     public func replacePlugins(_ specs: [PluginSpec], savedState: String? = nil) {
-        let chain = specs.isEmpty ? nil : PluginChain(specs: specs, channels: ports.count, sampleRate: sampleRate,
-                                                      period: client.bufferSize, label: "player", savedState: savedState)
-        plugins.replace(with: chain, isRunning: { client.isActive && !client.wasShutDown }, logger: logger)
+        plugins.rebuild(specs, client: client, channels: ports.count, label: "player", savedState: savedState,
+                        logger: logger)
         refreshPluginLatency()
     }
 

@@ -88,11 +88,8 @@ public final class Recorder: @unchecked Sendable {
         plugins = holder
         state = RecorderState.allocate(client: client.handle!, ports: registered, recordDry: config.recordDry,
                                        chain: holder.slot, ringFrames: ringFrames, wakeFrames: wakeFrames)
-        if !config.plugins.isEmpty {
-            let chain = PluginChain(specs: config.plugins, channels: registered.count, sampleRate: rate,
-                                    period: client.bufferSize, label: "recorder", savedState: config.pluginState)
-            holder.install(chain)
-        }
+        holder.install(ChainHolder.chain(config.plugins, client: client, channels: registered.count, label: "recorder",
+                                         savedState: config.pluginState))
         latency = JackLatency(client: client, ports: registered, outputs: false)
         let notifications = client.notifications
         writer = DiskWriter(config: config, state: state.pointee, sampleRate: rate, portNames: config.recordedChannelNames,
@@ -233,14 +230,10 @@ public final class Recorder: @unchecked Sendable {
     /// Replaces the insert chain while recording: built here, taken by the process thread at the start of a cycle
     /// (the take goes on; from that cycle it records the new chain's output).
     public func replacePlugins(_ specs: [PluginSpec], savedState: String? = nil) {
-        let chain = specs.isEmpty ? nil : PluginChain(specs: specs, channels: ports.count, sampleRate: sampleRate,
-                                                      period: client.bufferSize, label: "recorder", savedState: savedState)
-        plugins.replace(with: chain, isRunning: { client.isActive && !client.wasShutDown }, logger: logger)
+        plugins.rebuild(specs, client: client, channels: ports.count, label: "recorder", savedState: savedState,
+                        logger: logger)
         refreshPluginLatency()
     }
-
-    /// The insert chain's latency in frames (what the recorded audio lags its input by).
-    public var pluginLatency: Int { plugins.chain?.latency ?? 0 }
 
     /// Whether a take is being written.
     public var isRecording: Bool { writer.status != nil }

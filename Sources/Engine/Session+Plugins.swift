@@ -85,12 +85,20 @@ extension Session {
     }
 }
 
-extension RecorderConfig {
+/// An engine configuration with an insert chain.
+protocol ChainConfig: Equatable {
+    var plugins: [PluginSpec] { get set }
+}
+
+extension ChainConfig {
     /// Whether `other` differs only in its plugin chain.
-    func differsOnlyInPlugins(from other: RecorderConfig) -> Bool {
+    func differsOnlyInPlugins(from other: Self) -> Bool {
         var a = self, b = other
         a.plugins = []
         b.plugins = []
         return a == b
     }
 }
+
+extension RecorderConfig: ChainConfig {}
+extension PlayerConfig: ChainConfig {}

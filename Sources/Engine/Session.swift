@@ -172,9 +172,7 @@ public final class Session: @unchecked Sendable {
                         pl.reconfigure(loop: want.loop, map: want.channelMap, quality: want.resampleQuality)
                     }
                     if current.queue != want.queue { pl.load(want.queue) }
-                    var a = current, b = want
-                    (a.plugins, b.plugins) = ([], [])
-                    if a != b { report.reconfigured.append("player") }
+                    if !current.differsOnlyInPlugins(from: want) { report.reconfigured.append("player") }
                     playerConfig = want
                 }
             } else {

@@ -67,13 +67,7 @@ extension PluginChain {
     }
 
     /// Total latency of the chain in frames: the sum of what each plugin reports.
-    public var latency: Int {
-        stages.reduce(0) { total, s in
-            guard let k = s.outputs.firstIndex(where: \.reportsLatency) else { return total }
-            let v = Float(bitPattern: UInt32(truncatingIfNeeded: s.rt.outputs.load(k)))
-            return total + (v.isFinite && v > 0 ? Int(v.rounded()) : 0)
-        }
-    }
+    public var latency: Int { stages.reduce(0) { $0 + $1.reportedLatency } }
 
     public var status: [PluginStatus] {
         stages.map { s in
@@ -83,10 +77,9 @@ extension PluginChain {
             let outputs = s.outputs.enumerated().map { k, p in
                 PluginStatus.Control(symbol: p.symbol, value: Float(bitPattern: UInt32(truncatingIfNeeded: s.rt.outputs.load(k))))
             }
-            let latency = s.outputs.firstIndex(where: \.reportsLatency).map { Int(outputs[$0].value.rounded()) } ?? 0
             return PluginStatus(
                 name: s.spec.name, uri: s.spec.uri, controls: controls, outputs: outputs, instances: s.instances.count,
-                latencyFrames: latency,
+                latencyFrames: s.reportedLatency,
                 workerRequests: s.workers.isEmpty ? nil : s.workers.reduce(0) { $0 + Int(lv2host_worker_handled($1)) },
                 workerDropped: s.workers.isEmpty ? nil : s.workers.reduce(0) { $0 + Int(lv2host_worker_dropped($1)) })
         }

@@ -60,6 +60,13 @@ public final class PluginChain: @unchecked Sendable {
         }
 
         func controlIndex(_ symbol: String) -> Int? { controls.firstIndex { $0.symbol == symbol } }
+
+        /// Frames of latency the plugin last reported (0 without a latency port, or for a nonsense value).
+        var reportedLatency: Int {
+            guard let k = outputs.firstIndex(where: \.reportsLatency) else { return 0 }
+            let v = Float(bitPattern: UInt32(truncatingIfNeeded: rt.outputs.load(k)))
+            return v.isFinite && v > 0 ? Int(v.rounded()) : 0
+        }
     }
 
     /// Builds the chain. `savedState`: a folder from `save(to:)`; state saved there for a plugin of the same name and

@@ -50,14 +50,7 @@ public final class PluginHost: @unchecked Sendable {
     /// Every installed plugin, sorted by URI.
     public func plugins() -> [PluginInfo] {
         locked {
-            var out: [PluginInfo] = []
-            let all = lilv_world_get_all_plugins(world)
-            var i = lilv_plugins_begin(all)
-            while !lilv_plugins_is_end(all, i) {
-                if let p = lilv_plugins_get(all, i) { out.append(describe(p, presets: false)) }
-                i = lilv_plugins_next(all, i)
-            }
-            return out.sorted { $0.uri < $1.uri }
+            allLilvPlugins().map { describe($0, presets: false) }.sorted { $0.uri < $1.uri }
         }
     }
 
@@ -69,14 +62,19 @@ public final class PluginHost: @unchecked Sendable {
     /// Installed plugin URIs close to `uri` (for "did you mean"). Call inside `locked`.
     func similarLocked(to uri: String) -> [String] {
         let tail = PluginSpec.defaultName(uri: uri)
-        var out: [String] = []
+        let near = allLilvPlugins().compactMap { Self.string(lilv_plugin_get_uri($0)) }.filter {
+            PluginSpec.defaultName(uri: $0) == tail || $0.hasPrefix(uri) || (uri.count > 8 && $0.contains(uri))
+        }
+        return Array(near.prefix(3))
+    }
+
+    /// Every installed plugin, in lilv's order. Call inside `locked`.
+    func allLilvPlugins() -> [OpaquePointer] {
         let all = lilv_world_get_all_plugins(world)
+        var out: [OpaquePointer] = []
         var i = lilv_plugins_begin(all)
-        while !lilv_plugins_is_end(all, i) && out.count < 3 {
-            if let p = lilv_plugins_get(all, i), let u = Self.string(lilv_plugin_get_uri(p)),
-               PluginSpec.defaultName(uri: u) == tail || u.hasPrefix(uri) || (uri.count > 8 && u.contains(uri)) {
-                out.append(u)
-            }
+        while !lilv_plugins_is_end(all, i) {
+            if let p = lilv_plugins_get(all, i) { out.append(p) }
             i = lilv_plugins_next(all, i)
         }
         return out

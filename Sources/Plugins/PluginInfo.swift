@@ -56,12 +56,15 @@ extension PluginHost {
         return String(cString: c)
     }
 
-    static func strings(_ nodes: UnsafeMutableRawPointer?) -> [String] {
+    static func strings(_ nodes: UnsafeMutableRawPointer?) -> [String] { members(nodes).compactMap { string($0) } }
+
+    /// The nodes of a lilv node collection (valid while the collection lives).
+    static func members(_ nodes: UnsafeMutableRawPointer?) -> [OpaquePointer] {
         guard let nodes else { return [] }
-        var out: [String] = []
+        var out: [OpaquePointer] = []
         var i = lilv_nodes_begin(nodes)
         while !lilv_nodes_is_end(nodes, i) {
-            if let s = string(lilv_nodes_get(nodes, i)) { out.append(s) }
+            if let n = lilv_nodes_get(nodes, i) { out.append(n) }
             i = lilv_nodes_next(nodes, i)
         }
         return out
@@ -139,16 +142,12 @@ extension PluginHost {
         }
         guard let related = lilv_plugin_get_related(p, presetClass) else { return [] }
         defer { lilv_nodes_free(related) }
-        var out: [PluginInfo.Preset] = []
-        var i = lilv_nodes_begin(related)
-        while !lilv_nodes_is_end(related, i) {
-            if let preset = lilv_nodes_get(related, i), let uri = Self.string(preset) {
-                lilv_world_load_resource(world, preset)
-                let labels = lilv_world_find_nodes(world, preset, label, nil)
-                out.append(.init(uri: uri, label: Self.strings(labels).first ?? uri))
-                lilv_nodes_free(labels)
-            }
-            i = lilv_nodes_next(related, i)
+        let out = Self.members(related).compactMap { preset -> PluginInfo.Preset? in
+            guard let uri = Self.string(preset) else { return nil }
+            lilv_world_load_resource(world, preset)
+            let labels = lilv_world_find_nodes(world, preset, label, nil)
+            defer { lilv_nodes_free(labels) }
+            return .init(uri: uri, label: Self.strings(labels).first ?? uri)
         }
         return out.sorted { $0.label < $1.label }
     }

@@ -60,14 +60,9 @@ struct PlayCommand: ParsableCommand {
     @Option(name: .long, help: "Playback ring size in seconds.")
     var ring: Double = 2
 
-    @Option(name: .long, help: ArgumentHelp("LV2 plugin for the insert chain, in order (repeatable; see `tandem plugins`).",
-                                            valueName: "URI[,name=NAME][,preset=URI][,SYMBOL=VALUE...]"))
-    var plugin: [String] = []
+    @OptionGroup var plugins: PluginOptions
 
     func validate() throws {
-        for p in plugin {
-            if case .failure(let e) = PluginSpec.parse(p) { throw ValidationError("--plugin: \(e)") }
-        }
         if files.isEmpty { throw ValidationError("give at least one file to play") }
         if let channels, !(1...256).contains(channels) { throw ValidationError("--channels must be 1 to 256") }
         if channels != nil && !port.isEmpty { throw ValidationError("give either --channels or --port, not both") }
@@ -102,7 +97,7 @@ struct PlayCommand: ParsableCommand {
         c.resampleQuality = ResampleQuality(rawValue: quality) ?? .high
         c.ringSeconds = ring
         c.startImmediately = false
-        c.plugins = PluginSpec.uniqueNames(plugin.compactMap { try? PluginSpec.parse($0).get() })
+        c.plugins = plugins.specs
         return c
     }
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Plugins
+import Presets
 
 struct PluginsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -86,4 +87,20 @@ struct PluginsCommand: ParsableCommand {
             say("  \(fit)")
         }
     }
+}
+
+/// `--plugin`, shared by `record` and `play`: an insert chain from the command line.
+struct PluginOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("LV2 plugin for the insert chain, in order (repeatable; see `tandem plugins`).",
+                                            valueName: "URI[,name=NAME][,preset=URI][,SYMBOL=VALUE...]"))
+    var plugin: [String] = []
+
+    func validate() throws {
+        for p in plugin {
+            if case .failure(let e) = PluginSpec.parse(p) { throw ValidationError("--plugin: \(e)") }
+        }
+    }
+
+    /// The chain, with names made unique.
+    var specs: [PluginSpec] { PluginSpec.uniqueNames(plugin.compactMap { try? PluginSpec.parse($0).get() }) }
 }

@@ -72,17 +72,12 @@ struct RecordCommand: ParsableCommand {
     @Option(name: .long, help: "Capture ring size in seconds.")
     var ring: Double = 4
 
-    @Option(name: .long, help: ArgumentHelp("LV2 plugin for the insert chain, in order (repeatable; see `tandem plugins`).",
-                                            valueName: "URI[,name=NAME][,preset=URI][,SYMBOL=VALUE...]"))
-    var plugin: [String] = []
+    @OptionGroup var plugins: PluginOptions
 
     @Flag(name: .long, help: "Also record the unprocessed input, as extra channels after the processed ones (needs --plugin).")
     var dry = false
 
     func validate() throws {
-        for p in plugin {
-            if case .failure(let e) = PluginSpec.parse(p) { throw ValidationError("--plugin: \(e)") }
-        }
         if let channels, !(1...256).contains(channels) { throw ValidationError("--channels must be 1 to 256") }
         if channels != nil && !port.isEmpty { throw ValidationError("give either --channels or --port, not both") }
         if Container(rawValue: format) == nil {
@@ -117,7 +112,7 @@ struct RecordCommand: ParsableCommand {
         c.maxDurationSeconds = duration
         c.ringSeconds = ring
         c.faults = RecorderFaults.fromEnvironment()
-        c.plugins = PluginSpec.uniqueNames(plugin.compactMap { try? PluginSpec.parse($0).get() })
+        c.plugins = plugins.specs
         c.recordDry = dry
         return c
     }
