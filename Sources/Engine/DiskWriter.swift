@@ -167,7 +167,7 @@ final class DiskWriter: @unchecked Sendable {
                 if remaining > 0 {
                     if recordedGap != gap.a {
                         recordedGap = gap.a
-                        recordDrop(frames: remaining)
+                        recordDrop(frames: remaining, cause: gap.kind == RecorderState.missedKind ? .missedCycles : .overrun)
                     }
                     let done = advance(remaining, fromRing: false)
                     if done < remaining {
@@ -196,12 +196,15 @@ final class DiskWriter: @unchecked Sendable {
     /// Stream position of the gap already entered in the report (a gap may take several rounds to pass).
     private var recordedGap: Int64 = -1
 
-    private func recordDrop(frames: Int) {
+    private func recordDrop(frames: Int, cause: TakeReport.GapCause) {
         guard let t = take, streamPosition >= t.start else { return }
         let overlap = min(frames, (t.end ?? Int.max) - streamPosition)
         guard overlap > 0 else { return }
-        t.report.drops.append(.init(atFrame: streamPosition - t.start, frames: overlap))
-        t.report.droppedFrames += overlap
+        t.report.drops.append(.init(atFrame: streamPosition - t.start, frames: overlap, cause: cause))
+        switch cause {
+        case .overrun: t.report.droppedFrames += overlap
+        case .missedCycles: t.report.missedFrames = (t.report.missedFrames ?? 0) + overlap
+        }
     }
 
     /// Handles up to `count` frames at the current position: ring frames (or silence for a gap) go into the take,
@@ -319,7 +322,8 @@ final class DiskWriter: @unchecked Sendable {
             channels: state.recordedChannels, format: config.format.container.rawValue,
             sampleFormat: config.format.sample.rawValue, stems: config.stems, startedAt: iso.string(from: date),
             startFrameTime: context.anchor.frameTime(at: start), streamStart: start, prerollFrames: at - start,
-            ports: context.ports, chunks: [], frames: 0, xruns: 0, droppedFrames: 0, drops: [], ended: .recording,
+            ports: context.ports, chunks: [], frames: 0, xruns: 0, droppedFrames: 0, drops: [], missedFrames: 0,
+            ended: .recording,
             endDetail: nil, notes: context.notes.isEmpty ? nil : context.notes, playback: context.playback,
             pid: getpid(), host: ProcessInfo.processInfo.hostName, plugins: context.plugins,
             pluginLatencyFrames: context.pluginLatency,

@@ -20,9 +20,35 @@ extension RecorderState {
         let began = monotonicNanoseconds()
         let n = Int(frames)
         let counters = s.counters
-        let position = counters.load(Counter.streamFrames.rawValue)
-        counters.store(Counter.cycleStamp.rawValue,
-                       Int(jack_last_frame_time(s.client)) << 32 | (position & 0xFFFF_FFFF))
+        let frameTime = jack_last_frame_time(s.client)
+        var position = counters.load(Counter.streamFrames.rawValue)
+        var pendingFrames = counters.load(Counter.pendingDropFrames.rawValue)
+        if pendingFrames > 0 {
+            // A gap must be announced before any frame after it reaches the ring.
+            let start = counters.load(Counter.pendingDropStart.rawValue)
+            if s.drops.push(RTMessage(kind: dropKind, a: Int64(start), b: Int64(pendingFrames))) {
+                counters.store(Counter.pendingDropFrames.rawValue, 0)
+                pendingFrames = 0
+            }
+        }
+        // Cycles the server ran without us (JACK wakes a late client once for several cycles): their frames are
+        // lost upstream. Keep the take's timeline: the gap becomes silence, counted and placed in the report.
+        let expected = counters.load(Counter.nextFrameTime.rawValue)
+        if expected >= 0 {
+            let missed = Int(Int32(bitPattern: frameTime &- UInt32(truncatingIfNeeded: expected)))
+            if missed > 0 && missed <= maxMissedFrames {
+                counters.add(Counter.missedFrames.rawValue, missed)
+                if pendingFrames > 0 || !s.drops.push(RTMessage(kind: missedKind, a: Int64(position), b: Int64(missed))) {
+                    // Not announced on its own (a gap is still pending, or no room): it joins the pending gap.
+                    if pendingFrames == 0 { counters.store(Counter.pendingDropStart.rawValue, position) }
+                    pendingFrames += missed
+                    counters.store(Counter.pendingDropFrames.rawValue, pendingFrames)
+                }
+                position += missed
+            }
+        }
+        counters.store(Counter.nextFrameTime.rawValue, Int(frameTime &+ frames))
+        counters.store(Counter.cycleStamp.rawValue, Int(frameTime) << 32 | (position & 0xFFFF_FFFF))
 
         for c in 0..<s.channels { s.buffers[c] = s.ports[c].buffer(frames) ?? s.scratch }
         if let chain = s.chain.acquire() {
@@ -37,15 +63,6 @@ extension RecorderState {
         meter(s, frames: n)
 
         var written = false
-        var pendingFrames = counters.load(Counter.pendingDropFrames.rawValue)
-        if pendingFrames > 0 {
-            // A gap must be announced before any frame after it reaches the ring.
-            let start = counters.load(Counter.pendingDropStart.rawValue)
-            if s.drops.push(RTMessage(kind: dropKind, a: Int64(start), b: Int64(pendingFrames))) {
-                counters.store(Counter.pendingDropFrames.rawValue, 0)
-                pendingFrames = 0
-            }
-        }
         if pendingFrames == 0 {
             written = s.ring.writer.write(planar: s.recorded, frames: n)
         }

@@ -137,6 +137,8 @@ public final class Recorder: @unchecked Sendable {
 
     /// Frames dropped because the ring was full.
     public var droppedFrames: Int { state.pointee.counter(.droppedFrames) }
+    /// Frames of cycles the server ran without calling the recorder since activation (silence in the take).
+    public var missedFrames: Int { state.pointee.counter(.missedFrames) }
 
     /// Process cycles run.
     public var cycles: Int { state.pointee.counter(.cycles) }

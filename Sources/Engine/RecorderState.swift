@@ -21,6 +21,11 @@ struct RecorderState: BitwiseCopyable {
         case cycleStamp
         /// Frames summed into the meters since the meters were last read.
         case meterFrames
+        /// JACK frame time the next cycle should have if the server runs every cycle for us (-1: none yet).
+        case nextFrameTime
+        /// Frames of cycles the server ran without calling us (a late client before us in the graph, an xrun):
+        /// they never reached the recorder and are kept in the take as silence.
+        case missedFrames
     }
 
     /// The JACK client handle (for `jack_last_frame_time`).
@@ -41,8 +46,8 @@ struct RecorderState: BitwiseCopyable {
     let scratch: UnsafeMutablePointer<Float>
     /// Capture ring; the callback owns its writer half, the disk writer its reader half.
     let ring: FrameRing
-    /// Gaps (drops), announced to the writer before any frame that follows them: kind 1, a = stream position,
-    /// b = frames.
+    /// Gaps, announced to the writer before any frame that follows them: kind `dropKind` (the ring was full) or
+    /// `missedKind` (the server skipped our cycles), a = stream position, b = frames.
     let drops: MessageRing
     let counters: AtomicCounterArray
     /// Per-channel peak since last read, as the bit pattern of a non-negative Float (ordering preserved).
@@ -56,6 +61,9 @@ struct RecorderState: BitwiseCopyable {
     let wakeFrames: Int
 
     static let dropKind: Int32 = 1
+    static let missedKind: Int32 = 2
+    /// A frame-time jump larger than this (about 87 s at 48 kHz) is not taken for skipped cycles.
+    static let maxMissedFrames = 1 << 22
     static let sumSquaresScale = 4_294_967_296.0
 
     static func allocate(client: OpaquePointer, ports: [JackPort], recordDry: Bool, chain: ChainSlot, ringFrames: Int,
@@ -113,6 +121,7 @@ struct RecorderState: BitwiseCopyable {
         ring.reset()
         drops.reset()
         for i in 0..<counters.count { counters.store(i, 0) }
+        counters.store(Counter.nextFrameTime.rawValue, -1)
         for c in 0..<channels {
             peaks.store(c, 0)
             sumSquares.store(c, 0)

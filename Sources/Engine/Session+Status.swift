@@ -24,6 +24,8 @@ public struct SessionStatus: Codable, Sendable {
         public var ringFill: Int
         public var ringCapacity: Int
         public var droppedFrames: Int
+        /// Frames of cycles the server skipped for the recorder (kept as silence in the take).
+        public var missedFrames: Int
         public var xruns: Int
         public var cycle: CycleCost
     }
@@ -154,7 +156,7 @@ extension Session {
                 seconds: Double(take?.frames ?? 0) / Double(max(1, r.sampleRate)), bytes: take?.bytes ?? 0,
                 files: take?.files ?? [], directory: cfg.directory, freeBytes: free,
                 secondsLeft: free.map { Double($0) / max(1, perSecond) }, ringFill: r.ringFill.frames,
-                ringCapacity: r.ringFill.capacity, droppedFrames: r.droppedFrames,
+                ringCapacity: r.ringFill.capacity, droppedFrames: r.droppedFrames, missedFrames: r.missedFrames,
                 xruns: r.client.notifications.count(.xrun), cycle: .init(r.cycleCost))
         }
         var play: SessionStatus.PlayerStatus?

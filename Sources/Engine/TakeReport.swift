@@ -33,6 +33,16 @@ public struct TakeReport: Codable, Sendable {
         /// Frame offset within the take where the gap starts (filled with silence).
         public var atFrame: Int
         public var frames: Int
+        /// Why the frames are missing (absent in reports written before causes were told apart: an overrun).
+        public var cause: GapCause? = nil
+    }
+    /// Why a stretch of a take is silence instead of what came in.
+    public enum GapCause: String, Codable, Sendable {
+        /// The capture ring was full (the disk or the writer could not keep up): counted in `droppedFrames`.
+        case overrun
+        /// The JACK server ran cycles without calling the recorder (a late client before it, an xrun): the audio
+        /// of those cycles never reached Tandem. Counted in `missedFrames`.
+        case missedCycles = "missed-cycles"
     }
 
     public var tandemVersion: String
@@ -55,8 +65,11 @@ public struct TakeReport: Codable, Sendable {
     public var chunks: [Chunk]
     public var frames: Int
     public var xruns: Int
+    /// Frames lost to a full ring (overruns), kept as silence.
     public var droppedFrames: Int
     public var drops: [Drop]
+    /// Frames of cycles the server skipped for the recorder, kept as silence (absent in older reports).
+    public var missedFrames: Int? = nil
     public var ended: TakeEnd
     /// Human-readable detail on how it ended (the disk error's message, for example).
     public var endDetail: String?

@@ -1,6 +1,9 @@
 import CJack
 import Jack
 import Realtime
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// RT state for the test clients: a player that copies a preloaded ring to its output ports once `started` is set,
 /// and a recorder that copies its input ports into a ring.
@@ -17,6 +20,9 @@ public struct LoopState: BitwiseCopyable {
     public var firstFrameTime: AtomicCounter
     /// The client (for `jack_last_frame_time`), once known.
     public var client: OpaquePointer?
+    /// `lateClock` only: every `stallEvery` cycles it sleeps `stallMicros` inside the callback.
+    public var stallEvery = 0
+    public var stallMicros = 0
 
     public static func allocate(ports: [JackPort], ringFrames: Int) -> UnsafeMutablePointer<LoopState> {
         let p = UnsafeMutablePointer<JackPort>.allocate(capacity: ports.count)
@@ -69,6 +75,30 @@ public struct LoopState: BitwiseCopyable {
 }
 
 extension LoopState {
+    /// A deliberately late source (test fixture, not real-time safe on purpose): every output sample is its own
+    /// JACK frame time (modulo 2^23, scaled by 2^-23, so exact in a Float), and every `stallEvery` cycles the
+    /// callback sleeps `stallMicros`, so the server runs cycles without this client and everything after it.
+    public static func lateClock(name: String, server: String, stallEvery: Int, stallMicros: Int) throws
+        -> (JackClient, UnsafeMutablePointer<LoopState>) {
+        let client = try JackClient(name: name, server: server)
+        let port = try client.registerPort("out_1", direction: .output)
+        let state = LoopState.allocate(ports: [port], ringFrames: 1)
+        state.pointee.client = client.handle
+        state.pointee.stallEvery = stallEvery
+        state.pointee.stallMicros = stallMicros
+        try client.activate(process: { frames, arg in
+            let s = arg!.assumingMemoryBound(to: LoopState.self).pointee
+            let out = s.ports[0].buffer(frames) ?? s.scratch
+            let now = s.client.map { Int(jack_last_frame_time($0)) } ?? 0
+            for i in 0..<Int(frames) { out[i] = Float((now + i) & 0x7F_FFFF) / 8_388_608 }
+            if s.started.load() != 0 && s.stallEvery > 0 && s.cycles.add(1) % s.stallEvery == 0 {
+                usleep(UInt32(s.stallMicros))
+            }
+            return 0
+        }, context: UnsafeMutableRawPointer(state), afterWarmUp: {})
+        return (client, state)
+    }
+
     /// A source client for tests: `channels` output ports named out_1..N playing `samples` (interleaved) once
     /// `started` is set. Returns the client and its state; close the client before freeing the state.
     public static func source(name: String, server: String, channels: Int, samples: [Float]) throws

@@ -137,7 +137,7 @@ struct DemoCommand: ParsableCommand {
         say("take:   \(file)")
         say("report: \(sidecar)")
         say("verified: \(matched) of \(total) source frames arrived bit for bit "
-            + "(\(take.droppedFrames) dropped, \(take.xruns) xruns, \(underruns) underrun frames)")
+            + "(\(take.droppedFrames) dropped, \(take.missedFrames ?? 0) missed, \(take.xruns) xruns, \(underruns) underrun frames)")
         if matched != total && !interrupted {
             owned?.stop()
             fail(.failure, "the take does not match the source")

@@ -109,8 +109,8 @@ final class LiveView {
             }
             lines.append("\(state) · \(Self.bytes(r.bytes))\(disk)")
             let ring = r.ringCapacity > 0 ? Double(r.ringFill) / Double(r.ringCapacity) * 100 : 0
-            lines.append(String(format: "ring %4.1f %% · xruns %d · overruns %d frames · cycle p99 %.1f µs",
-                                ring, r.xruns, r.droppedFrames, r.cycle.p99Micros))
+            lines.append(String(format: "ring %4.1f %% · xruns %d · overruns %d frames · missed %d frames · cycle p99 %.1f µs",
+                                ring, r.xruns, r.droppedFrames, r.missedFrames, r.cycle.p99Micros))
             let width = max(4, s.meters.map(\.port.count).max() ?? 4)
             for m in s.meters {
                 let name = m.port.padding(toLength: width, withPad: " ", startingAt: 0)
@@ -147,7 +147,7 @@ final class LiveView {
         var parts: [String] = []
         if let r = s.recorder {
             parts.append(r.recording ? "rec take \(r.take ?? 0) \(String(format: "%.1f", r.seconds)) s \(Self.bytes(r.bytes))" : "armed")
-            parts.append("dropped \(r.droppedFrames) xruns \(r.xruns)")
+            parts.append("dropped \(r.droppedFrames) missed \(r.missedFrames) xruns \(r.xruns)")
             parts.append("meters " + s.meters.map { "\($0.port) \(Self.db($0.peakDB).trimmingCharacters(in: .whitespaces))/\(Self.db($0.rmsDB).trimmingCharacters(in: .whitespaces))" }.joined(separator: " "))
         }
         if let p = s.player {

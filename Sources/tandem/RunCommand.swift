@@ -196,7 +196,8 @@ final class EventPrinter {
         case .takeFinished(let r, let sidecar):
             let seconds = Double(r.frames) / Double(max(1, r.sampleRate))
             return "take \(r.take) \(r.ended.rawValue): \(r.frames) frames (\(String(format: "%.3f", seconds)) s), "
-                + "\(r.chunks.count) chunk(s), dropped \(r.droppedFrames), xruns \(r.xruns); report \(sidecar)"
+                + "\(r.chunks.count) chunk(s), dropped \(r.droppedFrames), missed \(r.missedFrames ?? 0), "
+                + "xruns \(r.xruns); report \(sidecar)"
         case .diskError(let take, let message):
             FileHandle.standardError.write(Data("tandem: take \(take) ended by a disk error: \(message)\n".utf8))
             return nil

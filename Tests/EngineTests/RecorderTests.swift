@@ -231,6 +231,59 @@ import TestSupport
                 "the take goes on after the stall")
     }
 
+    /// A client before the recorder in the graph runs late, so the server runs cycles without it and the recorder.
+    /// The audio of those cycles never reaches Tandem: the take keeps its timeline (silence where it was), the
+    /// report counts the frames as missed (not as overruns) and places every gap. The source's samples are their
+    /// own frame times, so "at its original time" is checked sample by sample.
+    @Test func cyclesTheServerSkipsAreCountedPlacedAndKeptAsSilence() throws {
+        let server = try TestEnvironment.server("missed")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("missed")
+        let (late, lateState) = try LoopState.lateClock(name: "late", server: server.name, stallEvery: 25,
+                                                        stallMicros: 60_000)
+        var c = RecorderConfig()
+        c.clientName = "rec"
+        c.ports = ["in_1"]
+        c.directory = dir.path
+        c.session = "missed"
+        let recorder = try Recorder(config: c, server: server.name)
+        try late.connect("late:out_1", "rec:in_1")
+        usleep(200_000)
+        recorder.startTake()
+        lateState.pointee.started.store(1)
+        usleep(4_000_000)
+        let missedLive = recorder.missedFrames
+        recorder.close()
+        late.close()
+        LoopState.free(lateState)
+        let finished = recorder.drainEvents().compactMap { e -> (TakeReport, String)? in
+            if case .takeFinished(let r, let p) = e { return (r, p) }
+            return nil
+        }
+        let (report, sidecar) = try #require(finished.first)
+
+        #expect(missedLive > 0, "the recorder counted skipped cycles while running")
+        let missed = report.drops.filter { $0.cause == .missedCycles }
+        #expect(!missed.isEmpty)
+        #expect(report.missedFrames == missed.map(\.frames).reduce(0, +))
+        #expect((report.missedFrames ?? 0) >= 1024, "at least one whole cycle: \(report.missedFrames ?? 0)")
+        #expect(report.droppedFrames == 0 && !report.drops.contains { $0.cause == .overrun })
+        #expect(try TakeReport.read(from: sidecar).missedFrames == report.missedFrames)
+
+        let audio = try TestEnvironment.readAudio(report.chunks[0].files[0]).samples
+        #expect(audio.count == report.frames)
+        var inGap = [Bool](repeating: false, count: audio.count)
+        for d in report.drops { for i in d.atFrame..<min(audio.count, d.atFrame + d.frames) { inGap[i] = true } }
+        let first = try #require(inGap.firstIndex(of: false))
+        let base = Int((audio[first] * 8_388_608).rounded()) - first
+        var wrong = 0
+        for i in 0..<audio.count {
+            let v = Int((audio[i] * 8_388_608).rounded())
+            if inGap[i] ? v != 0 : v != (base + i) & 0x7F_FFFF { wrong += 1 }
+        }
+        #expect(wrong == 0, "every frame sits at its own frame time, the gaps are silent")
+    }
+
     @Test func stemsWriteOneMonoFilePerChannel() throws {
         let (report, _, source) = try record("stems", seconds: 2, channels: 3) { $0.stems = true }
         let files = report.chunks[0].files
