@@ -72,6 +72,7 @@ final class DiskReader: @unchecked Sendable {
     private var fileBufferChannels = 0
     private let resampled: UnsafeMutablePointer<Float>
     private static let maxFileChannels = 256
+    private let waitSeconds: Double
 
     init(config: PlayerConfig, state: PlayerState, sampleRate: Int, logger: Logger) {
         self.state = state
@@ -80,6 +81,7 @@ final class DiskReader: @unchecked Sendable {
         channelMap = config.channelMap
         loop = config.loop
         quality = config.resampleQuality
+        waitSeconds = min(0.25, config.ringSeconds / 8)
         fileBuffer = .allocate(capacity: DiskReader.chunkFrames * DiskReader.maxFileChannels)
         // Room for the largest upsampling ratio we accept (8x) plus the converter's tail.
         resampled = .allocate(capacity: (DiskReader.chunkFrames * 8 + 8192) * DiskReader.maxFileChannels)
@@ -114,7 +116,9 @@ final class DiskReader: @unchecked Sendable {
             for command in commands.withLock({ c in defer { c.removeAll() }; return c }) { handle(command) }
             if quit { break }
             fill()
-            state.wakeup.wait(seconds: 0.05)
+            // The callback wakes us when there is room; the timeout only covers a chunk larger than its threshold
+            // (upsampling), so it is a fraction of the ring.
+            state.wakeup.wait(seconds: waitSeconds)
             state.wakeup.drain()
         }
     }
@@ -148,7 +152,10 @@ final class DiskReader: @unchecked Sendable {
         if index >= queue.count || (!open(index, at: frame) && !advance()) { markDrained() }
     }
 
-    private func emit(_ e: PlayerEvent) { events.withLock { $0.append(e) } }
+    private func emit(_ e: PlayerEvent) {
+        events.withLock { $0.append(e) }
+        state.notify?.post()
+    }
 
     private func closeFile() {
         file?.close()

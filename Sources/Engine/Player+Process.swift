@@ -32,7 +32,18 @@ extension PlayerState {
             // The chain runs every cycle, stopped or not, so effects ring out.
             if let chain { ChainState.run(chain.pointee, inputs: s.buffers, outputs: s.outs, frames: n) }
             c.add(Counter.cycles.rawValue, 1)
-            if s.ring.writer.space >= s.wakeSpace { s.wakeup.post() }
+            // Wake the reader once the ring has room for a chunk, and not again until it has written: an idle or
+            // drained reader is not woken every cycle.
+            let written = s.ring.totalWritten
+            if s.ring.writer.space >= s.wakeSpace && c.load(Counter.wokeReaderAt.rawValue) != written {
+                c.store(Counter.wokeReaderAt.rawValue, written)
+                s.wakeup.post()
+            }
+            let drainedAt = c.load(Counter.drainedAt.rawValue)
+            if let notify = s.notify, reader.position >= drainedAt, c.load(Counter.announcedDrain.rawValue) != drainedAt {
+                c.store(Counter.announcedDrain.rawValue, drainedAt)
+                notify.post()
+            }
             s.cycleCost.record(nanoseconds: monotonicNanoseconds() - began)
         }
 

@@ -41,9 +41,10 @@ public final class Player: @unchecked Sendable {
     private var pendingEvents: [PlayerEvent] = []
 
     /// Opens the client, registers the ports, starts the reader thread and activates. Loads `config.queue`, and
-    /// starts playing at once when `config.startImmediately` is set.
-    public init(config: PlayerConfig, server: String?, logger: Logger = Logger(label: "tandem.play"))
-        throws(EngineError) {
+    /// starts playing at once when `config.startImmediately` is set. `notify` is posted when there are events to
+    /// drain (a failure, the end of the queue), so a control loop can sleep long between looks.
+    public init(config: PlayerConfig, server: String?, logger: Logger = Logger(label: "tandem.play"),
+                notify: Wakeup? = nil) throws(EngineError) {
         let problems = config.problems()
         guard problems.isEmpty else { throw EngineError(.badConfig, problems.joined(separator: "; ")) }
         self.config = config
@@ -60,7 +61,7 @@ public final class Player: @unchecked Sendable {
         let holder = ChainHolder()
         plugins = holder
         state = PlayerState.allocate(client: client.handle!, ports: registered, chain: holder.slot,
-                                     ringFrames: ringFrames, wakeSpace: max(client.bufferSize, 8192))
+                                     ringFrames: ringFrames, wakeSpace: max(client.bufferSize, 8192), notify: notify)
         holder.install(ChainHolder.chain(config.plugins, client: client, channels: registered.count, label: "player",
                                          savedState: config.pluginState))
         latency = JackLatency(client: client, ports: registered, outputs: true)

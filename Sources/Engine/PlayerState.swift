@@ -30,6 +30,10 @@ struct PlayerState: BitwiseCopyable {
         case cycleFrameTime, cycleRingPosition
         /// JACK frame time at which the first ring frame of the current run was played (-1 before).
         case startedAtFrameTime
+        /// Ring position the reader had written up to when the callback last woke it. Callback only.
+        case wokeReaderAt
+        /// `drainedAt` of the queue whose end the callback last announced through `notify`. Callback only.
+        case announcedDrain
     }
 
     let client: OpaquePointer
@@ -49,14 +53,16 @@ struct PlayerState: BitwiseCopyable {
     /// Playback ring: the disk reader owns the writer half, the callback the reader half.
     let ring: FrameRing
     let counters: AtomicCounterArray
-    /// Posted when the ring has room for another chunk.
+    /// Posted when the ring has room for another chunk (once per refill, not every cycle).
     let wakeup: Wakeup
+    /// Posted for the control loop when the end of the queue has been played (nil: nobody waits for it).
+    let notify: Wakeup?
     /// Cost of each process cycle (work inside the callback), in nanoseconds.
     let cycleCost: CycleHistogram
     let wakeSpace: Int
 
-    static func allocate(client: OpaquePointer, ports: [JackPort], chain: ChainSlot, ringFrames: Int, wakeSpace: Int)
-        -> UnsafeMutablePointer<PlayerState> {
+    static func allocate(client: OpaquePointer, ports: [JackPort], chain: ChainSlot, ringFrames: Int, wakeSpace: Int,
+                         notify: Wakeup?) -> UnsafeMutablePointer<PlayerState> {
         let outs = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: ports.count)
         let chainIn = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: ports.count)
         for c in 0..<ports.count {
@@ -80,7 +86,8 @@ struct PlayerState: BitwiseCopyable {
             client: client, ports: p, channels: ports.count, buffers: buffers, outs: outs, chainIn: chainIn,
             chain: chain, shifted: shifted, scratch: scratch,
             ring: .allocate(channels: ports.count, capacity: ringFrames),
-            counters: .allocate(count: Counter.allCases.count), wakeup: .allocate(), cycleCost: .allocate(),
+            counters: .allocate(count: Counter.allCases.count), wakeup: .allocate(), notify: notify,
+            cycleCost: .allocate(),
             wakeSpace: wakeSpace))
         state.pointee.resetAfterWarmUp()
         return state
@@ -110,6 +117,8 @@ struct PlayerState: BitwiseCopyable {
         counters.store(Counter.startAt.rawValue, -1)
         counters.store(Counter.drainedAt.rawValue, Int.max)
         counters.store(Counter.startedAtFrameTime.rawValue, -1)
+        counters.store(Counter.wokeReaderAt.rawValue, -1)
+        counters.store(Counter.announcedDrain.rawValue, -1)
         counters.store(Counter.gainTarget.rawValue, Int(Float(1).bitPattern))
         counters.store(Counter.gainNow.rawValue, Int(Float(1).bitPattern))
     }

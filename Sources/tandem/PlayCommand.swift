@@ -109,7 +109,8 @@ struct PlayCommand: ParsableCommand {
         if !problems.isEmpty { fail(.badInput, problems.joined(separator: "; ")) }
         let player: Player
         do {
-            player = try Player(config: config, server: server.server, logger: Logger(label: "tandem.play"))
+            player = try Player(config: config, server: server.server, logger: Logger(label: "tandem.play"),
+                                notify: signals.wakeup)
         } catch {
             fail(error.code == .jack ? .jackUnavailable : .badInput, error.message)
         }
@@ -128,7 +129,9 @@ struct PlayCommand: ParsableCommand {
 
         var failed = false
         loop: while true {
-            signals.wakeup.wait(seconds: 0.02)
+            // Signals and the player's events post the wakeup; the timeout is for a scheduled start and for noticing
+            // the server going away.
+            signals.wakeup.wait(seconds: startDeadline.map { $0.timeIntervalSinceNow < 1 ? 0.02 : 0.25 } ?? 0.25)
             if signals.take(SIGINT) > 0 || signals.take(SIGTERM) > 0 { break }
             if signals.take(SIGUSR1) > 0 { player.play() }
             if let deadline = startDeadline, Date().addingTimeInterval(0.1) >= deadline {
