@@ -529,6 +529,9 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--repeat", type=int, default=3, help="runs per tool and configuration")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "PERFORMANCE.md"))
+    ap.add_argument("--only", action="append", default=[], metavar="ROLE-CH-PERIOD",
+                    help="while developing: run only these configurations (e.g. play-16-256); "
+                         "skips the combined run, start-up and writer parts")
     args = ap.parse_args()
     TANDEM = os.path.realpath(args.tandem)
     global REPEAT
@@ -544,10 +547,13 @@ def main():
     rows, idx = [], 0
     for ch in channels:
         for period in periods:
-            idx += 1
-            rows += measure_record((ch, period), exe, workdir, rt, args.seconds, idx)
-            idx += 1
-            rows += measure_play((ch, period), exe, workdir, rt, args.seconds, idx)
+            for role, measure in (("record", measure_record), ("play", measure_play)):
+                idx += 1
+                if not args.only or "%s-%d-%d" % (role, ch, period) in args.only:
+                    rows += measure((ch, period), exe, workdir, rt, args.seconds, idx)
+    if args.only:
+        log("--only: %d rows measured, no report written" % len(rows))
+        return
     comb = combined(exe, workdir, rt, args.combined)
     comb["cycle"] = None
     starts = startup(exe, workdir, rt)

@@ -2,8 +2,8 @@ import Synchronization
 
 /// A single-producer/single-consumer ring of interleaved multi-channel `Float` frames.
 ///
-/// The ring moves whole frames only. Its storage is allocated and pre-faulted (written once) by `allocate`, so the
-/// real-time side never touches a fresh page. Positions are monotonic 64-bit frame counts (they never wrap in
+/// The ring moves whole frames only. Its storage is resident (zeroed, populated, locked where allowed: see
+/// `ResidentMemory`) from `allocate` on, so the real-time side never touches a fresh page. Positions are monotonic 64-bit frame counts (they never wrap in
 /// practice), so "how full" is a subtraction and needs no extra flag.
 ///
 /// Ownership: exactly one thread uses the `writer` half and exactly one (other) thread uses the `reader` half while
@@ -20,19 +20,17 @@ public struct FrameRing: BitwiseCopyable, @unchecked Sendable {
     /// Total frames ever consumed by the reader.
     @usableFromInline let read: AtomicCounter
 
-    /// Allocates and pre-faults a ring of `capacity` frames of `channels` samples. Control thread only.
+    /// Allocates a resident ring of `capacity` frames of `channels` samples. Control thread only.
     public static func allocate(channels: Int, capacity: Int) -> FrameRing {
         precondition(channels > 0 && capacity > 0, "a ring needs channels and capacity")
-        let samples = channels * capacity
-        let storage = UnsafeMutablePointer<Float>.allocate(capacity: samples)
-        storage.initialize(repeating: 0, count: samples)
+        let storage = ResidentMemory.allocate(Float.self, count: channels * capacity)
         return FrameRing(channels: channels, capacity: capacity, storage: storage,
                          written: .allocate(), read: .allocate())
     }
 
     /// Frees the storage. Control thread only, after both halves have stopped.
     public func deallocate() {
-        storage.deallocate()
+        ResidentMemory.deallocate(storage, count: channels * capacity)
         written.deallocate()
         read.deallocate()
     }
