@@ -9,7 +9,7 @@ conditions. Results go to docs/PERFORMANCE.md. Python standard library only; nee
     scripts/bench.py                      # the full matrix (about 10 minutes)
     scripts/bench.py --quick              # 2 and 16 channels at period 256, 5 s each
 """
-import argparse, datetime, os, platform, re, shlex, signal, struct, subprocess, sys, tempfile, time
+import argparse, datetime, json, os, platform, re, shlex, signal, struct, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 RATE = 48000
@@ -255,6 +255,11 @@ def measure_record(cfg, exe, workdir, rt, seconds, idx):
                           "--session", "bench", "--template", "take", "-t", str(seconds)]
                   r = run_tool(argv, server.env, seconds, mon, workdir, "tandem-rec-%d-%d" % (ch, period), seconds + 30)
                   out = os.path.join(d, "take.wav")
+                  try:
+                      with open(os.path.join(d, "take.json")) as f:
+                          r["missed"] = json.load(f).get("missedFrames") or 0
+                  except (OSError, ValueError):
+                      pass
               else:
                   r = run_tool(argv + [out], server.env, seconds, mon, workdir, "jc-%d-%d" % (ch, period), seconds + 30)
               r.update(tool=tool, role="record", channels=ch, period=period, cmd=" ".join(shlex.quote(a) for a in
@@ -293,6 +298,7 @@ def median_row(runs):
     row["bitexact_runs"] = sum(1 for r in runs if r.get("bitexact"))
     row["disc"] = max(int(r.get("disc") or 0) for r in runs)
     row["extra"] = max(int(r.get("extra") or 0) for r in runs)
+    row["missed"] = sum(int(r.get("missed") or 0) for r in runs)
     return row
 
 
@@ -395,8 +401,8 @@ def combined(exe, workdir, rt, seconds):
         gen_p.stop(); sink_p.stop(); mon_p.stop()
     finally:
         server.stop()
-    m = re.search(r"dropped (\d+), xruns (\d+)", r["text"])
-    r.update(dropped=int(m.group(1)) if m else None, tool="tandem run", role="record 32 + play 32", channels=32, period=64)
+    m = re.search(r"dropped (\d+), missed (\d+), xruns (\d+)", r["text"])
+    r.update(dropped=int(m.group(1)) if m else None, missed=int(m.group(2)) if m else None, tool="tandem run", role="record 32 + play 32", channels=32, period=64)
     return r
 
 
@@ -427,7 +433,8 @@ def exact(r):
     n = len(r.get("xruns_runs", [0]))
     if r.get("bitexact"):
         return "yes (%d/%d)" % (n, n)
-    return "%d/%d (disc %s, extra %s)" % (r.get("bitexact_runs", 0), n, r.get("disc"), r.get("extra"))
+    missed = ("; %d frames of skipped cycles kept as silence" % r["missed"]) if r.get("missed") else ""
+    return "%d/%d (disc %s, extra %s%s)" % (r.get("bitexact_runs", 0), n, r.get("disc"), r.get("extra"), missed)
 
 
 def write_report(path, rows, startups, comb, writers, args, rt, started):
@@ -486,9 +493,9 @@ def write_report(path, rows, startups, comb, writers, args, rt, started):
         L.append("\n## Combined: 32 channels recorded and 32 played at once, period 64\n")
         L.append("`tandem run` with one preset (recorder 32 in, player 32 out looping, generator and sink connected by "
                  "rules), %d s: CPU %s s per audio second (steady %s %%), private memory %.1f MiB, xruns %d, "
-                 "dropped frames %s, DSP mean %s %% / max %s %%." % (
+                 "dropped (overrun) frames %s, frames of skipped cycles %s, DSP mean %s %% / max %s %%." % (
                      args.combined, fmt(comb["cpu_per_audio_s"]), fmt(comb["cpu_steady_pct"], "%.2f"),
-                     comb["rss_anon_kb"] / 1024, comb["xruns_steady"], comb.get("dropped"),
+                     comb["rss_anon_kb"] / 1024, comb["xruns_steady"], comb.get("dropped"), comb.get("missed"),
                      fmt(comb["dsp_mean"], "%.1f"), fmt(comb["dsp_max"], "%.1f")))
     if startups:
         L.append("\n## Start-up\n")
@@ -527,7 +534,7 @@ def main():
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--combined", type=int, default=60)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--repeat", type=int, default=3, help="runs per tool and configuration")
+    ap.add_argument("--repeat", type=int, default=5, help="runs per tool and configuration")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "PERFORMANCE.md"))
     ap.add_argument("--only", action="append", default=[], metavar="ROLE-CH-PERIOD",
                     help="while developing: run only these configurations (e.g. play-16-256); "
@@ -570,6 +577,6 @@ def main():
 
 
 TANDEM = None
-REPEAT = 3
+REPEAT = 5
 if __name__ == "__main__":
     main()
