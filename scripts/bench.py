@@ -534,7 +534,7 @@ def main():
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--combined", type=int, default=60)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--repeat", type=int, default=5, help="runs per tool and configuration")
+    ap.add_argument("--repeat", type=int, default=4, help="runs per tool and configuration")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "PERFORMANCE.md"))
     ap.add_argument("--only", action="append", default=[], metavar="ROLE-CH-PERIOD",
                     help="while developing: run only these configurations (e.g. play-16-256); "
@@ -577,6 +577,6 @@ def main():
 
 
 TANDEM = None
-REPEAT = 5
+REPEAT = 4
 if __name__ == "__main__":
     main()

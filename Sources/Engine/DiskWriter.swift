@@ -162,6 +162,11 @@ final class DiskWriter: @unchecked Sendable {
     private func pump() {
         let reader = state.ring.reader
         while true {
+            if let note = state.drops.peek(), note.kind == RecorderState.skippedKind, Int(note.a) <= streamPosition {
+                recordSkip(frames: Int(note.b))
+                _ = state.drops.pop()
+                continue
+            }
             if let gap = state.drops.peek(), Int(gap.a) <= streamPosition {
                 let remaining = Int(gap.a) + Int(gap.b) - streamPosition
                 if remaining > 0 {
@@ -195,6 +200,14 @@ final class DiskWriter: @unchecked Sendable {
 
     /// Stream position of the gap already entered in the report (a gap may take several rounds to pass).
     private var recordedGap: Int64 = -1
+
+    /// Cycles the server skipped, recorded without a gap: where in the take the server's time jumped, and by how much.
+    private func recordSkip(frames: Int) {
+        guard let t = take, streamPosition >= t.start, streamPosition < (t.end ?? Int.max) else { return }
+        t.report.drops.append(.init(atFrame: streamPosition - t.start, frames: frames, cause: .missedCycles,
+                                    silence: false))
+        t.report.missedFrames = (t.report.missedFrames ?? 0) + frames
+    }
 
     private func recordDrop(frames: Int, cause: TakeReport.GapCause) {
         guard let t = take, streamPosition >= t.start else { return }

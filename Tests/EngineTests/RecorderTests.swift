@@ -232,10 +232,12 @@ import TestSupport
     }
 
     /// A client before the recorder in the graph runs late, so the server runs cycles without it and the recorder.
-    /// The audio of those cycles never reaches Tandem: the take keeps its timeline (silence where it was), the
-    /// report counts the frames as missed (not as overruns) and places every gap. The source's samples are their
-    /// own frame times, so "at its original time" is checked sample by sample.
-    @Test func cyclesTheServerSkipsAreCountedPlacedAndKeptAsSilence() throws {
+    /// The audio of those cycles never reaches Tandem. The report counts the frames as missed (not as overruns)
+    /// and places every jump; by default the take goes on without a gap, with `keepTimeline` it keeps the server's
+    /// timeline with silence where they were. The source's samples are their own frame times, so where every
+    /// sample sits is checked one by one.
+    @Test(arguments: [false, true])
+    func cyclesTheServerSkipsAreCountedAndPlaced(keepTimeline: Bool) throws {
         let server = try TestEnvironment.server("missed")
         defer { server.stop() }
         let dir = TestEnvironment.temporaryDirectory("missed")
@@ -246,6 +248,7 @@ import TestSupport
         c.ports = ["in_1"]
         c.directory = dir.path
         c.session = "missed"
+        c.keepTimeline = keepTimeline
         let recorder = try Recorder(config: c, server: server.name)
         try late.connect("late:out_1", "rec:in_1")
         usleep(200_000)
@@ -269,19 +272,29 @@ import TestSupport
         #expect((report.missedFrames ?? 0) >= 1024, "at least one whole cycle: \(report.missedFrames ?? 0)")
         #expect(report.droppedFrames == 0 && !report.drops.contains { $0.cause == .overrun })
         #expect(try TakeReport.read(from: sidecar).missedFrames == report.missedFrames)
+        #expect(missed.allSatisfy { $0.silence == (keepTimeline ? nil : false) })
 
         let audio = try TestEnvironment.readAudio(report.chunks[0].files[0]).samples
         #expect(audio.count == report.frames)
+        // Expected frame time of every sample in the file: the first one's, plus its index, plus the server time
+        // skipped before it (without keepTimeline); with keepTimeline the gaps are silence in place.
+        var jump = [Int](repeating: 0, count: audio.count)
         var inGap = [Bool](repeating: false, count: audio.count)
-        for d in report.drops { for i in d.atFrame..<min(audio.count, d.atFrame + d.frames) { inGap[i] = true } }
+        for d in missed {
+            if keepTimeline {
+                for i in d.atFrame..<min(audio.count, d.atFrame + d.frames) { inGap[i] = true }
+            } else {
+                for i in d.atFrame..<audio.count { jump[i] += d.frames }
+            }
+        }
         let first = try #require(inGap.firstIndex(of: false))
-        let base = Int((audio[first] * 8_388_608).rounded()) - first
+        let base = Int((audio[first] * 8_388_608).rounded()) - first - jump[first]
         var wrong = 0
         for i in 0..<audio.count {
             let v = Int((audio[i] * 8_388_608).rounded())
-            if inGap[i] ? v != 0 : v != (base + i) & 0x7F_FFFF { wrong += 1 }
+            if inGap[i] ? v != 0 : v != (base + i + jump[i]) & 0x7F_FFFF { wrong += 1 }
         }
-        #expect(wrong == 0, "every frame sits at its own frame time, the gaps are silent")
+        #expect(wrong == 0, "every frame sits where its frame time says, gaps (keepTimeline) are silent")
     }
 
     @Test func stemsWriteOneMonoFilePerChannel() throws {
