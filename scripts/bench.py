@@ -433,7 +433,7 @@ def exact(r):
     n = len(r.get("xruns_runs", [0]))
     if r.get("bitexact"):
         return "yes (%d/%d)" % (n, n)
-    missed = ("; %d frames of skipped cycles kept as silence" % r["missed"]) if r.get("missed") else ""
+    missed = ("; the server skipped %d frames of its cycles, listed in the reports" % r["missed"]) if r.get("missed") else ""
     return "%d/%d (disc %s, extra %s%s)" % (r.get("bitexact_runs", 0), n, r.get("disc"), r.get("extra"), missed)
 
 
