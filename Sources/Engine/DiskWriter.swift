@@ -163,16 +163,17 @@ final class DiskWriter: @unchecked Sendable {
         let reader = state.ring.reader
         while true {
             if let note = state.drops.peek(), note.kind == RecorderState.skippedKind, Int(note.a) <= streamPosition {
-                recordSkip(frames: Int(note.b))
+                noteGap(frames: Int(note.b), cause: .missedCycles, silence: false)
                 _ = state.drops.pop()
                 continue
             }
             if let gap = state.drops.peek(), Int(gap.a) <= streamPosition {
                 let remaining = Int(gap.a) + Int(gap.b) - streamPosition
                 if remaining > 0 {
-                    if recordedGap != gap.a {
+                    // Entered once, from where it meets the take (a gap may begin before the take starts).
+                    let cause: TakeReport.GapCause = gap.kind == RecorderState.missedKind ? .missedCycles : .overrun
+                    if recordedGap != gap.a && noteGap(frames: remaining, cause: cause, silence: true) {
                         recordedGap = gap.a
-                        recordDrop(frames: remaining, cause: gap.kind == RecorderState.missedKind ? .missedCycles : .overrun)
                     }
                     let done = advance(remaining, fromRing: false)
                     if done < remaining {
@@ -201,23 +202,20 @@ final class DiskWriter: @unchecked Sendable {
     /// Stream position of the gap already entered in the report (a gap may take several rounds to pass).
     private var recordedGap: Int64 = -1
 
-    /// Cycles the server skipped, recorded without a gap: where in the take the server's time jumped, and by how much.
-    private func recordSkip(frames: Int) {
-        guard let t = take, streamPosition >= t.start, streamPosition < (t.end ?? Int.max) else { return }
-        t.report.drops.append(.init(atFrame: streamPosition - t.start, frames: frames, cause: .missedCycles,
-                                    silence: false))
-        t.report.missedFrames = (t.report.missedFrames ?? 0) + frames
-    }
-
-    private func recordDrop(frames: Int, cause: TakeReport.GapCause) {
-        guard let t = take, streamPosition >= t.start else { return }
-        let overlap = min(frames, (t.end ?? Int.max) - streamPosition)
-        guard overlap > 0 else { return }
-        t.report.drops.append(.init(atFrame: streamPosition - t.start, frames: overlap, cause: cause))
+    /// Enters a gap at the current position into the running take's report: `silence` true for frames written as
+    /// silence (only the part inside the take counts), false for skipped cycles that take no room in the file (the
+    /// server's time jumps by `frames` here). Returns whether anything was entered.
+    @discardableResult
+    private func noteGap(frames: Int, cause: TakeReport.GapCause, silence: Bool) -> Bool {
+        guard let t = take, streamPosition >= t.start, streamPosition < (t.end ?? Int.max) else { return false }
+        let counted = silence ? min(frames, (t.end ?? Int.max) - streamPosition) : frames
+        t.report.drops.append(.init(atFrame: streamPosition - t.start, frames: counted, cause: cause,
+                                    silence: silence ? nil : false))
         switch cause {
-        case .overrun: t.report.droppedFrames += overlap
-        case .missedCycles: t.report.missedFrames = (t.report.missedFrames ?? 0) + overlap
+        case .overrun: t.report.droppedFrames += counted
+        case .missedCycles: t.report.missedFrames = (t.report.missedFrames ?? 0) + counted
         }
+        return true
     }
 
     /// Handles up to `count` frames at the current position: ring frames (or silence for a gap) go into the take,
