@@ -163,7 +163,7 @@ final class DiskWriter: @unchecked Sendable {
         let reader = state.ring.reader
         while true {
             if let note = state.drops.peek(), note.kind == RecorderState.skippedKind, Int(note.a) <= streamPosition {
-                noteGap(frames: Int(note.b), cause: .missedCycles, silence: false)
+                if note.b > 0 { noteGap(frames: Int(note.b), cause: .missedCycles, silence: false) } else { correctSkip(by: Int(-note.b)) }
                 _ = state.drops.pop()
                 continue
             }
@@ -171,8 +171,7 @@ final class DiskWriter: @unchecked Sendable {
                 let remaining = Int(gap.a) + Int(gap.b) - streamPosition
                 if remaining > 0 {
                     // Entered once, from where it meets the take (a gap may begin before the take starts).
-                    let cause: TakeReport.GapCause = gap.kind == RecorderState.missedKind ? .missedCycles : .overrun
-                    if recordedGap != gap.a && noteGap(frames: remaining, cause: cause, silence: true) {
+                    if recordedGap != gap.a && noteGap(frames: remaining, cause: .overrun, silence: true) {
                         recordedGap = gap.a
                     }
                     let done = advance(remaining, fromRing: false)
@@ -216,6 +215,16 @@ final class DiskWriter: @unchecked Sendable {
         case .missedCycles: t.report.missedFrames = (t.report.missedFrames ?? 0) + counted
         }
         return true
+    }
+
+    /// A skipped-cycle jump read one cycle early (see `RecorderState.cycle`) comes back as a step back in the next
+    /// cycle: taken off the take's last skipped-cycle note (removed when nothing is left of it).
+    private func correctSkip(by frames: Int) {
+        guard let t = take, let i = t.report.drops.lastIndex(where: { $0.cause == .missedCycles }) else { return }
+        let taken = min(frames, t.report.drops[i].frames)
+        t.report.drops[i].frames -= taken
+        t.report.missedFrames = (t.report.missedFrames ?? 0) - taken
+        if t.report.drops[i].frames == 0 { t.report.drops.remove(at: i) }
     }
 
     /// Handles up to `count` frames at the current position: ring frames (or silence for a gap) go into the take,

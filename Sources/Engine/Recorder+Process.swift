@@ -32,25 +32,18 @@ extension RecorderState {
             }
         }
         // Cycles the server ran without us (JACK wakes a late client once for several cycles): their frames are
-        // lost upstream. Counted and placed in the report; with `keepTimeline` the gap becomes silence.
+        // lost upstream, the take goes on without a gap and the report notes where time jumped. The frame time is
+        // the engine's current cycle, so a callback that runs after the next cycle has begun reads it one cycle
+        // early; the following cycle then reads a step back, which is entered as a correction. The count is
+        // exact, a note's place within one period.
         let expected = counters.load(Counter.nextFrameTime.rawValue)
         if expected >= 0 {
-            let missed = Int(Int32(bitPattern: frameTime &- UInt32(truncatingIfNeeded: expected)))
-            if missed > 0 && missed <= maxMissedFrames {
-                counters.add(Counter.missedFrames.rawValue, missed)
-                if !s.keepTimeline {
-                    // Only a note for the report, in stream order (so not while a gap is pending, nor when the
-                    // message ring is full: then only the count has it).
-                    if pendingFrames == 0 { _ = s.drops.push(RTMessage(kind: skippedKind, a: Int64(position), b: Int64(missed))) }
-                } else {
-                    if pendingFrames > 0 || !s.drops.push(RTMessage(kind: missedKind, a: Int64(position), b: Int64(missed))) {
-                        // Not announced on its own (a gap is still pending, or no room): it joins the pending gap.
-                        if pendingFrames == 0 { counters.store(Counter.pendingDropStart.rawValue, position) }
-                        pendingFrames += missed
-                        counters.store(Counter.pendingDropFrames.rawValue, pendingFrames)
-                    }
-                    position += missed
-                }
+            let jump = Int(Int32(bitPattern: frameTime &- UInt32(truncatingIfNeeded: expected)))
+            if jump != 0 && abs(jump) <= maxMissedFrames {
+                counters.add(Counter.missedFrames.rawValue, jump)
+                // In stream order (so not while a gap is pending, nor when the message ring is full: then only the
+                // count has it).
+                if pendingFrames == 0 { _ = s.drops.push(RTMessage(kind: skippedKind, a: Int64(position), b: Int64(jump))) }
             }
         }
         counters.store(Counter.nextFrameTime.rawValue, Int(frameTime &+ frames))

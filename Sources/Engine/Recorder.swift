@@ -87,8 +87,7 @@ public final class Recorder: @unchecked Sendable {
         let holder = ChainHolder()
         plugins = holder
         state = RecorderState.allocate(client: client.handle!, ports: registered, recordDry: config.recordDry,
-                                       chain: holder.slot, ringFrames: ringFrames, wakeFrames: wakeFrames,
-                                       keepTimeline: config.keepTimeline)
+                                       chain: holder.slot, ringFrames: ringFrames, wakeFrames: wakeFrames)
         holder.install(ChainHolder.chain(config.plugins, client: client, channels: registered.count, label: "recorder",
                                          savedState: config.pluginState))
         latency = JackLatency(client: client, ports: registered, outputs: false)

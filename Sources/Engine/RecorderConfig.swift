@@ -27,10 +27,6 @@ public struct RecorderConfig: Sendable, Equatable {
     public var maxDurationSeconds: Double?
     /// Capture ring size in seconds (on top of the pre-roll).
     public var ringSeconds: Double = 4
-    /// Cycles the server ran without the recorder: false (default) records what arrives without a gap and lists
-    /// where the server's time jumped; true puts silence of their length in their place, so the take keeps the
-    /// server's timeline (for syncing with other recorders). Counted and placed in the report either way.
-    public var keepTimeline = false
     /// Number of the first take (a session that re-creates its recorder continues the count).
     public var firstTake = 1
     /// LV2 insert chain before the ring: what is recorded is what it outputs.

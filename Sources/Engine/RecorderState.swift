@@ -46,9 +46,8 @@ struct RecorderState: BitwiseCopyable {
     let scratch: UnsafeMutablePointer<Float>
     /// Capture ring; the callback owns its writer half, the disk writer its reader half.
     let ring: FrameRing
-    /// Gaps, announced to the writer before any frame that follows them: kind `dropKind` (the ring was full) or
-    /// `missedKind` (the server skipped our cycles), a = stream position, b = frames; and `skippedKind` (skipped
-    /// cycles that take no room in the stream).
+    /// Gaps, announced to the writer before any frame that follows them: kind `dropKind` (the ring was full),
+    /// a = stream position, b = frames; and `skippedKind` (skipped cycles that take no room in the stream).
     let drops: MessageRing
     let counters: AtomicCounterArray
     /// Per-channel peak since last read, as the bit pattern of a non-negative Float (ordering preserved).
@@ -60,19 +59,17 @@ struct RecorderState: BitwiseCopyable {
     /// Cost of each process cycle (work inside the callback), in nanoseconds.
     let cycleCost: CycleHistogram
     let wakeFrames: Int
-    /// Silence in place of skipped cycles (`RecorderConfig.keepTimeline`).
-    let keepTimeline: Bool
 
     static let dropKind: Int32 = 1
-    static let missedKind: Int32 = 2
-    /// Cycles the server skipped, recorded without a gap: a = stream position where time jumped, b = frames.
+    /// Cycles the server skipped, recorded without a gap: a = stream position where time jumped, b = frames (negative:
+    /// a correction of the jump before, read one cycle early).
     static let skippedKind: Int32 = 3
     /// A frame-time jump larger than this (about 87 s at 48 kHz) is not taken for skipped cycles.
     static let maxMissedFrames = 1 << 22
     static let sumSquaresScale = 4_294_967_296.0
 
     static func allocate(client: OpaquePointer, ports: [JackPort], recordDry: Bool, chain: ChainSlot, ringFrames: Int,
-                         wakeFrames: Int, keepTimeline: Bool)
+                         wakeFrames: Int)
         -> UnsafeMutablePointer<RecorderState> {
         let recordedChannels = recordDry ? 2 * ports.count : ports.count
         let wet = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: ports.count)
@@ -97,8 +94,7 @@ struct RecorderState: BitwiseCopyable {
             drops: .allocate(capacity: 1024),
             counters: .allocate(count: Counter.allCases.count),
             peaks: .allocate(count: ports.count), sumSquares: .allocate(count: ports.count),
-            wakeup: .allocate(), cycleCost: .allocate(), wakeFrames: wakeFrames,
-            keepTimeline: keepTimeline))
+            wakeup: .allocate(), cycleCost: .allocate(), wakeFrames: wakeFrames))
         return state
     }
 

@@ -543,7 +543,6 @@ extension RecorderConfig {
         prerollSeconds = r.prerollSeconds
         maxDurationSeconds = r.maxDurationSeconds
         ringSeconds = r.ringSeconds
-        keepTimeline = r.keepTimeline
         plugins = r.plugins
         recordDry = r.recordDry
         pluginState = session.restorePlugins ? Session.pluginStateDirectory(session, engine: .recorder) : nil
@@ -552,7 +551,7 @@ extension RecorderConfig {
     /// Whether `other` can be applied without re-creating the JACK client (same name, ports, ring, pre-roll).
     func sameClient(as other: RecorderConfig) -> Bool {
         clientName == other.clientName && ports == other.ports && ringSeconds == other.ringSeconds
-            && prerollSeconds == other.prerollSeconds && recordDry == other.recordDry && keepTimeline == other.keepTimeline
+            && prerollSeconds == other.prerollSeconds && recordDry == other.recordDry
     }
 }
 

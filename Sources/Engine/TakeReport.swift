@@ -35,8 +35,8 @@ public struct TakeReport: Codable, Sendable {
         public var frames: Int
         /// Why the frames are missing (absent in reports written before causes were told apart: an overrun).
         public var cause: GapCause? = nil
-        /// false: nothing stands in for the missing frames (skipped cycles without `keep_timeline`): the take goes
-        /// on without a gap and the server's time jumps by `frames` at `atFrame`. Absent: silence in the file.
+        /// false: nothing stands in for the missing frames (skipped cycles): the take goes on without a gap and the
+        /// server's time jumps by `frames` at `atFrame` (to within one period). Absent: silence in the file.
         public var silence: Bool? = nil
     }
     /// Why a stretch of a take is silence instead of what came in.
@@ -71,8 +71,8 @@ public struct TakeReport: Codable, Sendable {
     /// Frames lost to a full ring (overruns), kept as silence.
     public var droppedFrames: Int
     public var drops: [Drop]
-    /// Frames of cycles the server skipped for the recorder (silence in the file only with `keep_timeline`; absent
-    /// in older reports).
+    /// Frames of cycles the server skipped for the recorder (they take no room in the file; absent in older
+    /// reports).
     public var missedFrames: Int? = nil
     public var ended: TakeEnd
     /// Human-readable detail on how it ended (the disk error's message, for example).

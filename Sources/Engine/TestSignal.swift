@@ -41,22 +41,26 @@ public enum TestSignal {
     }
 
     /// How many frames of `source` appear, in order and bit for bit, in `recorded` (both interleaved stereo), after
-    /// lining up the first non-silent frame.
-    public static func verify(source: [Float], recorded: [Float], channels: Int) -> (matched: Int, total: Int) {
+    /// lining up the first non-silent frame; and the first source frame that does not (nil when all do).
+    public static func verify(source: [Float], recorded: [Float], channels: Int)
+        -> (matched: Int, total: Int, firstMismatch: Int?) {
         let total = source.count / channels
         guard let sourceStart = (0..<total).first(where: { f in (0..<channels).contains { source[f * channels + $0] != 0 } }),
               let recordedStart = (0..<(recorded.count / channels)).first(where: { f in
                   (0..<channels).allSatisfy { recorded[f * channels + $0] == source[sourceStart * channels + $0] }
-              }) else { return (0, total) }
+              }) else { return (0, total, 0) }
         let offset = recordedStart - sourceStart
         var matched = 0
+        var firstMismatch: Int?
         for f in 0..<total {
             let r = f + offset
-            guard r >= 0, (r + 1) * channels <= recorded.count else { continue }
-            if (0..<channels).allSatisfy({ recorded[r * channels + $0].bitPattern == source[f * channels + $0].bitPattern }) {
+            if r >= 0, (r + 1) * channels <= recorded.count,
+               (0..<channels).allSatisfy({ recorded[r * channels + $0].bitPattern == source[f * channels + $0].bitPattern }) {
                 matched += 1
+            } else if firstMismatch == nil {
+                firstMismatch = f
             }
         }
-        return (matched, total)
+        return (matched, total, firstMismatch)
     }
 }

@@ -154,8 +154,6 @@ public struct RecorderSection: Sendable, Equatable {
     public var stopAt: String?
     public var start: RecorderStart = .immediately
     public var ringSeconds: Double = 4
-    /// Silence in place of cycles the server skipped (`keep_timeline`).
-    public var keepTimeline = false
     /// LV2 insert chain, in order; what is recorded is what it outputs.
     public var plugins: [PluginSpec] = []
     /// Also record the unprocessed input (extra channels after the processed ones).

@@ -336,7 +336,7 @@ struct Validator {
     mutating func recorder(_ t: TOMLTable) -> RecorderSection {
         let s = "recorder"
         unknownKeys(t, ["client", "channels", "ports", "format", "sample", "quality", "template", "stems", "rotate",
-                        "rotate_size", "preroll", "duration", "stop_at", "start", "ring", "keep_timeline", "plugins", "dry"],
+                        "rotate_size", "preroll", "duration", "stop_at", "start", "ring", "plugins", "dry"],
                     section: s)
         var r = RecorderSection()
         r.client = client(t, s, default: r.client)
@@ -374,7 +374,6 @@ struct Validator {
         }
         r.start = choice(t, "start", s, RecorderStart.self) ?? .immediately
         r.ringSeconds = number(t, "ring", s, 0.1...600, unit: " seconds") ?? 4
-        r.keepTimeline = bool(t, "keep_timeline", s) ?? false
         r.plugins = plugins(t, s)
         r.recordDry = bool(t, "dry", s) ?? false
         if r.recordDry && r.plugins.isEmpty {

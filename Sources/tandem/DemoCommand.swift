@@ -133,14 +133,16 @@ struct DemoCommand: ParsableCommand {
 
         // 4. Verify the take against the source, bit for bit.
         let recorded = (try? SoundFileReader(path: file).readAll()) ?? []
-        let (matched, total) = TestSignal.verify(source: source, recorded: recorded, channels: 2)
+        let (matched, total, firstMismatch) = TestSignal.verify(source: source, recorded: recorded, channels: 2)
         say("take:   \(file)")
         say("report: \(sidecar)")
         say("verified: \(matched) of \(total) source frames arrived bit for bit "
             + "(\(take.droppedFrames) dropped, \(take.missedFrames ?? 0) missed, \(take.xruns) xruns, \(underruns) underrun frames)")
         if matched != total && !interrupted {
             owned?.stop()
-            fail(.failure, "the take does not match the source")
+            let losses = take.xruns + take.droppedFrames + (take.missedFrames ?? 0) + underruns
+            fail(.failure, "the take does not match the source from source frame \(firstMismatch ?? 0) on"
+                 + (losses > 0 ? " (the report above counts what the server or the machine lost)" : ""))
         }
     }
 }

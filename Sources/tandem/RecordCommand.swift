@@ -69,9 +69,6 @@ struct RecordCommand: ParsableCommand {
     @Flag(name: .long, help: "Start armed: record nothing until SIGUSR1.")
     var armed = false
 
-    @Flag(name: .long, help: "Silence in place of cycles the JACK server ran without the recorder (keeps its timeline).")
-    var keepTimeline = false
-
     @Option(name: .long, help: "Capture ring size in seconds.")
     var ring: Double = 4
 
@@ -112,7 +109,6 @@ struct RecordCommand: ParsableCommand {
         c.rotateSeconds = rotate
         c.rotateBytes = rotateSize.flatMap(Preset.bytes)
         c.prerollSeconds = preroll
-        c.keepTimeline = keepTimeline
         c.maxDurationSeconds = duration
         c.ringSeconds = ring
         c.faults = RecorderFaults.fromEnvironment()

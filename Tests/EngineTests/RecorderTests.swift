@@ -232,12 +232,12 @@ import TestSupport
     }
 
     /// A client before the recorder in the graph runs late, so the server runs cycles without it and the recorder.
-    /// The audio of those cycles never reaches Tandem. The report counts the frames as missed (not as overruns)
-    /// and places every jump; by default the take goes on without a gap, with `keepTimeline` it keeps the server's
-    /// timeline with silence where they were. The source's samples are their own frame times, so where every
-    /// sample sits is checked one by one.
-    @Test(arguments: [false, true])
-    func cyclesTheServerSkipsAreCountedAndPlaced(keepTimeline: Bool) throws {
+    /// The audio of those cycles never reaches Tandem. The take goes on without a gap; the report counts the
+    /// frames as missed (not as overruns) and notes every jump of the server's time. The source's samples are
+    /// their own frame times, so every jump in the data is found and held against the report: the same number of
+    /// jumps, the same sizes, each noted at most one period before it shows in the data (JACK's frame time is the
+    /// engine's current cycle, which a late callback can read one cycle early; the next cycle then corrects it).
+    @Test func cyclesTheServerSkipsAreCountedAndPlaced() throws {
         let server = try TestEnvironment.server("missed")
         defer { server.stop() }
         let dir = TestEnvironment.temporaryDirectory("missed")
@@ -248,13 +248,15 @@ import TestSupport
         c.ports = ["in_1"]
         c.directory = dir.path
         c.session = "missed"
-        c.keepTimeline = keepTimeline
         let recorder = try Recorder(config: c, server: server.name)
+        let period = recorder.client.bufferSize
         try late.connect("late:out_1", "rec:in_1")
         usleep(200_000)
         recorder.startTake()
         lateState.pointee.started.store(1)
         usleep(4_000_000)
+        lateState.pointee.started.store(0)     // no stall around the end of the take
+        usleep(300_000)
         let missedLive = recorder.missedFrames
         recorder.close()
         late.close()
@@ -265,36 +267,37 @@ import TestSupport
         }
         let (report, sidecar) = try #require(finished.first)
 
-        #expect(missedLive > 0, "the recorder counted skipped cycles while running")
         let missed = report.drops.filter { $0.cause == .missedCycles }
         #expect(!missed.isEmpty)
+        #expect(missed.allSatisfy { $0.silence == false && $0.frames > 0 })
         #expect(report.missedFrames == missed.map(\.frames).reduce(0, +))
-        #expect((report.missedFrames ?? 0) >= 1024, "at least one whole cycle: \(report.missedFrames ?? 0)")
+        #expect(missedLive >= report.missedFrames ?? 0, "the live count has them too")
         #expect(report.droppedFrames == 0 && !report.drops.contains { $0.cause == .overrun })
         #expect(try TakeReport.read(from: sidecar).missedFrames == report.missedFrames)
-        #expect(missed.allSatisfy { $0.silence == (keepTimeline ? nil : false) })
 
         let audio = try TestEnvironment.readAudio(report.chunks[0].files[0]).samples
         #expect(audio.count == report.frames)
-        // Expected frame time of every sample in the file: the first one's, plus its index, plus the server time
-        // skipped before it (without keepTimeline); with keepTimeline the gaps are silence in place.
-        var jump = [Int](repeating: 0, count: audio.count)
-        var inGap = [Bool](repeating: false, count: audio.count)
-        for d in missed {
-            if keepTimeline {
-                for i in d.atFrame..<min(audio.count, d.atFrame + d.frames) { inGap[i] = true }
+        // The late client labels its samples with the same clock, so its labels have the same one-cycle slip: a
+        // step back right after a jump is netted with it, as the recorder nets its notes.
+        var jumps: [(at: Int, frames: Int)] = []
+        for i in 1..<audio.count {
+            let raw = (Int((audio[i] * 8_388_608).rounded()) - Int((audio[i - 1] * 8_388_608).rounded()) - 1) & 0x7F_FFFF
+            let step = raw >= 1 << 22 ? raw - (1 << 23) : raw
+            if step == 0 { continue }
+            if step < 0, let last = jumps.last, i - last.at <= period {
+                jumps[jumps.count - 1].frames += step
+                if jumps[jumps.count - 1].frames == 0 { jumps.removeLast() }
             } else {
-                for i in d.atFrame..<audio.count { jump[i] += d.frames }
+                jumps.append((i, step))
             }
         }
-        let first = try #require(inGap.firstIndex(of: false))
-        let base = Int((audio[first] * 8_388_608).rounded()) - first - jump[first]
-        var wrong = 0
-        for i in 0..<audio.count {
-            let v = Int((audio[i] * 8_388_608).rounded())
-            if inGap[i] ? v != 0 : v != (base + i + jump[i]) & 0x7F_FFFF { wrong += 1 }
+        #expect(jumps.count >= 3, "the late client made the server skip cycles: \(jumps)")
+        #expect(jumps.map(\.frames).reduce(0, +) == report.missedFrames, "every skipped frame counted: \(jumps) vs \(missed)")
+        #expect(jumps.count == missed.count, "one note per jump: \(jumps) vs \(missed)")
+        for (j, d) in zip(jumps, missed) {
+            #expect(j.frames == d.frames && j.at >= d.atFrame && j.at <= d.atFrame + period,
+                    "data jumps \(j.frames) at \(j.at), noted \(d.frames) at \(d.atFrame)")
         }
-        #expect(wrong == 0, "every frame sits where its frame time says, gaps (keepTimeline) are silent")
     }
 
     @Test func stemsWriteOneMonoFilePerChannel() throws {

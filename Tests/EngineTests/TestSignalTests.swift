@@ -10,6 +10,10 @@ import TestSupport
         let back = try TestEnvironment.readAudio(path).samples
         let bad = (0..<source.count).filter { source[$0].bitPattern != back[$0].bitPattern }
         #expect(bad.isEmpty, "\(bad.count) differ; first \(bad.prefix(3).map { "\($0): \(source[$0]) vs \(back[$0])" })")
-        #expect(TestSignal.verify(source: source, recorded: [0, 0] + back, channels: 2) == (source.count / 2, source.count / 2))
+        let result = TestSignal.verify(source: source, recorded: [0, 0] + back, channels: 2)
+        #expect(result.matched == source.count / 2 && result.total == source.count / 2 && result.firstMismatch == nil)
+        var cut = back
+        cut.removeSubrange(2000..<2512)     // 256 frames lost from frame 1000 on
+        #expect(TestSignal.verify(source: source, recorded: cut, channels: 2).firstMismatch == 1000)
     }
 }

@@ -58,7 +58,6 @@ import TestSupport
             stop_at = "23:30"
             start = "transport"
             ring = 8
-            keep_timeline = true
             [player]
             client = "play"
             channels = 4
@@ -80,7 +79,7 @@ import TestSupport
         #expect(preset.session.server == "live" && preset.session.onServerLoss == .stop && preset.session.controlPort == 9951)
         #expect(preset.recorder?.ports == ["a", "b"] && preset.recorder?.rotateBytes == 2 << 30)
         #expect(preset.recorder?.format.container == .flac && preset.recorder?.start == .transport)
-        #expect(preset.recorder?.keepTimeline == true && preset.recorder?.ringSeconds == 8)
+        #expect(preset.recorder?.ringSeconds == 8)
         #expect(preset.player?.ports.count == 4 && preset.player?.channelMap == [1, 1, 0, 2] && preset.player?.start == .withRecorder)
         #expect(preset.connections.first?.from == .regex("system:capture_[12]"))
         #expect(preset.connections.first?.from.matches("system:capture_2") == true)

@@ -259,14 +259,24 @@ import TestSupport
     }
 
     /// The demo on a machine with no server: finishes by itself, the take matches the source, nothing left running.
+    /// A run in which the server had xruns proves nothing about Tandem (JACK itself may lose a period then, and the
+    /// demo says so); one such run is repeated.
     @Test func demoRunsOnAPrivateServerAndVerifiesItsTake() throws {
         let dir = TestEnvironment.temporaryDirectory("demo")
         let log = dir.appendingPathComponent("demo.log").path
         let absent = "absent-demo-\(getpid())"
-        let p = try ChildProcess([TestEnvironment.product("tandem"), "demo", "--seconds", "3", "-d", dir.path],
-                                 environment: ["JACK_DEFAULT_SERVER": absent], outputPath: log)
-        #expect(p.wait(timeout: 30) == 0)
-        let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        var code: Int32?
+        var text = ""
+        for attempt in 1...2 {
+            let p = try ChildProcess([TestEnvironment.product("tandem"), "demo", "--seconds", "3", "-d", dir.path],
+                                     environment: ["JACK_DEFAULT_SERVER": absent], outputPath: log)
+            code = p.wait(timeout: 30)
+            text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            let xruns = text.firstMatch(of: /, (\d+) xruns/).flatMap { Int($0.1) } ?? 0
+            if code == 0 || xruns == 0 || attempt == 2 { break }
+            print("demo run \(attempt) had \(xruns) server xruns and did not verify; once more:\n\(text)")
+        }
+        #expect(code == 0, "\(text)")
         #expect(text.contains("started a private dummy server"), "\(text)")
         #expect(text.contains("verified: 144000 of 144000 source frames arrived bit for bit"), "\(text)")
         #expect(text.contains("stopped the private server"))
