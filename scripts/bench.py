@@ -296,6 +296,9 @@ def median_row(runs):
     row["xruns_runs"] = [r["xruns_steady"] for r in runs]
     row["bitexact"] = all(r.get("bitexact") for r in runs)
     row["bitexact_runs"] = sum(1 for r in runs if r.get("bitexact"))
+    row["exact_runs"] = [bool(r.get("bitexact")) for r in runs]
+    # Every frame delivered in order, stray frames after the end aside (how sndfile-jackplay is judged).
+    row["complete_runs"] = [r.get("matched") == r.get("frames_expected") and not r.get("disc") for r in runs]
     row["disc"] = max(int(r.get("disc") or 0) for r in runs)
     row["extra"] = max(int(r.get("extra") or 0) for r in runs)
     row["missed"] = sum(int(r.get("missed") or 0) for r in runs)
@@ -437,6 +440,102 @@ def exact(r):
     return "%d/%d (disc %s, extra %s%s)" % (r.get("bitexact_runs", 0), n, r.get("disc"), r.get("extra"), missed)
 
 
+RECORD_RING_S, PLAY_RING_S = 4, 2      # Tandem's default ring seconds (recorder, player)
+
+
+def targets(by):
+    """The issue's targets, each judged from the rows above."""
+    def pairs(role, anchor):
+        for key in sorted(k for k in by if k[0] == role):
+            t, a = by[key].get("tandem"), by[key].get(anchor)
+            if t and a:
+                yield key[1], key[2], t, a
+
+    def cpu(role, anchor, limit):
+        ratios = [(t["cpu_per_audio_s"] / a["cpu_per_audio_s"], ch, p) for ch, p, t, a in pairs(role, anchor)
+                  if a["cpu_per_audio_s"] > 0]
+        if not ratios:
+            return "not measured"
+        worst = max(ratios)
+        met = sum(1 for r, _, _ in ratios if r <= limit)
+        return "%s: at %d of %d configurations (highest %.2f× at %d ch / %d)" % (
+            "met" if met == len(ratios) else "**missed**", met, len(ratios), worst[0], worst[1], worst[2])
+
+    def exactness():
+        parts, ok = [], True
+        judged = 0
+        for role, anchor in (("record", "jack_capture"), ("play", "sndfile-jackplay")):
+            for ch, p, t, a in pairs(role, anchor):
+                anchor_runs = a["exact_runs" if role == "record" else "complete_runs"]
+                if not all(anchor_runs):
+                    continue
+                judged += 1
+                # Runs without server xruns compare the tools themselves; a run with xruns compares the machine.
+                clean_t = [e for e, x in zip(t["exact_runs"], t["xruns_runs"]) if x == 0]
+                if not t.get("bitexact"):
+                    ok = False
+                    parts.append("%s %d/%d: Tandem %d/%d where %s was %d/%d (Tandem's runs without server xruns: "
+                                 "%d of %d exact)" % (role, ch, p, t["bitexact_runs"], len(t["exact_runs"]), anchor,
+                                                      sum(anchor_runs), len(anchor_runs), sum(clean_t), len(clean_t)))
+        return ("met at all %d configurations where the anchor was exact in every run" % judged if ok
+                else "**missed**: " + "; ".join(parts))
+
+    def stray():
+        rows = [(ch, p, t, a) for ch, p, t, a in pairs("play", "sndfile-jackplay") if a.get("extra")]
+        bad = [(ch, p) for ch, p, t, _ in rows if t.get("extra")]
+        return ("met: sndfile-jackplay appended stray frames at %d configurations, Tandem at none" % len(rows)
+                if not bad else "**missed** at %s" % ", ".join("%d/%d" % b for b in bad))
+
+    def xruns_64():
+        key = ("record", 64, 64)
+        t, a = by.get(key, {}).get("tandem"), by.get(key, {}).get("jack_capture")
+        if not (t and a):
+            return "not measured"
+        rounds = list(zip(t["xruns_runs"], a["xruns_runs"]))
+        judged = [(x, y) for x, y in rounds if y == 0]
+        if not judged:
+            return "not exercised: jack_capture had xruns in every round (%s)" % ", ".join(str(y) for _, y in rounds)
+        bad = [x for x, _ in judged if x]
+        return "%s in %d round(s) where jack_capture had 0 (Tandem's xruns there: %s)" % (
+            "met" if not bad else "**missed**", len(judged), ", ".join(str(x) for x, _ in judged))
+
+    def p99():
+        vals = []
+        for key in sorted(k for k in by if k[1] == 64):
+            t = by[key].get("tandem")
+            if t and t.get("cycle"):
+                vals.append((t["cycle"][1] / (key[2] / RATE * 1e6) * 100, key[0], key[2]))
+        if not vals:
+            return "not measured"
+        worst = max(vals)
+        return "%s: highest %.2f %% (%s, period %d)" % ("met" if worst[0] < 5 else "**missed**", *worst)
+
+    def memory():
+        parts, ok = [], True
+        for role, anchor, ring in (("record", "jack_capture", RECORD_RING_S), ("play", "sndfile-jackplay", PLAY_RING_S)):
+            for ch, p, t, a in pairs(role, anchor):
+                if ch != 64:
+                    continue
+                allowance = ring * ch * RATE * 4 / 2**20
+                mine, theirs = t["rss_anon_kb"] / 1024, a["rss_anon_kb"] / 1024
+                ok = ok and mine <= theirs + allowance
+                parts.append("%s %d: %.1f ≤ %.1f + %.1f MiB ring" % (role, p, mine, theirs, allowance)
+                             if mine <= theirs + allowance else
+                             "%s %d: %.1f > %.1f + %.1f MiB ring" % (role, p, mine, theirs, allowance))
+        return ("met" if ok else "**missed**") + " (" + "; ".join(parts) + ")" if parts else "not measured"
+
+    L = ["\n## Targets\n", "Judged by the script from the tables above.\n", "| target | result |", "|---|---|"]
+    L.append("| recording CPU at most 1.0× jack_capture's | %s |" % cpu("record", "jack_capture", 1.0))
+    L.append("| recording CPU aim: 0.8× | %s |" % cpu("record", "jack_capture", 0.8))
+    L.append("| playback CPU at most 1.0× sndfile-jackplay's | %s |" % cpu("play", "sndfile-jackplay", 1.0))
+    L.append("| bit-exact in every configuration where the anchor is | %s |" % exactness())
+    L.append("| no stray frames where sndfile-jackplay appends them | %s |" % stray())
+    L.append("| 0 xruns at 64 ch / 64 frames where jack_capture has 0 in the same round | %s |" % xruns_64())
+    L.append("| process-cycle p99 below 5 %% of the period at 64 channels | %s |" % p99())
+    L.append("| private memory at 64 ch at most the anchor's plus Tandem's ring | %s |" % memory())
+    return L
+
+
 def write_report(path, rows, startups, comb, writers, args, rt, started):
     by = {}
     for r in rows:
@@ -488,6 +587,7 @@ def write_report(path, rows, startups, comb, writers, args, rt, started):
                 fmt(r["cpu_steady_pct"], "%.2f"), r["rss_anon_kb"] / 1024, xruns(r), fmt(r["dsp_mean"], "%.1f"),
                 fmt(r["dsp_max"], "%.1f"), r["frames_expected"], r["matched"], r["extra"], exact(r),
                 "%.1f / %.1f / %.1f" % cyc if cyc else "", ("%.2f" % (cyc[1] / (period / RATE * 1e6) * 100)) if cyc else ""))
+    L += targets(by)
     if comb:
         cyc = comb.get("cycle")
         L.append("\n## Combined: 32 channels recorded and 32 played at once, period 64\n")
@@ -537,8 +637,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=4, help="runs per tool and configuration")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "PERFORMANCE.md"))
     ap.add_argument("--only", action="append", default=[], metavar="ROLE-CH-PERIOD",
-                    help="while developing: run only these configurations (e.g. play-16-256); "
-                         "skips the combined run, start-up and writer parts")
+                    help="while developing: run only these configurations (e.g. play-16-256, or combined); "
+                         "skips the start-up and writer parts and writes no report")
     args = ap.parse_args()
     TANDEM = os.path.realpath(args.tandem)
     global REPEAT
@@ -559,6 +659,11 @@ def main():
                 if not args.only or "%s-%d-%d" % (role, ch, period) in args.only:
                     rows += measure((ch, period), exe, workdir, rt, args.seconds, idx)
     if args.only:
+        if "combined" in args.only:
+            c = combined(exe, workdir, rt, args.combined)
+            log("combined: cpu %.3f s/s, %.1f MiB, %d xruns, DSP mean %.1f %% max %.1f %%, dropped %s, missed %s"
+                % (c["cpu_per_audio_s"], c["rss_anon_kb"] / 1024, c["xruns_steady"], c["dsp_mean"], c["dsp_max"],
+                   c["dropped"], c["missed"]))
         log("--only: %d rows measured, no report written" % len(rows))
         return
     comb = combined(exe, workdir, rt, args.combined)
