@@ -1,5 +1,6 @@
 import Presets
 import Foundation
+import Jack
 import Logging
 import Realtime
 import SoundFile
@@ -163,7 +164,12 @@ final class DiskWriter: @unchecked Sendable {
         let reader = state.ring.reader
         while true {
             if let note = state.drops.peek(), note.kind == RecorderState.skippedKind, Int(note.a) <= streamPosition {
-                if note.b > 0 { noteGap(frames: Int(note.b), cause: .missedCycles, silence: false) } else { correctSkip(by: Int(-note.b)) }
+                if note.b > 0 {
+                    skipEnteredAt = noteGap(frames: Int(note.b), cause: .missedCycles, silence: false) ? Int(note.a) : nil
+                } else if let at = skipEnteredAt, Int(note.a) - at <= JackPort.maxPeriod {
+                    correctSkip(by: Int(-note.b))
+                    skipEnteredAt = nil
+                }
                 _ = state.drops.pop()
                 continue
             }
@@ -216,6 +222,10 @@ final class DiskWriter: @unchecked Sendable {
         }
         return true
     }
+
+    /// Stream position of the last skipped-cycle note entered into the running take: a correction comes one cycle
+    /// after it or not at all.
+    private var skipEnteredAt: Int?
 
     /// A skipped-cycle jump read one cycle early (see `RecorderState.cycle`) comes back as a step back in the next
     /// cycle: taken off the take's last skipped-cycle note (removed when nothing is left of it).

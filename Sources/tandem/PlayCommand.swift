@@ -154,8 +154,13 @@ struct PlayCommand: ParsableCommand {
                     failed = true
                     FileHandle.standardError.write(Data("tandem: cannot play '\(path)': \(message)\n".utf8))
                 case .queueFinished:
-                    // The last frames were handed to JACK in the cycle that consumed them; let it finish.
-                    usleep(UInt32(3 * player.client.bufferSize * 1_000_000 / max(1, player.sampleRate)))
+                    // The last frames went out in the cycle that consumed them, and the clients after us read them
+                    // in that graph run. Two more of our cycles mean the run is over (JACK starts the next one
+                    // when it is); a fixed pause lost the end when the machine was late.
+                    let after = player.cycles + 2
+                    let period = UInt32(player.client.bufferSize * 1_000_000 / max(1, player.sampleRate))
+                    let deadline = Date().addingTimeInterval(1)
+                    while player.cycles < after && Date() < deadline { usleep(period) }
                     say("finished: \(player.playedFrames) frames played, \(player.underrunFrames) underrun frames")
                     break loop
                 }
