@@ -443,6 +443,32 @@ def exact(r):
 
 
 RECORD_RING_S, PLAY_RING_S = 4, 2      # Tandem's default ring seconds (recorder, player)
+ANCHOR = {"record": "jack_capture", "play": "sndfile-jackplay"}
+
+
+def tool_table(by, role):
+    """One comparison table: per configuration, Tandem's row (with its CPU ratio) and the anchor's."""
+    play = role == "play"
+    L = ["| ch | period | tool | CPU s / audio s | ratio | steady CPU % | private MiB | xruns | DSP mean / max % | "
+         + ("frames expected / matched | extra frames after the end" if play else "frames expected / written")
+         + " | bit-exact | cycle p50 / p99 / max µs | p99 % of period |",
+         "|---" * (14 if play else 13) + "|"]
+    for key in sorted(k for k in by if k[0] == role):
+        _, ch, period = key
+        t = by[key].get("tandem"); a = by[key].get(ANCHOR[role])
+        for r in (t, a):
+            if not r:
+                continue
+            ratio = (t["cpu_per_audio_s"] / a["cpu_per_audio_s"]) if (r is t and a and a["cpu_per_audio_s"] > 0) else None
+            cyc = r.get("cycle")
+            frames = ("%s / %s | %s" % (r["frames_expected"], r["matched"], r["extra"]) if play
+                      else "%s / %s" % (r["frames_expected"], r["frames_written"]))
+            L.append("| %d | %d | %s | %s | %s | %s | %.1f | %s | %s / %s | %s | %s | %s | %s |" % (
+                ch, period, r["tool"], fmt(r["cpu_per_audio_s"]), fmt(ratio, "%.2f×") if ratio else "",
+                fmt(r["cpu_steady_pct"], "%.2f"), r["rss_anon_kb"] / 1024, xruns(r), fmt(r["dsp_mean"], "%.1f"),
+                fmt(r["dsp_max"], "%.1f"), frames, exact(r),
+                "%.1f / %.1f / %.1f" % cyc if cyc else "", ("%.2f" % (cyc[1] / (period / RATE * 1e6) * 100)) if cyc else ""))
+    return L
 
 
 def targets(by):
@@ -559,37 +585,9 @@ def write_report(path, rows, startups, comb, writers, args, rt, started):
              "tool started. Bit-exact: every recorded frame equals the source in order (recording: against the looping "
              "source; playback: every file frame from the first, nothing after).\n" % REPEAT)
     L.append("## Recording: Tandem vs jack_capture\n")
-    L.append("| ch | period | tool | CPU s / audio s | ratio | steady CPU % | private MiB | xruns | DSP mean / max % | frames expected / written | bit-exact | cycle p50 / p99 / max µs | p99 % of period |")
-    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for key in sorted(k for k in by if k[0] == "record"):
-        _, ch, period = key
-        t = by[key].get("tandem"); a = by[key].get("jack_capture")
-        for r in (t, a):
-            if not r:
-                continue
-            ratio = (t["cpu_per_audio_s"] / a["cpu_per_audio_s"]) if (r is t and a and a["cpu_per_audio_s"] > 0) else None
-            cyc = r.get("cycle")
-            L.append("| %d | %d | %s | %s | %s | %s | %.1f | %s | %s / %s | %s / %s | %s | %s | %s |" % (
-                ch, period, r["tool"], fmt(r["cpu_per_audio_s"]), fmt(ratio, "%.2f×") if ratio else "",
-                fmt(r["cpu_steady_pct"], "%.2f"), r["rss_anon_kb"] / 1024, xruns(r), fmt(r["dsp_mean"], "%.1f"),
-                fmt(r["dsp_max"], "%.1f"), r["frames_expected"], r["frames_written"], exact(r),
-                "%.1f / %.1f / %.1f" % cyc if cyc else "", ("%.2f" % (cyc[1] / (period / RATE * 1e6) * 100)) if cyc else ""))
+    L += tool_table(by, "record")
     L.append("\n## Playback: Tandem vs sndfile-jackplay\n")
-    L.append("| ch | period | tool | CPU s / audio s | ratio | steady CPU % | private MiB | xruns | DSP mean / max % | frames expected / matched | extra frames after the end | bit-exact | cycle p50 / p99 / max µs | p99 % of period |")
-    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for key in sorted(k for k in by if k[0] == "play"):
-        _, ch, period = key
-        t = by[key].get("tandem"); a = by[key].get("sndfile-jackplay")
-        for r in (t, a):
-            if not r:
-                continue
-            ratio = (t["cpu_per_audio_s"] / a["cpu_per_audio_s"]) if (r is t and a and a["cpu_per_audio_s"] > 0) else None
-            cyc = r.get("cycle")
-            L.append("| %d | %d | %s | %s | %s | %s | %.1f | %s | %s / %s | %s / %s | %s | %s | %s | %s |" % (
-                ch, period, r["tool"], fmt(r["cpu_per_audio_s"]), fmt(ratio, "%.2f×") if ratio else "",
-                fmt(r["cpu_steady_pct"], "%.2f"), r["rss_anon_kb"] / 1024, xruns(r), fmt(r["dsp_mean"], "%.1f"),
-                fmt(r["dsp_max"], "%.1f"), r["frames_expected"], r["matched"], r["extra"], exact(r),
-                "%.1f / %.1f / %.1f" % cyc if cyc else "", ("%.2f" % (cyc[1] / (period / RATE * 1e6) * 100)) if cyc else ""))
+    L += tool_table(by, "play")
     L += targets(by)
     if comb:
         cyc = comb.get("cycle")
