@@ -246,6 +246,14 @@ import TestSupport
 
 @Suite(.serialized) struct ServerLossResourceTests {
     static func count(_ dir: String) -> Int { (try? FileManager.default.contentsOfDirectory(atPath: dir).count) ?? -1 }
+    /// This process's threads by the name the kernel shows (`/proc/self/task/*/comm`).
+    static func threadNames() -> [String: Int] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        return tasks.reduce(into: [:]) { names, task in
+            let comm = (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8)) ?? "?"
+            names[comm.trimmingCharacters(in: .whitespacesAndNewlines), default: 0] += 1
+        }
+    }
 
     /// jackd killed during a take and restarted: no crash, the session comes back, and no thread or file
     /// descriptor is leaked (counted in /proc/self before and after).
@@ -287,6 +295,9 @@ import TestSupport
         }
         _ = pump(1)
         let fdsBefore = Self.count("/proc/self/fd"), threadsBefore = Self.count("/proc/self/task")
+        // The disk threads carry their names, so ps -L and top -H tell them apart; one of each.
+        let namesBefore = Self.threadNames()
+        #expect(namesBefore["disk-writer"] == 1 && namesBefore["disk-reader"] == 1, "\(namesBefore)")
         for round in 1...2 {
             server.kill9()
             var lost = false
@@ -302,5 +313,7 @@ import TestSupport
         let fdsAfter = Self.count("/proc/self/fd"), threadsAfter = Self.count("/proc/self/task")
         #expect(fdsAfter == fdsBefore, "file descriptors \(fdsBefore) -> \(fdsAfter)")
         #expect(threadsAfter == threadsBefore, "threads \(threadsBefore) -> \(threadsAfter)")
+        let namesAfter = Self.threadNames()
+        #expect(namesAfter["disk-writer"] == 1 && namesAfter["disk-reader"] == 1, "\(namesAfter)")
     }
 }

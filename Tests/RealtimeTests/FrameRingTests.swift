@@ -26,6 +26,14 @@ import Realtime
         #expect(r.sample(frame: 4, channel: 1).pointee == 23)
     }
 
+    @Test func threadNamesFitTheKernelsFifteenBytes() {
+        #expect(OSThread.kernelName("tandem-disk-writer") == "disk-writer")
+        #expect(OSThread.kernelName("tandem-signals") == "signals")
+        #expect(OSThread.kernelName("a-very-long-thread-name") == "a-very-long-thr")
+        // A character is never cut in half: "é" is two bytes, and the fifteenth byte would split it.
+        #expect(OSThread.kernelName("abcdefghijklmné") == "abcdefghijklmn")
+    }
+
     @Test func messageRingRefusesWhenFullAndKeepsOrder() {
         let ring = MessageRing.allocate(capacity: 3)
         defer { ring.deallocate() }
