@@ -7,10 +7,15 @@
  *
  * Every mode prints READY once active and runs until SIGTERM/SIGINT. Times are CLOCK_MONOTONIC seconds. The process
  * callbacks only copy and count; all output happens on the main thread.
+ *
+ * gen and sink also print "SKIP t pos jump" when their own cycle's frame time was not one period after their previous
+ * cycle's: pos is where in their data that cycle began, jump the difference in frames. JACK ran a cycle without them
+ * there (or ran them late), so a loss at that place is the measuring client's, not the tool's.
  */
 #include <jack/jack.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +37,34 @@ static int channels;
 static float *data;
 static size_t frames, pos;
 
+#define EVENTS 65536
+static double event_time[EVENTS];
+static int event_kind[EVENTS];          /* 1 xrun, 2 port registered, 3 own cycle irregular */
+static jack_port_id_t event_port[EVENTS];
+static long event_pos[EVENTS];
+static int event_jump[EVENTS];
+static atomic_int event_count;
+
+static jack_nframes_t next_frame_time;
+static int have_frame_time;
+
+/* Notes a cycle whose frame time is not one period after the previous one (the caller's data position). */
+static void check_cycle(jack_nframes_t n, size_t at) {
+    jack_nframes_t t = jack_last_frame_time(client);
+    if (have_frame_time && t != next_frame_time) {
+        int i = atomic_fetch_add(&event_count, 1);
+        if (i < EVENTS) {
+            event_time[i] = now(); event_kind[i] = 3; event_pos[i] = (long)at;
+            event_jump[i] = (int)(int32_t)(t - next_frame_time);
+        }
+    }
+    next_frame_time = t + n;
+    have_frame_time = 1;
+}
+
 static int gen_process(jack_nframes_t n, void *arg) {
     (void)arg;
+    check_cycle(n, pos);
     float *out[channels];
     for (int c = 0; c < channels; c++) out[c] = jack_port_get_buffer(ports[c], n);
     for (jack_nframes_t i = 0; i < n; i++) {
@@ -46,6 +77,7 @@ static int gen_process(jack_nframes_t n, void *arg) {
 
 static int sink_process(jack_nframes_t n, void *arg) {
     (void)arg;
+    check_cycle(n, pos);
     for (int c = 0; c < channels; c++) {
         const float *in = jack_port_get_buffer(ports[c], n);
         for (jack_nframes_t i = 0; i < n && pos + i < frames; i++) data[(pos + i) * channels + c] = in[i];
@@ -53,12 +85,6 @@ static int sink_process(jack_nframes_t n, void *arg) {
     pos = pos + n < frames ? pos + n : frames;
     return 0;
 }
-
-#define EVENTS 65536
-static double event_time[EVENTS];
-static int event_kind[EVENTS];          /* 1 xrun, 2 port registered */
-static jack_port_id_t event_port[EVENTS];
-static atomic_int event_count;
 
 static int on_xrun(void *arg) {
     (void)arg;
@@ -133,6 +159,8 @@ int main(int argc, char **argv) {
         int n = atomic_load(&event_count);
         for (; printed < n && printed < EVENTS; printed++) {
             if (event_kind[printed] == 1) printf("XRUN %.6f\n", event_time[printed]);
+            else if (event_kind[printed] == 3)
+                printf("SKIP %.6f %ld %d\n", event_time[printed], event_pos[printed], event_jump[printed]);
             else {
                 jack_port_t *p = jack_port_by_id(client, event_port[printed]);
                 printf("PORT %.6f %s\n", event_time[printed], p ? jack_port_name(p) : "?");

@@ -6,7 +6,7 @@ fixed signal generator or memory sink (bench/bench-client.c), and a monitor that
 load. The tools of one configuration run back to back on the same server, so their figures share the machine's
 conditions. Results go to docs/PERFORMANCE.md. Python standard library only; needs gcc, libjack, jackd, sox.
 
-    scripts/bench.py                      # the full matrix (about 10 minutes)
+    scripts/bench.py                      # the full matrix (about 35 minutes: 6 runs per tool and configuration)
     scripts/bench.py --quick              # 2 and 16 channels at period 256, 5 s each
 """
 import argparse, datetime, json, os, platform, re, shlex, signal, statistics, struct, subprocess, sys, tempfile, time
@@ -135,31 +135,38 @@ def read_frames(raw, channels):
 
 def compare(source_raw, recorded_raw, channels, cyclic):
     """Bit-exact check: align on the recording's first non-silent frame, then every frame must follow the source in
-    order (cyclically for a looping source). Returns (bitexact, matched, discontinuities, extra, offset)."""
+    order (cyclically for a looping source). Returns (bitexact, matched, discontinuities, extra, losses): losses lists
+    where each run of mismatching frames began, as (recording frame, source frame it should have been)."""
     src, ns = read_frames(source_raw, channels)
     rec, nr = read_frames(recorded_raw, channels)
     fs = 4 * channels
     zero = bytes(fs)
     first = next((i for i in range(nr) if rec[i * fs:(i + 1) * fs] != zero), None)
     if first is None or ns == 0:
-        return False, 0, 0, 0, -1
+        return False, 0, 0, 0, []
     last = max(i for i in range(nr - 1, -1, -1) if rec[i * fs:(i + 1) * fs] != zero or i == first) if not cyclic else nr - 1
     probe = rec[first * fs:(first + 1) * fs]
     pos = src.find(probe)
     while pos >= 0 and pos % fs:
         pos = src.find(probe, pos + 1)
     if pos < 0:
-        return False, 0, 1, 0, -1
+        return False, 0, 1, 0, [(first, -1)]
     k = pos // fs
     matched = disc = extra = 0
+    losses = []
     i = first
+    ok = True
     while i <= last:
         if not cyclic and k >= ns:
             extra = sum(1 for j in range(i, nr) if rec[j * fs:(j + 1) * fs] != zero)
             break
         if rec[i * fs:(i + 1) * fs] == src[k * fs:(k + 1) * fs]:
             matched += 1
+            ok = True
         else:
+            if ok:
+                losses.append((i, k))
+            ok = False
             disc += 1
             p = src.find(rec[i * fs:(i + 1) * fs])
             while p >= 0 and p % fs:
@@ -168,7 +175,29 @@ def compare(source_raw, recorded_raw, channels, cyclic):
                 k = p // fs
         i += 1
         k = (k + 1) % ns if cyclic else k + 1
-    return disc == 0 and extra == 0 and matched > 0, matched, disc, extra, k
+    if not cyclic and k < ns:
+        losses.append((None, k))            # the file's end never arrived
+    return disc == 0 and extra == 0 and matched > 0, matched, disc, extra, losses
+
+
+def skips(lines, t0=None, t1=None):
+    """A measuring client's own irregular cycles ("SKIP t pos jump" lines), optionally within a time window."""
+    return [int(l[2]) for l in lines if l and l[0] == "SKIP" and (t0 is None or t0 <= float(l[1]) <= t1)]
+
+
+def attribute(r, losses, harness, period, cyclic_frames=None):
+    """Splits a run's losses into the tool's and the harness's. A loss that began within two periods of a cycle the
+    generator or sink itself missed (or ran late) is the measuring client's: any tool would have lost there. Positions
+    are the sink's frames (playback) or the looping source's (recording, cyclic)."""
+    def near(a, b):
+        d = abs(a - b)
+        if cyclic_frames:
+            d = min(d, cyclic_frames - d)
+        return d <= 2 * period
+    theirs = [x for x in losses if any(near(x, h) for h in harness)]
+    r["harness_losses"] = len(theirs)
+    r["tool_losses"] = len(losses) - len(theirs)
+    r["harness_skips"] = len(harness)
 
 
 def settle():
@@ -270,15 +299,18 @@ def measure_record(cfg, exe, workdir, rt, seconds, idx):
                   frames = int(fr) if fr.isdigit() else None
                   recraw = out + ".f32"
                   to_raw(out, recraw)
-                  be, matched, disc, extra, _ = compare(raw, recraw, ch, cyclic=True)
+                  be, matched, disc, extra, losses = compare(raw, recraw, ch, cyclic=True)
                   os.unlink(recraw)
                   os.unlink(out)            # no tool pays for another's files in the page cache
                   r.update(bitexact=be, matched=matched, disc=disc, extra=extra)
+                  attribute(r, [k for _, k in losses], skips(gen.lines, r["started"], r["ended"]), period,
+                            cyclic_frames=os.path.getsize(raw) // (4 * ch))
               r.update(frames_expected=seconds * RATE, frames_written=frames)
               r["cycle"] = cycle_cost(r["text"]) if tool == "tandem" else None
               runs.setdefault(tool, []).append(r)
-              log("record %s ch=%d p=%d cpu/s=%.4f xruns=%d bitexact=%s frames=%s" % (
-                  tool, ch, period, r["cpu_per_audio_s"], r["xruns_steady"], r.get("bitexact"), frames))
+              log("record %s ch=%d p=%d cpu/s=%.4f xruns=%d bitexact=%s frames=%s losses: own %s, generator's %s" % (
+                  tool, ch, period, r["cpu_per_audio_s"], r["xruns_steady"], r.get("bitexact"), frames,
+                  r.get("tool_losses"), r.get("harness_losses")))
               time.sleep(1.0)
         rows += [median_row(v) for v in runs.values()]
         gen_p.stop()
@@ -301,6 +333,11 @@ def median_row(runs):
     row["exact_runs"] = [bool(r.get("bitexact")) for r in runs]
     # Every frame delivered in order, stray frames after the end aside (how sndfile-jackplay is judged).
     row["complete_runs"] = [r.get("matched") == r.get("frames_expected") and not r.get("disc") for r in runs]
+    # The tool lost nothing itself: exact (complete), or every loss at a cycle the generator or sink missed.
+    strict = row["exact_runs"] if row["role"] == "record" else row["complete_runs"]
+    row["own_runs"] = [e or bool(r.get("matched") and "tool_losses" in r and not r["tool_losses"]
+                                 and (row["role"] == "play" or not r.get("extra"))) for e, r in zip(strict, runs)]
+    row["harness_losses"] = sum(int(r.get("harness_losses") or 0) for r in runs)
     row["disc"] = max(int(r.get("disc") or 0) for r in runs)
     row["extra"] = max(int(r.get("extra") or 0) for r in runs)
     row["missed"] = sum(int(r.get("missed") or 0) for r in runs)
@@ -335,15 +372,18 @@ def measure_play(cfg, exe, workdir, rt, seconds, idx):
               r = run_tool(argv, server.env, seconds, mon, workdir, "%s-play-%d-%d" % (tool, ch, period), seconds + 30)
               time.sleep(0.5)
               sink_p.stop()
-              be, matched, disc, extra, _ = compare(raw, sink_raw, ch, cyclic=False)
+              be, matched, disc, extra, losses = compare(raw, sink_raw, ch, cyclic=False)
               r.update(tool=tool, role="play", channels=ch, period=period, bitexact=be, matched=matched, disc=disc,
                        extra=extra, frames_expected=seconds * RATE, frames_written=matched,
                        cmd=" ".join(shlex.quote(a) for a in argv).replace(wav, "IN.wav"))
+              attribute(r, [i for i, _ in losses if i is not None], skips(sink.lines), period)
+              r["tool_losses"] += sum(1 for i, _ in losses if i is None)
               r["cycle"] = cycle_cost(r["text"]) if tool == "tandem" else None
               os.unlink(sink_raw)
               runs.setdefault(tool, []).append(r)
-              log("play %s ch=%d p=%d cpu/s=%.4f xruns=%d bitexact=%s matched=%d extra=%d" % (
-                  tool, ch, period, r["cpu_per_audio_s"], r["xruns_steady"], be, matched, extra))
+              log("play %s ch=%d p=%d cpu/s=%.4f xruns=%d bitexact=%s matched=%d extra=%d losses: own %d, sink's %d "
+                  "(sink skips %d)" % (tool, ch, period, r["cpu_per_audio_s"], r["xruns_steady"], be, matched, extra,
+                                       r["tool_losses"], r["harness_losses"], r["harness_skips"]))
               time.sleep(1.0)
         rows += [median_row(v) for v in runs.values()]
         mon_p.stop()
@@ -439,7 +479,9 @@ def exact(r):
     if r.get("bitexact"):
         return "yes (%d/%d)" % (n, n)
     missed = ("; the server skipped %d frames of its cycles, listed in the reports" % r["missed"]) if r.get("missed") else ""
-    return "%d/%d (disc %s, extra %s%s)" % (r.get("bitexact_runs", 0), n, r.get("disc"), r.get("extra"), missed)
+    harness = ("; %d loss(es) where the %s itself missed a cycle" % (
+        r["harness_losses"], "generator" if r["role"] == "record" else "sink")) if r.get("harness_losses") else ""
+    return "%d/%d (disc %s, extra %s%s%s)" % (r.get("bitexact_runs", 0), n, r.get("disc"), r.get("extra"), missed, harness)
 
 
 RECORD_RING_S, PLAY_RING_S = 4, 2      # Tandem's default ring seconds (recorder, player)
@@ -490,23 +532,32 @@ def targets(by):
             "met" if met == len(ratios) else "**missed**", met, len(ratios), worst[0], worst[1], worst[2])
 
     def exactness():
-        parts, ok = [], True
-        judged = 0
+        """Judged on what each tool lost itself: a loss that began where the generator or sink missed a cycle of its
+        own is the harness's, for either tool. The strict verdict (every run exact) is given beside it."""
+        parts, strict_parts, judged, strict_judged = [], [], 0, 0
         for role, anchor in (("record", "jack_capture"), ("play", "sndfile-jackplay")):
             for ch, p, t, a in pairs(role, anchor):
-                anchor_runs = a["exact_runs" if role == "record" else "complete_runs"]
-                if not all(anchor_runs):
-                    continue
-                judged += 1
-                # Runs without server xruns compare the tools themselves; a run with xruns compares the machine.
-                clean_t = [e for e, x in zip(t["exact_runs"], t["xruns_runs"]) if x == 0]
-                if not t.get("bitexact"):
-                    ok = False
-                    parts.append("%s %d/%d: Tandem %d/%d where %s was %d/%d (Tandem's runs without server xruns: "
-                                 "%d of %d exact)" % (role, ch, p, t["bitexact_runs"], len(t["exact_runs"]), anchor,
-                                                      sum(anchor_runs), len(anchor_runs), sum(clean_t), len(clean_t)))
-        return ("met at all %d configurations where the anchor was exact in every run" % judged if ok
-                else "**missed**: " + "; ".join(parts))
+                a_strict = a["exact_runs" if role == "record" else "complete_runs"]
+                t_strict = t["exact_runs"]
+                clean_t = [e for e, x in zip(t_strict, t["xruns_runs"]) if x == 0]
+                if all(a["own_runs"]):
+                    judged += 1
+                    if not all(t["own_runs"]):
+                        parts.append("%s %d/%d: Tandem %d/%d where %s was %d/%d" % (
+                            role, ch, p, sum(t["own_runs"]), len(t["own_runs"]), anchor, sum(a["own_runs"]),
+                            len(a["own_runs"])))
+                if all(a_strict):
+                    strict_judged += 1
+                    if not all(t_strict):
+                        strict_parts.append("%s %d/%d: Tandem %d/%d where %s was %d/%d (Tandem's runs without server "
+                                            "xruns: %d of %d exact)" % (role, ch, p, sum(t_strict), len(t_strict), anchor,
+                                                                        sum(a_strict), len(a_strict), sum(clean_t),
+                                                                        len(clean_t)))
+        own = ("met at all %d configurations where the anchor lost nothing itself in every run" % judged if not parts
+               else "**missed**: " + "; ".join(parts))
+        strict = ("met at all %d configurations where the anchor was exact in every run" % strict_judged
+                  if not strict_parts else "missed: " + "; ".join(strict_parts))
+        return own + ". Strictly, counting the losses at the harness's own missed cycles too: " + strict
 
     def stray():
         rows = [(ch, p, t, a) for ch, p, t, a in pairs("play", "sndfile-jackplay") if a.get("extra")]
@@ -522,7 +573,8 @@ def targets(by):
         rounds = list(zip(t["xruns_runs"], a["xruns_runs"]))
         judged = [(x, y) for x, y in rounds if y == 0]
         if not judged:
-            return "not exercised: jack_capture had xruns in every round (%s)" % ", ".join(str(y) for _, y in rounds)
+            return "not exercised: jack_capture had xruns in every round (%s; Tandem's in the same rounds: %s)" % (
+                ", ".join(str(y) for _, y in rounds), ", ".join(str(x) for x, _ in rounds))
         bad = [x for x, _ in judged if x]
         return "%s in %d round(s) where jack_capture had 0 (Tandem's xruns there: %s)" % (
             "met" if not bad else "**missed**", len(judged), ", ".join(str(x) for x, _ in judged))
@@ -583,7 +635,10 @@ def write_report(path, rows, startups, comb, writers, args, rt, started):
              "the anchor's; xruns and bit-exactness are listed for every run. Private memory "
              "is the peak RssAnon (JACK's shared memory excluded). Xruns are counted by the monitor from 1 s after the "
              "tool started. Bit-exact: every recorded frame equals the source in order (recording: against the looping "
-             "source; playback: every file frame from the first, nothing after).\n" % REPEAT)
+             "source; playback: every file frame from the first, nothing after). The generator and the sink note every "
+             "cycle of their own whose frame time was not one period after their previous one (JACK ran that cycle "
+             "without them, or ran them late); a loss that begins within two periods of such a cycle is the measuring "
+             "client's, not the tool's, and is listed apart for either tool.\n" % REPEAT)
     L.append("## Recording: Tandem vs jack_capture\n")
     L += tool_table(by, "record")
     L.append("\n## Playback: Tandem vs sndfile-jackplay\n")
@@ -635,7 +690,7 @@ def main():
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--combined", type=int, default=60)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--repeat", type=int, default=4, help="runs per tool and configuration")
+    ap.add_argument("--repeat", type=int, default=6, help="runs per tool and configuration")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "PERFORMANCE.md"))
     ap.add_argument("--only", action="append", default=[], metavar="ROLE-CH-PERIOD",
                     help="while developing: run only these configurations (e.g. play-16-256, or combined); "
@@ -683,6 +738,6 @@ def main():
 
 
 TANDEM = None
-REPEAT = 4
+REPEAT = 6
 if __name__ == "__main__":
     main()
