@@ -528,7 +528,7 @@ def targets(by):
             return "not measured"
         worst = max(ratios)
         met = sum(1 for r, _, _ in ratios if r <= limit)
-        return "%s: at %d of %d configurations (highest %.2f× at %d ch / %d)" % (
+        return "%s: within it at %d of %d configurations (highest %.2f× at %d ch / %d)" % (
             "met" if met == len(ratios) else "**missed**", met, len(ratios), worst[0], worst[1], worst[2])
 
     def exactness():
