@@ -39,7 +39,7 @@ static size_t frames, pos;
 
 #define EVENTS 65536
 static double event_time[EVENTS];
-static int event_kind[EVENTS];          /* 1 xrun, 2 port registered, 3 own cycle irregular */
+static atomic_int event_kind[EVENTS];   /* 1 xrun, 2 port registered, 3 own cycle irregular; stored last (0: not yet) */
 static jack_port_id_t event_port[EVENTS];
 static long event_pos[EVENTS];
 static int event_jump[EVENTS];
@@ -54,8 +54,9 @@ static void check_cycle(jack_nframes_t n, size_t at) {
     if (have_frame_time && t != next_frame_time) {
         int i = atomic_fetch_add(&event_count, 1);
         if (i < EVENTS) {
-            event_time[i] = now(); event_kind[i] = 3; event_pos[i] = (long)at;
+            event_time[i] = now(); event_pos[i] = (long)at;
             event_jump[i] = (int)(int32_t)(t - next_frame_time);
+            atomic_store_explicit(&event_kind[i], 3, memory_order_release);
         }
     }
     next_frame_time = t + n;
@@ -89,7 +90,7 @@ static int sink_process(jack_nframes_t n, void *arg) {
 static int on_xrun(void *arg) {
     (void)arg;
     int i = atomic_fetch_add(&event_count, 1);
-    if (i < EVENTS) { event_time[i] = now(); event_kind[i] = 1; }
+    if (i < EVENTS) { event_time[i] = now(); atomic_store_explicit(&event_kind[i], 1, memory_order_release); }
     return 0;
 }
 
@@ -97,7 +98,10 @@ static void on_port(jack_port_id_t id, int registered, void *arg) {
     (void)arg;
     if (!registered) return;
     int i = atomic_fetch_add(&event_count, 1);
-    if (i < EVENTS) { event_time[i] = now(); event_kind[i] = 2; event_port[i] = id; }
+    if (i < EVENTS) {
+        event_time[i] = now(); event_port[i] = id;
+        atomic_store_explicit(&event_kind[i], 2, memory_order_release);
+    }
 }
 
 static int register_ports(const char *prefix, unsigned long flags) {
@@ -158,8 +162,10 @@ int main(int argc, char **argv) {
         usleep(10000);
         int n = atomic_load(&event_count);
         for (; printed < n && printed < EVENTS; printed++) {
-            if (event_kind[printed] == 1) printf("XRUN %.6f\n", event_time[printed]);
-            else if (event_kind[printed] == 3)
+            int kind = atomic_load_explicit(&event_kind[printed], memory_order_acquire);
+            if (kind == 0) break;           /* claimed but not yet filled in: next time round */
+            if (kind == 1) printf("XRUN %.6f\n", event_time[printed]);
+            else if (kind == 3)
                 printf("SKIP %.6f %ld %d\n", event_time[printed], event_pos[printed], event_jump[printed]);
             else {
                 jack_port_t *p = jack_port_by_id(client, event_port[printed]);
