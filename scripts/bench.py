@@ -150,7 +150,7 @@ def compare(source_raw, recorded_raw, channels, cyclic):
     while pos >= 0 and pos % fs:
         pos = src.find(probe, pos + 1)
     if pos < 0:
-        return False, 0, 1, 0, [(first, -1)]
+        return False, 0, 1, 0, [(first, None)]
     k = pos // fs
     matched = disc = extra = 0
     losses = []
@@ -188,13 +188,14 @@ def skips(lines, t0=None, t1=None):
 def attribute(r, losses, harness, period, cyclic_frames=None):
     """Splits a run's losses into the tool's and the harness's. A loss that began within two periods of a cycle the
     generator or sink itself missed (or ran late) is the measuring client's: any tool would have lost there. Positions
-    are the sink's frames (playback) or the looping source's (recording, cyclic)."""
+    are the sink's frames (playback) or the looping source's (recording, cyclic); None (no place: the source was not
+    found, or the file's end never arrived) is always the tool's."""
     def near(a, b):
         d = abs(a - b)
         if cyclic_frames:
             d = min(d, cyclic_frames - d)
         return d <= 2 * period
-    theirs = [x for x in losses if any(near(x, h) for h in harness)]
+    theirs = [x for x in losses if x is not None and any(near(x, h) for h in harness)]
     r["harness_losses"] = len(theirs)
     r["tool_losses"] = len(losses) - len(theirs)
     r["harness_skips"] = len(harness)
@@ -334,9 +335,10 @@ def median_row(runs):
     # Every frame delivered in order, stray frames after the end aside (how sndfile-jackplay is judged).
     row["complete_runs"] = [r.get("matched") == r.get("frames_expected") and not r.get("disc") for r in runs]
     # The tool lost nothing itself: exact (complete), or every loss at a cycle the generator or sink missed.
-    strict = row["exact_runs"] if row["role"] == "record" else row["complete_runs"]
+    row["strict_runs"] = row["exact_runs"] if row["role"] == "record" else row["complete_runs"]
     row["own_runs"] = [e or bool(r.get("matched") and "tool_losses" in r and not r["tool_losses"]
-                                 and (row["role"] == "play" or not r.get("extra"))) for e, r in zip(strict, runs)]
+                                 and (row["role"] == "play" or not r.get("extra")))
+                       for e, r in zip(row["strict_runs"], runs)]
     row["harness_losses"] = sum(int(r.get("harness_losses") or 0) for r in runs)
     row["disc"] = max(int(r.get("disc") or 0) for r in runs)
     row["extra"] = max(int(r.get("extra") or 0) for r in runs)
@@ -376,8 +378,7 @@ def measure_play(cfg, exe, workdir, rt, seconds, idx):
               r.update(tool=tool, role="play", channels=ch, period=period, bitexact=be, matched=matched, disc=disc,
                        extra=extra, frames_expected=seconds * RATE, frames_written=matched,
                        cmd=" ".join(shlex.quote(a) for a in argv).replace(wav, "IN.wav"))
-              attribute(r, [i for i, _ in losses if i is not None], skips(sink.lines), period)
-              r["tool_losses"] += sum(1 for i, _ in losses if i is None)
+              attribute(r, [i for i, _ in losses], skips(sink.lines), period)
               r["cycle"] = cycle_cost(r["text"]) if tool == "tandem" else None
               os.unlink(sink_raw)
               runs.setdefault(tool, []).append(r)
@@ -515,14 +516,14 @@ def tool_table(by, role):
 
 def targets(by):
     """The issue's targets, each judged from the rows above."""
-    def pairs(role, anchor):
+    def pairs(role):
         for key in sorted(k for k in by if k[0] == role):
-            t, a = by[key].get("tandem"), by[key].get(anchor)
+            t, a = by[key].get("tandem"), by[key].get(ANCHOR[role])
             if t and a:
                 yield key[1], key[2], t, a
 
-    def cpu(role, anchor, limit):
-        ratios = [(t["cpu_per_audio_s"] / a["cpu_per_audio_s"], ch, p) for ch, p, t, a in pairs(role, anchor)
+    def cpu(role, limit):
+        ratios = [(t["cpu_per_audio_s"] / a["cpu_per_audio_s"], ch, p) for ch, p, t, a in pairs(role)
                   if a["cpu_per_audio_s"] > 0]
         if not ratios:
             return "not measured"
@@ -535,9 +536,9 @@ def targets(by):
         """Judged on what each tool lost itself: a loss that began where the generator or sink missed a cycle of its
         own is the harness's, for either tool. The strict verdict (every run exact) is given beside it."""
         parts, strict_parts, judged, strict_judged = [], [], 0, 0
-        for role, anchor in (("record", "jack_capture"), ("play", "sndfile-jackplay")):
-            for ch, p, t, a in pairs(role, anchor):
-                a_strict = a["exact_runs" if role == "record" else "complete_runs"]
+        for role, anchor in ANCHOR.items():
+            for ch, p, t, a in pairs(role):
+                a_strict = a["strict_runs"]
                 t_strict = t["exact_runs"]
                 clean_t = [e for e, x in zip(t_strict, t["xruns_runs"]) if x == 0]
                 if all(a["own_runs"]):
@@ -560,7 +561,7 @@ def targets(by):
         return own + ". Strictly, counting the losses at the harness's own missed cycles too: " + strict
 
     def stray():
-        rows = [(ch, p, t, a) for ch, p, t, a in pairs("play", "sndfile-jackplay") if a.get("extra")]
+        rows = [(ch, p, t, a) for ch, p, t, a in pairs("play") if a.get("extra")]
         bad = [(ch, p) for ch, p, t, _ in rows if t.get("extra")]
         return ("met: sndfile-jackplay appended stray frames at %d configurations, Tandem at none" % len(rows)
                 if not bad else "**missed** at %s" % ", ".join("%d/%d" % b for b in bad))
@@ -590,9 +591,9 @@ def targets(by):
         worst = max(vals)
         return "%s: highest %.2f %% (%s, period %d)" % ("met" if worst[0] < 5 else "**missed**", *worst)
 
-    def memory(role, anchor, ring):
+    def memory(role, ring):
         parts, ok = [], True
-        for ch, p, t, a in pairs(role, anchor):
+        for ch, p, t, a in pairs(role):
             if ch != 64:
                 continue
             allowance = ring * ch * RATE * 4 / 2**20
@@ -603,17 +604,17 @@ def targets(by):
         return ((("met" if ok else "**missed**") + " (" + "; ".join(parts) + ")") if parts else "not measured")
 
     L = ["\n## Targets\n", "Judged by the script from the tables above.\n", "| target | result |", "|---|---|"]
-    L.append("| recording CPU at most 1.0× jack_capture's | %s |" % cpu("record", "jack_capture", 1.0))
-    L.append("| recording CPU aim: 0.8× | %s |" % cpu("record", "jack_capture", 0.8))
-    L.append("| playback CPU at most 1.0× sndfile-jackplay's | %s |" % cpu("play", "sndfile-jackplay", 1.0))
+    L.append("| recording CPU at most 1.0× jack_capture's | %s |" % cpu("record", 1.0))
+    L.append("| recording CPU aim: 0.8× | %s |" % cpu("record", 0.8))
+    L.append("| playback CPU at most 1.0× sndfile-jackplay's | %s |" % cpu("play", 1.0))
     L.append("| bit-exact in every configuration where the anchor is | %s |" % exactness())
     L.append("| no stray frames where sndfile-jackplay appends them | %s |" % stray())
     L.append("| 0 xruns at 64 ch / 64 frames where jack_capture has 0 in the same round | %s |" % xruns_64())
     L.append("| process-cycle p99 below 5 %% of the period at 64 channels | %s |" % p99())
     L.append("| recording: private memory at 64 ch at most jack_capture's plus the ring (%d s) | %s |"
-             % (RECORD_RING_S, memory("record", "jack_capture", RECORD_RING_S)))
+             % (RECORD_RING_S, memory("record", RECORD_RING_S)))
     L.append("| (not a target) playback: private memory at 64 ch against sndfile-jackplay's plus the ring (%d s) | %s |"
-             % (PLAY_RING_S, memory("play", "sndfile-jackplay", PLAY_RING_S)))
+             % (PLAY_RING_S, memory("play", PLAY_RING_S)))
     return L
 
 
