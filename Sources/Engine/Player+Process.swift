@@ -3,8 +3,8 @@ import Jack
 import Plugins
 import Realtime
 
-// The player's real-time path: ring to ports, start offset, gain ramp, underrun counting. Runs on JACK's process
-// thread; never allocates, locks, logs, throws or waits.
+// The player's real-time path: ring to ports, start offset, gain ramp, underrun and skipped-cycle counting. Runs on
+// JACK's process thread; never allocates, locks, logs, throws or waits.
 
 extension PlayerState {
     /// The JACK process callback. Realtime: safe.
@@ -22,6 +22,9 @@ extension PlayerState {
         let frameTime = jack_last_frame_time(s.client)
         let reader = s.ring.reader
         c.store(Counter.cycleFrameTime.rawValue, Int(frameTime))
+        let jump = SkippedCycles.frames(frameTime: frameTime, expected: c.load(Counter.nextFrameTime.rawValue))
+        if jump != 0 { c.add(Counter.missedFrames.rawValue, jump) }
+        c.store(Counter.nextFrameTime.rawValue, Int(frameTime &+ frames))
         c.store(Counter.cycleRingPosition.rawValue, reader.position)
         let chain = s.chain.acquire()
         for ch in 0..<s.channels {

@@ -152,6 +152,11 @@ public final class Player: @unchecked Sendable {
     public var playedFrames: Int { state.pointee.counter(.playedFrames) }
     public var underrunFrames: Int { state.pointee.counter(.underrunFrames) }
     public var underrunCycles: Int { state.pointee.counter(.underrunCycles) }
+    /// Frames of cycles the server ran without the player, playing or not. The player has no inputs, so JACK skips
+    /// it only when it is late itself (its thread woken late, the process stopped).
+    public var missedFrames: Int { state.pointee.counter(.missedFrames) }
+    /// Xruns the server reported to the player's client.
+    public var xruns: Int { client.notifications.count(.xrun) }
     public var cycles: Int { state.pointee.counter(.cycles) }
     public var ringFill: (frames: Int, capacity: Int) { (state.pointee.ring.fill, state.pointee.ring.capacity) }
     /// JACK frame time at which the first frame of the current run was played (nil before).

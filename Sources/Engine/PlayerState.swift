@@ -25,6 +25,10 @@ struct PlayerState: BitwiseCopyable {
         case playedFrames
         /// Frames of silence output because the ring ran short while playing (underruns), and such cycles.
         case underrunFrames, underrunCycles
+        /// JACK frame time the next cycle should have if the server runs every cycle for us (-1: none yet).
+        case nextFrameTime
+        /// Frames of cycles the server ran without calling us (see `SkippedCycles`), playing or not.
+        case missedFrames
         case cycles
         /// JACK frame time of the latest cycle, and the ring position at its start.
         case cycleFrameTime, cycleRingPosition
@@ -115,6 +119,7 @@ struct PlayerState: BitwiseCopyable {
         ring.reset()
         for i in 0..<counters.count { counters.store(i, 0) }
         counters.store(Counter.startAt.rawValue, -1)
+        counters.store(Counter.nextFrameTime.rawValue, -1)
         counters.store(Counter.drainedAt.rawValue, Int.max)
         counters.store(Counter.startedAtFrameTime.rawValue, -1)
         counters.store(Counter.wokeReaderAt.rawValue, -1)

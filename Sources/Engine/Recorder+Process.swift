@@ -31,20 +31,14 @@ extension RecorderState {
                 pendingFrames = 0
             }
         }
-        // Cycles the server ran without us (JACK wakes a late client once for several cycles): their frames are
-        // lost upstream, the take goes on without a gap and the report notes where time jumped. The frame time is
-        // the engine's current cycle, so a callback that runs after the next cycle has begun reads it one cycle
-        // early; the following cycle then reads a step back, which is entered as a correction. The count is
-        // exact, a note's place within one period.
-        let expected = counters.load(Counter.nextFrameTime.rawValue)
-        if expected >= 0 {
-            let jump = Int(Int32(bitPattern: frameTime &- UInt32(truncatingIfNeeded: expected)))
-            if jump != 0 && abs(jump) <= maxMissedFrames {
-                counters.add(Counter.missedFrames.rawValue, jump)
-                // In stream order (so not while a gap is pending, nor when the message ring is full: then only the
-                // count has it).
-                if pendingFrames == 0 { _ = s.drops.push(RTMessage(kind: skippedKind, a: Int64(position), b: Int64(jump))) }
-            }
+        // Cycles the server ran without us: their frames are lost upstream, the take goes on without a gap and the
+        // report notes where time jumped (a negative jump corrects the one before; see `SkippedCycles`).
+        let jump = SkippedCycles.frames(frameTime: frameTime, expected: counters.load(Counter.nextFrameTime.rawValue))
+        if jump != 0 {
+            counters.add(Counter.missedFrames.rawValue, jump)
+            // In stream order (so not while a gap is pending, nor when the message ring is full: then only the
+            // count has it).
+            if pendingFrames == 0 { _ = s.drops.push(RTMessage(kind: skippedKind, a: Int64(position), b: Int64(jump))) }
         }
         counters.store(Counter.nextFrameTime.rawValue, Int(frameTime &+ frames))
         counters.store(Counter.cycleStamp.rawValue, Int(frameTime) << 32 | (position & 0xFFFF_FFFF))

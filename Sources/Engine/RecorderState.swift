@@ -24,7 +24,7 @@ struct RecorderState: BitwiseCopyable {
         /// JACK frame time the next cycle should have if the server runs every cycle for us (-1: none yet).
         case nextFrameTime
         /// Frames of cycles the server ran without calling us (a late client before us in the graph, an xrun):
-        /// they never reached the recorder and are kept in the take as silence.
+        /// they never reached the recorder; the take goes on without a gap and its report notes where.
         case missedFrames
     }
 
@@ -64,8 +64,6 @@ struct RecorderState: BitwiseCopyable {
     /// Cycles the server skipped, recorded without a gap: a = stream position where time jumped, b = frames (negative:
     /// a correction of the jump before, read one cycle early).
     static let skippedKind: Int32 = 3
-    /// A frame-time jump larger than this (about 87 s at 48 kHz) is not taken for skipped cycles.
-    static let maxMissedFrames = 1 << 22
     static let sumSquaresScale = 4_294_967_296.0
 
     static func allocate(client: OpaquePointer, ports: [JackPort], recordDry: Bool, chain: ChainSlot, ringFrames: Int,

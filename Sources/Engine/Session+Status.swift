@@ -24,7 +24,7 @@ public struct SessionStatus: Codable, Sendable {
         public var ringFill: Int
         public var ringCapacity: Int
         public var droppedFrames: Int
-        /// Frames of cycles the server skipped for the recorder (kept as silence in the take).
+        /// Frames of cycles the server ran without the recorder (never reached it; the take's report notes where).
         public var missedFrames: Int
         public var xruns: Int
         public var cycle: CycleCost
@@ -39,6 +39,10 @@ public struct SessionStatus: Codable, Sendable {
         public var seconds: Double
         public var duration: Double
         public var underrunFrames: Int
+        /// Frames of cycles the server ran without the player (the player was late; the graph heard nothing from it
+        /// there, and the file went on where it stopped).
+        public var missedFrames: Int
+        public var xruns: Int
         public var ringFill: Int
         public var ringCapacity: Int
         public var cycle: CycleCost
@@ -165,7 +169,8 @@ extension Session {
             play = SessionStatus.PlayerStatus(
                 client: p.client.name, playing: pos.playing && !p.isFinished, paused: pos.paused, item: pos.item,
                 items: p.queue.count, path: pos.path, seconds: pos.seconds, duration: pos.duration,
-                underrunFrames: p.underrunFrames, ringFill: p.ringFill.frames, ringCapacity: p.ringFill.capacity,
+                underrunFrames: p.underrunFrames, missedFrames: p.missedFrames,
+                xruns: p.xruns, ringFill: p.ringFill.frames, ringCapacity: p.ringFill.capacity,
                 cycle: .init(p.cycleCost))
         }
         let serverName = server ?? ProcessInfo.processInfo.environment["JACK_DEFAULT_SERVER"] ?? "default"

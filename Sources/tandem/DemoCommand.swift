@@ -125,6 +125,7 @@ struct DemoCommand: ParsableCommand {
         }
         view.finish()
         let underruns = session.player?.underrunFrames ?? 0
+        let playerMissed = session.player?.missedFrames ?? 0
         session.close()
         guard let (take, sidecar) = report, let file = take.chunks.first?.files.first else {
             fail(.failure, "the demo take was not written")
@@ -137,10 +138,11 @@ struct DemoCommand: ParsableCommand {
         say("take:   \(file)")
         say("report: \(sidecar)")
         say("verified: \(matched) of \(total) source frames arrived bit for bit "
-            + "(\(take.droppedFrames) dropped, \(take.missedFrames ?? 0) missed, \(take.xruns) xruns, \(underruns) underrun frames)")
+            + "(\(take.droppedFrames) dropped, \(take.missedFrames ?? 0) missed, \(take.xruns) xruns, \(underruns) underrun frames, "
+            + "\(playerMissed) frames of cycles skipped for the player)")
         if matched != total && !interrupted {
             owned?.stop()
-            let losses = take.xruns + take.droppedFrames + (take.missedFrames ?? 0) + underruns
+            let losses = take.xruns + take.droppedFrames + (take.missedFrames ?? 0) + underruns + abs(playerMissed)
             fail(.failure, "the take does not match the source from source frame \(firstMismatch ?? 0) on"
                  + (losses > 0 ? " (the report above counts what the server or the machine lost)" : ""))
         }

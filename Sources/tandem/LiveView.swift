@@ -127,8 +127,9 @@ final class LiveView {
             let item = p.item.map { "\($0 + 1)/\(p.items)" } ?? "-/\(p.items)"
             let name = p.path.map { ($0 as NSString).lastPathComponent } ?? "-"
             lines.append("\(state) \(item) [\(progress)] \(Self.clock(p.seconds)) / \(Self.clock(p.duration)) \(name)")
-            lines.append(String(format: "play ring %4.1f %% · underruns %d frames",
-                                p.ringCapacity > 0 ? Double(p.ringFill) / Double(p.ringCapacity) * 100 : 0, p.underrunFrames))
+            lines.append(String(format: "play ring %4.1f %% · underruns %d frames · missed %d frames · xruns %d",
+                                p.ringCapacity > 0 ? Double(p.ringFill) / Double(p.ringCapacity) * 100 : 0, p.underrunFrames,
+                                p.missedFrames, p.xruns))
         }
         for engine in ["recorder", "player"] {
             guard let chain = s.plugins[engine] else { continue }
@@ -151,7 +152,7 @@ final class LiveView {
             parts.append("meters " + s.meters.map { "\($0.port) \(Self.db($0.peakDB).trimmingCharacters(in: .whitespaces))/\(Self.db($0.rmsDB).trimmingCharacters(in: .whitespaces))" }.joined(separator: " "))
         }
         if let p = s.player {
-            parts.append("play \(p.item.map { "\($0 + 1)/\(p.items)" } ?? "-") \(String(format: "%.1f/%.1f", p.seconds, p.duration)) s underruns \(p.underrunFrames)")
+            parts.append("play \(p.item.map { "\($0 + 1)/\(p.items)" } ?? "-") \(String(format: "%.1f/%.1f", p.seconds, p.duration)) s underruns \(p.underrunFrames) missed \(p.missedFrames) xruns \(p.xruns)")
         }
         if s.serverLost { parts.append("SERVER LOST") }
         return "status: " + parts.joined(separator: " · ")

@@ -161,7 +161,8 @@ struct PlayCommand: ParsableCommand {
                     let period = UInt32(player.client.bufferSize * 1_000_000 / max(1, player.sampleRate))
                     let deadline = Date().addingTimeInterval(1)
                     while player.cycles < after && Date() < deadline { usleep(period) }
-                    say("finished: \(player.playedFrames) frames played, \(player.underrunFrames) underrun frames")
+                    say("finished: \(player.playedFrames) frames played, \(player.underrunFrames) underrun frames, "
+                        + "\(player.missedFrames) frames of skipped cycles, \(player.xruns) xruns")
                     break loop
                 }
             }

@@ -42,6 +42,58 @@ import TestSupport
         #expect(!captured.samples[..<(m.recordedOffset * 16)].contains { $0 != 0 })
     }
 
+    /// The player stopped (SIGSTOP) three times for 60 ms while playing: the server runs those cycles without it and
+    /// without the sink after it. Every file frame still reaches the sink in order; the player counts the frames of
+    /// the skipped cycles and the server's xruns in its summary. The sink also records a clock client's frame-time
+    /// labels (a client the stops do not touch), so each skipped cycle shows there as a jump: the sums must agree.
+    @Test func cyclesTheServerRanWithoutThePlayerAreCountedInItsSummary() throws {
+        let server = try TestEnvironment.server("pmissed")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("pmissed")
+        let noise = Signals.noise(frames: 96_000, channels: 1, seed: 4)
+        let source = dir.appendingPathComponent("n.wav").path
+        try TestEnvironment.writeWAV(noise, channels: 1, path: source)
+        let (clock, clockState) = try LoopState.lateClock(name: "clock", server: server.name, stallEvery: 0,
+                                                          stallMicros: 0)
+        let sink = try TestCapture(name: "sink", server: server.name, channels: 2, seconds: 8)
+        try clock.connect("clock:out_1", "sink:in_2")
+        let tandem = try TandemProcess(["play", "--wait", "--connect", "sink:in_1", source], server: server,
+                                       log: dir.appendingPathComponent("tandem.log").path)
+        #expect(tandem.waitFor("player ready"))
+        usleep(200_000)
+        tandem.process.signal(SIGUSR1)
+        #expect(tandem.waitFor("playing 1/1"))
+        for _ in 0..<3 {
+            usleep(300_000)
+            tandem.process.signal(SIGSTOP)
+            usleep(60_000)
+            tandem.process.signal(SIGCONT)
+        }
+        #expect(tandem.process.wait(timeout: 10) == 0, "\(tandem.output)")
+        sink.close()
+        clock.close()
+        LoopState.free(clockState)
+        let summary = try #require(tandem.output.firstMatch(
+            of: /finished: (\d+) frames played, (\d+) underrun frames, (-?\d+) frames of skipped cycles, (\d+) xruns/),
+            "\(tandem.output)")
+        #expect(Int(summary.1) == 96_000 && Int(summary.2) == 0, "\(tandem.output)")
+        let missed = Int(summary.3)!
+        #expect(Int(summary.4)! > 0, "the server reported the late cycles: \(tandem.output)")
+
+        let captured = sink.samples()
+        let played = stride(from: 0, to: captured.count, by: 2).map { captured[$0] }
+        let alignment = try #require(AudioCompare.align(source: noise, recorded: played, channels: 1))
+        #expect(alignment.matchedFrames == 96_000 && alignment.mismatchedFrames == 0, "every file frame, in order: \(alignment)")
+        let labels = stride(from: 1, to: captured.count, by: 2).map { captured[$0] }
+        var skipped = 0
+        for i in 1..<labels.count {
+            let raw = (Int((labels[i] * 8_388_608).rounded()) - Int((labels[i - 1] * 8_388_608).rounded()) - 1) & 0x7F_FFFF
+            skipped += raw >= 1 << 22 ? raw - (1 << 23) : raw
+        }
+        #expect(skipped > 0, "the stops made the server skip the sink's cycles")
+        #expect(missed == skipped, "the player counted \(missed) frames of skipped cycles, the sink saw \(skipped)")
+    }
+
     @Test(.enabled(if: TestEnvironment.hasProgram("sndfile-jackplay")))
     func playerCallbackIsCleanWhilePlayingSixteenChannels() throws {
         let server = try TestEnvironment.server("rtplay", period: 256)
