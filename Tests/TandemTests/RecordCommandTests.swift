@@ -272,6 +272,11 @@ import TestSupport
                                      environment: ["JACK_DEFAULT_SERVER": absent], outputPath: log)
             code = p.wait(timeout: 30)
             text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            if code == nil {
+                // Hung once in many runs without a line of output: keep where it was stuck.
+                text += "\n(no exit within 30 s)\n" + hangReport(p.pid)
+                p.stop()
+            }
             let xruns = text.firstMatch(of: /, (\d+) xruns/).flatMap { Int($0.1) } ?? 0
             if code == 0 || xruns == 0 || attempt == 2 { break }
             print("demo run \(attempt) had \(xruns) server xruns and did not verify; once more:\n\(text)")

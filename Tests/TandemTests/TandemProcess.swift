@@ -25,6 +25,35 @@ struct TandemProcess {
     }
 }
 
+/// Where a process and its children are stuck, for a test that timed out waiting for it: every thread's name and
+/// kernel wait channel, the kernel stacks, and gdb's backtraces where gdb is installed.
+func hangReport(_ pid: pid_t) -> String {
+    let children = (try? TestEnvironment.run(["pgrep", "-P", String(pid)], timeout: 5))?.output
+        .split(separator: "\n").compactMap { pid_t($0) } ?? []
+    var lines: [String] = []
+    for p in [pid] + children {
+        let command = (try? String(contentsOfFile: "/proc/\(p)/cmdline", encoding: .utf8))?
+            .replacingOccurrences(of: "\0", with: " ") ?? "?"
+        lines.append("process \(p): \(command)")
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(p)/task")) ?? []
+        for t in tasks.sorted() {
+            let read = { (f: String) in
+                ((try? String(contentsOfFile: "/proc/\(p)/task/\(t)/\(f)", encoding: .utf8)) ?? "?")
+                    .trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+            lines.append("  thread \(t) \(read("comm")) waits in \(read("wchan"))")
+            lines.append(read("stack").split(separator: "\n").prefix(8).map { "    " + $0 }.joined(separator: "\n"))
+        }
+        if TestEnvironment.hasProgram("gdb"),
+           let bt = try? TestEnvironment.run(["gdb", "-p", String(p), "-batch", "-ex", "thread apply all bt"],
+                                             timeout: 30) {
+            lines.append(bt.output.split(separator: "\n").filter { $0.hasPrefix("#") || $0.hasPrefix("Thread") }
+                .joined(separator: "\n"))
+        }
+    }
+    return lines.joined(separator: "\n")
+}
+
 /// Starts `sndfile-jackplay` on `file`, auto-connected to `pattern` (printf-style, e.g. "tandem-rec:in_%d").
 func startJackplay(_ file: String, pattern: String, server: JackServer, loop: Bool = false, log: String) throws
     -> ChildProcess {
