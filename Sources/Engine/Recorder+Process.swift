@@ -21,7 +21,7 @@ extension RecorderState {
         let n = Int(frames)
         let counters = s.counters
         let frameTime = jack_last_frame_time(s.client)
-        var position = counters.load(Counter.streamFrames.rawValue)
+        let position = counters.load(Counter.streamFrames.rawValue)
         var pendingFrames = counters.load(Counter.pendingDropFrames.rawValue)
         if pendingFrames > 0 {
             // A gap must be announced before any frame after it reaches the ring.
