@@ -539,9 +539,16 @@ def targets(by):
     def exactness():
         """Judged on what each tool lost itself: a loss that began where the generator or sink missed a cycle of its
         own is the harness's, for either tool. The strict verdict (every run exact) is given beside it."""
-        parts, strict_parts, judged, strict_judged = [], [], 0, 0
+        parts, strict_parts, judged, strict_judged, pooled = [], [], 0, 0, []
         for role, anchor in ANCHOR.items():
+            lost_t = lost_a = runs_t = runs_a = 0
             for ch, p, t, a in pairs(role):
+                # The per-configuration verdict turns on single runs where the machine delayed one client; the loss
+                # rate over all configurations is the steadier comparison, so it is given beside it.
+                lost_t += len(t["own_runs"]) - sum(t["own_runs"])
+                lost_a += len(a["own_runs"]) - sum(a["own_runs"])
+                runs_t += len(t["own_runs"])
+                runs_a += len(a["own_runs"])
                 a_strict = a["strict_runs"]
                 t_strict = t["exact_runs"]
                 clean_t = [e for e, x in zip(t_strict, t["xruns_runs"]) if x == 0]
@@ -558,18 +565,11 @@ def targets(by):
                                             "xruns: %d of %d exact)" % (role, ch, p, sum(t_strict), len(t_strict), anchor,
                                                                         sum(a_strict), len(a_strict), sum(clean_t),
                                                                         len(clean_t)))
+            pooled.append("%s: Tandem %d of %d, %s %d of %d" % (role, lost_t, runs_t, anchor, lost_a, runs_a))
         own = ("met at all %d configurations where the anchor lost nothing itself in every run" % judged if not parts
                else "**missed**: " + "; ".join(parts))
         strict = ("met at all %d configurations where the anchor was exact in every run" % strict_judged
                   if not strict_parts else "missed: " + "; ".join(strict_parts))
-        # The per-configuration verdict turns on single runs where the machine delayed one client; the loss rate over
-        # all configurations is the steadier comparison, so it is given beside it.
-        pooled = []
-        for role, anchor in ANCHOR.items():
-            ts = [x for _, _, t, _ in pairs(role) for x in t["own_runs"]]
-            as_ = [x for _, _, _, a in pairs(role) for x in a["own_runs"]]
-            pooled.append("%s: Tandem %d of %d, %s %d of %d" % (role, len(ts) - sum(ts), len(ts), anchor,
-                                                                len(as_) - sum(as_), len(as_)))
         return (own + ". Strictly, counting the losses at the harness's own missed cycles too: " + strict
                 + ". Runs with a loss of the tool's own over all configurations: " + "; ".join(pooled))
 

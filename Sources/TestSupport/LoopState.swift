@@ -99,6 +99,13 @@ extension LoopState {
         return (client, state)
     }
 
+    /// Frames between two consecutive `lateClock` samples beyond the one expected: 0 when the second follows the first,
+    /// positive for cycles skipped between them, negative for a step back (labels wrap at 2^23).
+    public static func labelStep(_ previous: Float, _ next: Float) -> Int {
+        let raw = (Int((next * 8_388_608).rounded()) - Int((previous * 8_388_608).rounded()) - 1) & 0x7F_FFFF
+        return raw >= 1 << 22 ? raw - (1 << 23) : raw
+    }
+
     /// A source client for tests: `channels` output ports named out_1..N playing `samples` (interleaved) once
     /// `started` is set. Returns the client and its state; close the client before freeing the state.
     public static func source(name: String, server: String, channels: Int, samples: [Float]) throws

@@ -281,8 +281,7 @@ import TestSupport
         // step back right after a jump is netted with it, as the recorder nets its notes.
         var jumps: [(at: Int, frames: Int)] = []
         for i in 1..<audio.count {
-            let raw = (Int((audio[i] * 8_388_608).rounded()) - Int((audio[i - 1] * 8_388_608).rounded()) - 1) & 0x7F_FFFF
-            let step = raw >= 1 << 22 ? raw - (1 << 23) : raw
+            let step = LoopState.labelStep(audio[i - 1], audio[i])
             if step == 0 { continue }
             if step < 0, let last = jumps.last, i - last.at <= period {
                 jumps[jumps.count - 1].frames += step

@@ -85,11 +85,7 @@ import TestSupport
         let alignment = try #require(AudioCompare.align(source: noise, recorded: played, channels: 1))
         #expect(alignment.matchedFrames == 96_000 && alignment.mismatchedFrames == 0, "every file frame, in order: \(alignment)")
         let labels = stride(from: 1, to: captured.count, by: 2).map { captured[$0] }
-        var skipped = 0
-        for i in 1..<labels.count {
-            let raw = (Int((labels[i] * 8_388_608).rounded()) - Int((labels[i - 1] * 8_388_608).rounded()) - 1) & 0x7F_FFFF
-            skipped += raw >= 1 << 22 ? raw - (1 << 23) : raw
-        }
+        let skipped = (1..<labels.count).reduce(0) { $0 + LoopState.labelStep(labels[$1 - 1], labels[$1]) }
         #expect(skipped > 0, "the stops made the server skip the sink's cycles")
         #expect(missed == skipped, "the player counted \(missed) frames of skipped cycles, the sink saw \(skipped)")
     }
