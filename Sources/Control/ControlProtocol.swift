@@ -26,7 +26,24 @@ public final class ControlProtocol {
         var address: sockaddr_in
         var meterInterval: Double
         var nextMeters: Date
+        /// Messages it may still be sent in this second (refilled at `sendRate` per second, up to `sendBurst`).
+        var tokens = Double(ControlProtocol.sendBurst)
+        var refilledAt = Date()
+        /// Messages not sent because it was over its rate.
+        var dropped = 0
     }
+    /// At most this many messages a second go to one subscriber (replies, events, meters), in bursts up to
+    /// `sendBurst`; the rest are dropped and counted, so no subscriber (not even a loop back to a session) can make
+    /// the control loop spend its time sending.
+    static let sendRate = 200.0
+    static let sendBurst = 400
+    /// At most this many requests are handled in one `poll`, so a flood can never delay the run loop's look at its
+    /// signals (a stop request) by more than one poll.
+    public static let maxRequestsPerPoll = 64
+    /// ... and for at most this long (a request after it waits for the next poll).
+    static let pollBudgetSeconds = 0.1
+    /// Addresses the session never answers: its own replies, events and meters coming back (a loop).
+    static let ownOutputs: Set<String> = ["/tandem/reply", "/tandem/event", "/tandem/meters"]
     private var subscribers: [String: Subscriber] = [:]
     private static let maxSubscribers = 16
 
@@ -50,26 +67,36 @@ public final class ControlProtocol {
 
     /// Handles every waiting message, then pushes `events` and due meters to subscribers.
     public func poll(events: [SessionEvent]) {
-        while let d = socket.receive(limit: Self.maxMessageBytes + 1) {
+        var handled = 0
+        let budgetEnds = Date().addingTimeInterval(Self.pollBudgetSeconds)
+        while handled < Self.maxRequestsPerPoll, handled == 0 || Date() < budgetEnds,
+              let d = socket.receive(limit: Self.maxMessageBytes + 1) {
+            handled += 1
             let reply: [OSCValue]
+            if isOwnAddress(d.source) {
+                // A datagram from this very socket: a subscription or a forged source pointing back at us.
+                continue
+            }
             if d.size > Self.maxMessageBytes {
                 reply = [.string("error"), .string("?"),
                          .string("message too large (\(d.size) bytes; at most \(Self.maxMessageBytes))")]
             } else {
                 switch OSCMessage.decode(bytes: d.bytes) {
+                case .success(let m) where Self.ownOutputs.contains(m.path):
+                    continue   // another session's reply or event: answering it could start an endless exchange
                 case .success(let m): reply = handle(m, from: d.source)
                 case .failure(let e): reply = [.string("error"), .string("?"), .string("malformed: \(e.message)")]
                 }
             }
             let message = OSCMessage("/tandem/reply", reply).encode()
             socket.send(message, to: d.source)
-            for s in subscribers.values where !Self.same(s.address, d.source) { socket.send(message, to: s.address) }
+            for key in subscribers.keys where !Self.same(subscribers[key]?.address, d.source) { sendToSubscriber(key, message) }
         }
         guard !subscribers.isEmpty else { return }
         for e in events {
             let (kind, text) = Self.describe(e)
             let m = OSCMessage("/tandem/event", [.string(kind), .string(text)]).encode()
-            for s in subscribers.values { socket.send(m, to: s.address) }
+            for key in subscribers.keys { sendToSubscriber(key, m) }
         }
         let now = Date()
         let meters = session.meters
@@ -78,12 +105,36 @@ public final class ControlProtocol {
             subscribers[key] = s
             var args: [OSCValue] = []
             for m in meters { args += [.float(Float(m.peakDB)), .float(Float(m.rmsDB))] }
-            socket.send(OSCMessage("/tandem/meters", args).encode(), to: s.address)
+            sendToSubscriber(key, OSCMessage("/tandem/meters", args).encode())
         }
     }
 
-    static func same(_ a: sockaddr_in, _ b: sockaddr_in) -> Bool {
-        a.sin_port == b.sin_port && a.sin_addr.s_addr == b.sin_addr.s_addr
+    /// Sends to one subscriber within its rate (see `sendRate`); over it, the message is dropped and counted.
+    private func sendToSubscriber(_ key: String, _ message: [UInt8]) {
+        guard var s = subscribers[key] else { return }
+        let now = Date()
+        s.tokens = min(Double(Self.sendBurst), s.tokens + now.timeIntervalSince(s.refilledAt) * Self.sendRate)
+        s.refilledAt = now
+        if s.tokens >= 1 {
+            s.tokens -= 1
+            socket.send(message, to: s.address)
+        } else {
+            if s.dropped == 0 {
+                logger.warning("subscriber over its rate: messages dropped", metadata: ["subscriber": "\(key)"])
+            }
+            s.dropped += 1
+        }
+        subscribers[key] = s
+    }
+
+    /// Whether `a` is this session's own control socket (any loopback address, our port).
+    func isOwnAddress(_ a: sockaddr_in) -> Bool {
+        UDPSocket.isLoopback(a) && Int(UInt16(bigEndian: a.sin_port)) == socket.port
+    }
+
+    static func same(_ a: sockaddr_in?, _ b: sockaddr_in) -> Bool {
+        guard let a else { return false }
+        return a.sin_port == b.sin_port && a.sin_addr.s_addr == b.sin_addr.s_addr
     }
 
     static func key(_ a: sockaddr_in) -> String {
@@ -130,10 +181,13 @@ public final class ControlProtocol {
                              + (m.arguments.isEmpty ? "nothing" : m.arguments.map(\.description).joined(separator: ", ")))
             }
             if m.path.hasSuffix("seek") {
-                guard v >= 0 else { return error("seek position must not be negative") }
-                return session.seek(seconds: v) ? ok() : error("this session has no player")
+                guard Limits.contains(Limits.seekSeconds, v) else {
+                    return error("seek position must be \(Limits.describe(Limits.seekSeconds, unit: " seconds"))")
+                }
+                guard session.player != nil else { return error("this session has no player") }
+                return session.seek(seconds: v) ? ok() : error("cannot seek to \(v) seconds")
             }
-            guard (-120...24).contains(v) else { return error("gain must be -120 to +24 dB") }
+            guard Limits.contains(Limits.gainDB, v) else { return error("gain must be \(Limits.describe(Limits.gainDB, unit: " dB"))") }
             return session.setGain(dB: v) ? ok() : error("this session has no player")
         case "/tandem/play/load":
             guard !m.arguments.isEmpty else { return error("/tandem/play/load takes one or more file paths") }
@@ -202,13 +256,18 @@ public final class ControlProtocol {
                     }
                     target = addr
                 } else if let n = a.number {
-                    guard n >= 0.02 && n <= 60 else { return error("meter interval must be 0.02 to 60 seconds") }
+                    guard Limits.contains(Limits.meterIntervalSeconds, n) else {
+                        return error("meter interval must be \(Limits.describe(Limits.meterIntervalSeconds, unit: " seconds"))")
+                    }
                     interval = n
                 } else {
                     return error("subscribe takes an address string and a meter interval in seconds")
                 }
             }
             guard UDPSocket.isLoopback(target) else { return error("only loopback subscribers are accepted") }
+            guard !isOwnAddress(target) else {
+                return error("a session cannot subscribe its own control port (port \(socket.port)): it would answer itself forever")
+            }
             if subscribers[Self.key(target)] == nil && subscribers.count >= Self.maxSubscribers {
                 return error("too many subscribers (\(Self.maxSubscribers))")
             }

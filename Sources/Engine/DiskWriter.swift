@@ -444,9 +444,11 @@ final class DiskWriter: @unchecked Sendable {
     }
 
     private func closeChunk(_ t: ActiveTake) {
+        let paths = t.writers.map(\.path)
         for w in t.writers {
             do { try w.close() } catch { t.failed = t.failed ?? error.description }
         }
+        t.closedChunkBytes += ActiveTake.bytesOnDisk(paths)
         if !t.report.chunks.isEmpty {
             t.report.chunks[t.report.chunks.count - 1].frames = t.framesWritten - t.chunkStart
         }
@@ -500,7 +502,7 @@ final class DiskWriter: @unchecked Sendable {
         if let width = DiskWriter.bytesPerSample(config.format) {
             t.bytesKnown = t.framesWritten * width * state.recordedChannels + 80 * max(1, t.writers.count) * t.chunkIndex
         } else if t.framesWritten - t.bytesCheckedAt >= sampleRate || t.bytesKnown == 0 {
-            t.bytesKnown = t.fileBytes()
+            t.bytesKnown = t.closedChunkBytes + t.fileBytes()
             t.bytesCheckedAt = t.framesWritten
         }
         let s = TakeStatus(take: t.number, frames: t.framesWritten, files: t.writers.map(\.path), bytes: t.bytesKnown)
@@ -536,6 +538,8 @@ final class ActiveTake {
     /// Bytes on disk as last computed, and the frame count when they were.
     var bytesKnown = 0
     var bytesCheckedAt = 0
+    /// Bytes of the chunks already closed (the status counts the whole take, not only the open chunk).
+    var closedChunkBytes = 0
 
     init(number: Int, start: Int, date: Date, context: TakeContext, report: TakeReport, sidecar: SidecarFile) {
         self.number = number
@@ -547,10 +551,12 @@ final class ActiveTake {
     }
 
     /// Bytes of the current chunk's files on disk (one stat() each).
-    func fileBytes() -> Int {
-        writers.reduce(0) { sum, w in
+    func fileBytes() -> Int { Self.bytesOnDisk(writers.map(\.path)) }
+
+    static func bytesOnDisk(_ paths: [String]) -> Int {
+        paths.reduce(0) { sum, path in
             var st = stat()
-            return sum + (stat(w.path, &st) == 0 ? Int(st.st_size) : 0)
+            return sum + (stat(path, &st) == 0 ? Int(st.st_size) : 0)
         }
     }
 }

@@ -28,15 +28,20 @@ public struct PlayerConfig: Sendable, Equatable {
 
     public func problems() -> [String] {
         var out: [String] = []
-        if clientName.isEmpty || clientName.utf8.count > 63 { out.append("client name must be 1 to 63 bytes") }
+        if let why = Limits.nameProblem(clientName, what: "the client name", bytes: Limits.clientNameBytes) { out.append(why) }
         if ports.isEmpty { out.append("a player needs at least one port") }
         if Set(ports).count != ports.count { out.append("port names must be unique") }
         for p in ports where p.isEmpty || p.contains(":") { out.append("bad port name '\(p)' (empty or contains ':')") }
-        if !(gainDB >= -120 && gainDB <= 24) { out.append("gain must be -120 to +24 dB") }
-        if !(ringSeconds >= 0.1 && ringSeconds <= 60) { out.append("ring must be 0.1 to 60 seconds") }
+        if ports.count > Limits.channels.upperBound { out.append("at most \(Limits.channels.upperBound) ports") }
+        if !Limits.contains(Limits.gainDB, gainDB) { out.append("gain must be \(Limits.describe(Limits.gainDB, unit: " dB"))") }
+        if !Limits.contains(Limits.playerRingSeconds, ringSeconds) {
+            out.append("ring must be \(Limits.describe(Limits.playerRingSeconds, unit: " seconds"))")
+        }
         if let map = channelMap {
             if map.count != ports.count { out.append("channel map has \(map.count) entries for \(ports.count) ports") }
-            if map.contains(where: { $0 < 0 || $0 > 256 }) { out.append("channel map entries must be 0 to 256") }
+            if map.contains(where: { $0 < 0 || $0 > Limits.channels.upperBound }) {
+                out.append("channel map entries must be 0 to \(Limits.channels.upperBound)")
+            }
         }
         return out
     }

@@ -46,19 +46,31 @@ public struct RecorderConfig: Sendable, Equatable {
     /// Every problem with this configuration, in words (empty when valid). Checks no files.
     public func problems() -> [String] {
         var out: [String] = []
-        if clientName.isEmpty || clientName.utf8.count > 63 { out.append("client name must be 1 to 63 bytes") }
+        if let why = Limits.nameProblem(clientName, what: "the client name", bytes: Limits.clientNameBytes) { out.append(why) }
+        if let why = Limits.nameProblem(session, what: "the session name", bytes: Limits.sessionNameBytes) { out.append(why) }
         if ports.isEmpty { out.append("a recorder needs at least one port") }
         if Set(ports).count != ports.count { out.append("port names must be unique") }
-        if ports.count > 256 { out.append("at most 256 ports") }
+        if ports.count > Limits.channels.upperBound { out.append("at most \(Limits.channels.upperBound) ports") }
         for p in ports where p.isEmpty || p.contains(":") { out.append("bad port name '\(p)' (empty or contains ':')") }
-        if let r = rotateSeconds, !(r > 0) { out.append("rotation seconds must be > 0") }
-        if let r = rotateBytes, r < 4096 { out.append("rotation size must be at least 4096 bytes") }
-        if !(prerollSeconds >= 0 && prerollSeconds <= 600) { out.append("pre-roll must be 0 to 600 seconds") }
-        if let m = maxDurationSeconds, !(m > 0) { out.append("maximum duration must be > 0 seconds") }
-        if !(ringSeconds >= 0.1 && ringSeconds <= 600) { out.append("ring must be 0.1 to 600 seconds") }
-        if let q = format.quality, !(q >= 0 && q <= 1) { out.append("quality must be 0 to 1") }
+        if let r = rotateSeconds, !Limits.contains(Limits.rotateSeconds, r) {
+            out.append("rotation must be \(Limits.describe(Limits.rotateSeconds, unit: " seconds"))")
+        }
+        if let r = rotateBytes, !Limits.rotateBytes.contains(r) { out.append("rotation size must be 64K to 1P bytes") }
+        if !Limits.contains(Limits.prerollSeconds, prerollSeconds) {
+            out.append("pre-roll must be \(Limits.describe(Limits.prerollSeconds, unit: " seconds"))")
+        }
+        if let m = maxDurationSeconds, !Limits.contains(Limits.durationSeconds, m) {
+            out.append("duration must be \(Limits.describe(Limits.durationSeconds, unit: " seconds"))")
+        }
+        if !Limits.contains(Limits.recorderRingSeconds, ringSeconds) {
+            out.append("ring must be \(Limits.describe(Limits.recorderRingSeconds, unit: " seconds"))")
+        }
+        if let q = format.quality, !Limits.contains(Limits.quality, q) { out.append("quality must be 0 to 1") }
         if format.container == .flac && format.sample == .float32 {
             out.append("FLAC stores integers only: sample format int24 or int16")
+        }
+        if let why = FileNameTemplate(template).lengthProblem(session: session, channels: recordedChannelNames) {
+            out.append(why)
         }
         out += FileNameTemplate(template).problems()
         if recordDry && plugins.isEmpty { out.append("recording the dry input needs a plugin chain") }

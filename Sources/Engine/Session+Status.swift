@@ -149,9 +149,11 @@ extension Session {
             var free: Int?
             var st = statvfs()
             if statvfs(cfg.directory, &st) == 0 { free = Int(st.f_bavail) * Int(st.f_frsize) }
-            var perSecond = Double(r.sampleRate * r.ports.count * 4)
+            // Every recorded channel counts: the dry copies too.
+            let channels = cfg.recordedChannelNames.count
+            var perSecond = Double(r.sampleRate * channels * 4)
             if let width = DiskWriter.bytesPerSample(cfg.format) {
-                perSecond = Double(r.sampleRate * r.ports.count * width)
+                perSecond = Double(r.sampleRate * channels * width)
             } else if let t = take, t.frames > 0, t.bytes > 0 {
                 perSecond = Double(t.bytes) / (Double(t.frames) / Double(r.sampleRate))
             }
@@ -189,12 +191,13 @@ extension Session {
     @discardableResult public func stopPlayback() -> Bool { player.map { $0.stop(); return true } ?? false }
     @discardableResult public func next() -> Bool { player.map { $0.next(); return true } ?? false }
 
-    /// Seeks the current item to `seconds`.
+    /// Seeks the current item to `seconds` (within `Limits.seekSeconds`; false when outside or without a player).
     @discardableResult public func seek(seconds: Double) -> Bool {
-        guard let p = player else { return false }
+        guard let p = player, Limits.contains(Limits.seekSeconds, seconds) else { return false }
         let rate = p.position.frames > 0 && p.position.duration > 0
             ? Double(p.position.frames) / p.position.duration : Double(p.sampleRate)
-        p.seek(frame: Int(seconds * rate))
+        guard let frame = Limits.frames(seconds: seconds, rate: rate) else { return false }
+        p.seek(frame: frame)
         return true
     }
 

@@ -193,7 +193,7 @@ public final class Session: @unchecked Sendable {
             newPlayer = true
             if let seek = wanted.player?.seekSeconds, seek > 0, let first = want.queue.first,
                let rate = try? SoundFileReader(path: first).sampleRate {
-                player?.seek(item: 0, frame: Int(seek * Double(rate)))
+                player?.seek(item: 0, frame: Limits.frames(seconds: seek, rate: Double(rate)) ?? 0)
             }
         }
 

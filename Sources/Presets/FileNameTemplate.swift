@@ -17,6 +17,10 @@ public struct FileNameTemplate: Sendable, Equatable {
         var out: [String] = []
         if text.isEmpty { out.append("file template is empty") }
         if text.contains("/") { out.append("file template must not contain '/' (set the directory instead)") }
+        if text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            out.append("file template contains a control character (NUL, newline, ...)")
+        }
+        if text.utf8.count > Limits.fileNameBytes { out.append("file template is longer than \(Limits.fileNameBytes) bytes") }
         var rest = Substring(text)
         while let open = rest.firstIndex(of: "{") {
             guard let close = rest[open...].firstIndex(of: "}") else {
@@ -25,6 +29,10 @@ public struct FileNameTemplate: Sendable, Equatable {
             }
             let inner = rest[rest.index(after: open)..<close]
             let name = inner.split(separator: ":", maxSplits: 1).first.map(String.init) ?? ""
+            if inner.contains(":"), let w = inner.split(separator: ":", maxSplits: 1).last,
+               !(Int(w).map { Self.widths.contains($0) } ?? false) {
+                out.append("placeholder {\(inner)} has a bad width (a number \(Self.widths.lowerBound) to \(Self.widths.upperBound))")
+            }
             if !Self.placeholders.contains(name) {
                 out.append("unknown placeholder {\(inner)} in file template (known: "
                            + Self.placeholders.map { "{\($0)}" }.joined(separator: ", ") + ")")
@@ -32,6 +40,20 @@ public struct FileNameTemplate: Sendable, Equatable {
             rest = rest[rest.index(after: close)...]
         }
         return out
+    }
+
+    /// Zero-padding widths a placeholder may ask for.
+    public static let widths: ClosedRange<Int> = 0...12
+
+    /// A problem when the longest name this template can make (session `session`, the longest of `channels`, take
+    /// 99999, chunk 99999) is longer than a file system takes; nil when it fits.
+    public func lengthProblem(session: String, channels: [String], fileExtension: String = "rf64") -> String? {
+        let longest = channels.max(by: { $0.utf8.count < $1.utf8.count })
+        let name = render(Values(session: session, take: 99_999, date: Date(), channel: longest, chunk: 99_999),
+                          fileExtension: fileExtension)
+        guard name.utf8.count > Limits.fileNameBytes else { return nil }
+        return "file names would be \(name.utf8.count) bytes long (at most \(Limits.fileNameBytes)): shorten the "
+            + "session name or the template"
     }
 
     /// The values of one file's name.
@@ -58,7 +80,7 @@ public struct FileNameTemplate: Sendable, Equatable {
         var out = ""
         var rest = Substring(t)
         while let open = rest.firstIndex(of: "{"), let close = rest[open...].firstIndex(of: "}") {
-            out += rest[..<open]
+            out += Self.sanitize(String(rest[..<open]))
             let parts = rest[rest.index(after: open)..<close].split(separator: ":", maxSplits: 1)
             let name = parts.first.map(String.init) ?? ""
             let width = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
@@ -73,13 +95,14 @@ public struct FileNameTemplate: Sendable, Equatable {
             }
             rest = rest[rest.index(after: close)...]
         }
-        out += rest
+        out += Self.sanitize(String(rest))
         return out + "." + fileExtension
     }
 
     static func pad(_ n: Int, _ width: Int) -> String {
         let s = String(n)
-        return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
+        let w = min(width, widths.upperBound)
+        return s.count >= w ? s : String(repeating: "0", count: w - s.count) + s
     }
 
     static func stamp(_ date: Date, _ format: String) -> String {
@@ -92,6 +115,6 @@ public struct FileNameTemplate: Sendable, Equatable {
 
     /// Keeps names portable: path separators and control characters become '_'.
     static func sanitize(_ s: String) -> String {
-        String(s.map { $0 == "/" || $0 == "\0" || $0.isNewline ? "_" : $0 })
+        String(String.UnicodeScalarView(s.unicodeScalars.map { $0 == "/" || $0.value < 0x20 || $0.value == 0x7F ? "_" : $0 }))
     }
 }

@@ -21,10 +21,19 @@ public enum PresetLoader {
         let base = (((absolute as NSString).deletingLastPathComponent) as NSString).standardizingPath
         var result = parse(text, file: path, baseDirectory: base, overrides: overrides)
         result.preset?.path = path
-        if result.preset != nil && result.preset?.session.name == "session" && !text.contains("name") {
+        // The file's name names the session unless [session] gives a name (the word "name" elsewhere does not count).
+        if result.preset != nil && result.preset?.session.name == "session" && !sessionNameGiven(text, overrides: overrides) {
             result.preset?.session.name = ((path as NSString).lastPathComponent as NSString).deletingPathExtension
         }
         return result
+    }
+
+    /// Whether the preset (or an override) names the session itself.
+    static func sessionNameGiven(_ text: String, overrides: [String]) -> Bool {
+        if overrides.contains(where: { $0.split(separator: "=", maxSplits: 1).first?
+            .trimmingCharacters(in: .whitespaces) == "session.name" }) { return true }
+        guard let root = try? TOMLParser.parse(text), case .table(let session)? = root["session"] else { return false }
+        return session["name"] != nil
     }
 
     /// Parses preset text. Relative paths are resolved against `baseDirectory`.
@@ -153,9 +162,7 @@ struct Validator {
         return d
     }
 
-    static func format(_ d: Double) -> String {
-        d == d.rounded() && abs(d) < 1e15 ? String(Int(d)) : String(d)
-    }
+    static func format(_ d: Double) -> String { Limits.number(d) }
 
     mutating func integer(_ t: TOMLTable, _ key: String, _ section: String, _ range: ClosedRange<Int>) -> Int? {
         guard let v = t[key] else { return nil }
@@ -214,7 +221,7 @@ struct Validator {
 
     /// Ports from `channels = N` or `ports = [...]`.
     mutating func ports(_ t: TOMLTable, _ section: String, prefix: String, default defaultPorts: [String]) -> [String] {
-        let channels = integer(t, "channels", section, 1...256)
+        let channels = integer(t, "channels", section, Limits.channels)
         let list = strings(t, "ports", section)
         if t["channels"] != nil && t["ports"] != nil {
             problem("\(section).ports", t.keyLines["ports"], "give either 'channels' or 'ports', not both")
@@ -236,10 +243,23 @@ struct Validator {
 
     mutating func client(_ t: TOMLTable, _ section: String, default name: String) -> String {
         guard let (c, line) = string(t, "client", section) else { return name }
-        if c.isEmpty || c.utf8.count > 63 || c.contains(":") {
-            problem("\(section).client", line, "client name must be 1 to 63 bytes without ':'")
+        if let why = Limits.nameProblem(c, what: "the client name", bytes: Limits.clientNameBytes) {
+            problem("\(section).client", line, why)
+        } else if c.contains(":") {
+            problem("\(section).client", line, "the client name must not contain ':'")
         }
         return c
+    }
+
+    /// Why no file can be made in `directory` (nil: one can). A real probe: a file is created and removed, because
+    /// `access(W_OK)` says yes to root in folders such as /proc where no file can be made.
+    static func cannotWrite(in directory: String) -> String? {
+        let probe = (directory as NSString).appendingPathComponent(".tandem-check-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        let fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return String(cString: strerror(errno)) }
+        close(fd)
+        unlink(probe)
+        return nil
     }
 
     // MARK: Sections
@@ -278,6 +298,9 @@ struct Validator {
         if p.recorder == nil && p.player == nil && root["recorder"] == nil && root["player"] == nil {
             problem("", nil, "a preset needs a [recorder] or a [player] table (or both)")
         }
+        if let r = p.recorder, let why = FileNameTemplate(r.template).lengthProblem(session: p.session.name, channels: r.ports) {
+            problem("recorder.template", nil, why)
+        }
         if let r = p.recorder, let pl = p.player, r.client == pl.client {
             problem("player.client", nil, "the recorder and the player need different client names (both '\(r.client)')")
         }
@@ -293,7 +316,9 @@ struct Validator {
                         "control_port", "restore_plugins"], section: s)
         var out = SessionSection()
         if let (name, line) = string(t, "name", s) {
-            if name.isEmpty || name.contains("/") { problem("session.name", line, "must be non-empty and contain no '/'") }
+            if let why = Limits.nameProblem(name, what: "the session name", bytes: Limits.sessionNameBytes) {
+                problem("session.name", line, why)
+            }
             out.name = name
         }
         if let (server, line) = string(t, "server", s) {
@@ -310,16 +335,16 @@ struct Validator {
                     while !ancestor.isEmpty && ancestor != "/" && !FileManager.default.fileExists(atPath: ancestor) {
                         ancestor = (ancestor as NSString).deletingLastPathComponent
                     }
-                    if access(ancestor.isEmpty ? "/" : ancestor, W_OK) != 0 {
-                        problem("session.directory", line, "'\(resolved)' cannot be created ('\(ancestor)' is not writable)")
+                    if let why = Self.cannotWrite(in: ancestor.isEmpty ? "/" : ancestor) {
+                        problem("session.directory", line, "'\(resolved)' cannot be created in '\(ancestor)': \(why)")
                     }
                 } else {
                     problem("session.directory", line, "'\(resolved)' does not exist (create it, or set create_directory = true)")
                 }
             } else if !isDir.boolValue {
                 problem("session.directory", line, "'\(resolved)' is not a directory")
-            } else if access(resolved, W_OK) != 0 {
-                problem("session.directory", line, "'\(resolved)' is not writable")
+            } else if let why = Self.cannotWrite(in: resolved) {
+                problem("session.directory", line, "'\(resolved)' cannot hold takes: \(why)")
             }
             out.directory = resolved
         } else {
@@ -328,7 +353,7 @@ struct Validator {
         out.onServerLoss = choice(t, "on_server_loss", s, ServerLossPolicy.self) ?? .resume
         out.onDiskError = choice(t, "on_disk_error", s, DiskErrorPolicy.self) ?? .stop
         out.onManualDisconnect = choice(t, "on_manual_disconnect", s, DisconnectPolicy.self) ?? .respect
-        out.controlPort = integer(t, "control_port", s, 1024...65535)
+        out.controlPort = integer(t, "control_port", s, Limits.controlPort)
         out.restorePlugins = bool(t, "restore_plugins", s) ?? true
         return out
     }
@@ -343,7 +368,7 @@ struct Validator {
         r.ports = ports(t, s, prefix: "in", default: r.ports)
         r.format.container = choice(t, "format", s, Container.self) ?? .wav
         r.format.sample = choice(t, "sample", s, SampleFormat.self) ?? .float32
-        r.format.quality = number(t, "quality", s, 0...1)
+        r.format.quality = number(t, "quality", s, Limits.quality)
         if r.format.container == .flac && r.format.sample == .float32 && t["format"] != nil {
             problem("recorder.sample", t.keyLines["sample"] ?? t.keyLines["format"],
                     "FLAC stores integers only: use int24 or int16")
@@ -353,27 +378,27 @@ struct Validator {
             r.template = template
         }
         r.stems = bool(t, "stems", s) ?? false
-        r.rotateSeconds = number(t, "rotate", s, 0.1...604_800, unit: " seconds")
+        r.rotateSeconds = number(t, "rotate", s, Limits.rotateSeconds, unit: " seconds")
         if let v = t["rotate_size"] {
             switch v {
             case .integer(let i, let line):
-                if i < 65_536 { problem("recorder.rotate_size", line, "\(i) bytes is too small (at least 64K)") }
+                if !Limits.rotateBytes.contains(i) { problem("recorder.rotate_size", line, "\(i) bytes is out of range (64K to 1P)") }
                 r.rotateBytes = i
             case .string(let text, let line):
-                if let bytes = Self.size(text), bytes >= 65_536 { r.rotateBytes = bytes } else {
+                if let bytes = Self.size(text), Limits.rotateBytes.contains(bytes) { r.rotateBytes = bytes } else {
                     problem("recorder.rotate_size", line, "'\(text)' is not a size of at least 64K (e.g. \"500M\", \"2G\")")
                 }
             default: problem("recorder.rotate_size", v.line, "expected a size like \"2G\" or a byte count, found \(v.typeName)")
             }
         }
-        r.prerollSeconds = number(t, "preroll", s, 0...600, unit: " seconds") ?? 0
-        r.maxDurationSeconds = number(t, "duration", s, 0.01...31_536_000, unit: " seconds")
+        r.prerollSeconds = number(t, "preroll", s, Limits.prerollSeconds, unit: " seconds") ?? 0
+        r.maxDurationSeconds = number(t, "duration", s, Limits.durationSeconds, unit: " seconds")
         if let (stop, line) = string(t, "stop_at", s) {
             if Self.clock(stop) == nil { problem("recorder.stop_at", line, "'\(stop)' is not a time of day (HH:MM or HH:MM:SS)") }
             r.stopAt = stop
         }
         r.start = choice(t, "start", s, RecorderStart.self) ?? .immediately
-        r.ringSeconds = number(t, "ring", s, 0.1...600, unit: " seconds") ?? 4
+        r.ringSeconds = number(t, "ring", s, Limits.recorderRingSeconds, unit: " seconds") ?? 4
         r.plugins = plugins(t, s)
         r.recordDry = bool(t, "dry", s) ?? false
         if r.recordDry && r.plugins.isEmpty {
@@ -401,7 +426,7 @@ struct Validator {
             }
         }
         p.loop = choice(t, "loop", s, LoopMode.self) ?? .none
-        p.gainDB = number(t, "gain", s, -120...24, unit: " dB") ?? 0
+        p.gainDB = number(t, "gain", s, Limits.gainDB, unit: " dB") ?? 0
         if let v = t["map"] {
             if case .array(let items, let line) = v {
                 var map: [Int] = []
@@ -421,9 +446,9 @@ struct Validator {
             }
         }
         p.quality = choice(t, "quality", s, ResampleQuality.self) ?? .high
-        p.seekSeconds = number(t, "seek", s, 0...1e9, unit: " seconds") ?? 0
+        p.seekSeconds = number(t, "seek", s, Limits.seekSeconds, unit: " seconds") ?? 0
         p.start = choice(t, "start", s, PlayerStart.self) ?? .immediately
-        p.ringSeconds = number(t, "ring", s, 0.1...60, unit: " seconds") ?? 2
+        p.ringSeconds = number(t, "ring", s, Limits.playerRingSeconds, unit: " seconds") ?? 2
         p.plugins = plugins(t, s)
         return p
     }

@@ -62,7 +62,8 @@ public struct TOMLParser {
     private var line = 1
 
     public static func parse(_ text: String) throws(TOMLError) -> TOMLTable {
-        var p = TOMLParser(chars: Array(text))
+        // Swift reads "\r\n" as one Character, which no newline check would match: CRLF files become LF first.
+        var p = TOMLParser(chars: Array(text.contains("\r\n") ? text.replacingOccurrences(of: "\r\n", with: "\n") : text))
         return try p.document()
     }
 
@@ -263,6 +264,10 @@ public struct TOMLParser {
         }
         let clean = String(s.filter { $0 != "_" })
         if let v = Int(clean) { return .integer(v, line: valueLine) }
+        let digits = clean.hasPrefix("+") || clean.hasPrefix("-") ? clean.dropFirst() : Substring(clean)
+        if !digits.isEmpty && digits.allSatisfy({ $0.isASCII && $0.isNumber }) {
+            throw TOMLError(line: valueLine, message: "'\(s)' is too large for an integer (at most \(Int.max))")
+        }
         if clean.contains(where: { ".eE".contains($0) }), let v = Double(clean), v.isFinite {
             return .float(v, line: valueLine)
         }

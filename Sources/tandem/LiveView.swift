@@ -32,6 +32,8 @@ final class LiveView {
 
     /// Draws if it is time to. `above` are event lines to print before the block (they scroll up).
     func update(_ status: SessionStatus, events: [String] = []) {
+        // A terminal or pipe that went away: nothing more is drawn (the take goes on; see Console).
+        if Console.stdoutGone { return }
         guard mode != .off else {
             for e in events { say(e) }
             return
@@ -41,12 +43,14 @@ final class LiveView {
             var out = ""
             if linesDrawn > 0 { out += "\u{1B}[\(linesDrawn)A" }          // back to the top of the block
             for e in events { out += "\u{1B}[2K" + e + "\n" }
-            let block = render(status)
+            // Each line is cut to the terminal's width: a wrapped line would throw the redraw's line count off.
+            let width = Self.terminalColumns()
+            let block = render(status, columns: width).map { Self.fit($0, columns: width) }
             for line in block { out += "\u{1B}[2K" + line + "\n" }
             if linesDrawn > block.count { for _ in 0..<(linesDrawn - block.count) { out += "\u{1B}[2K\n" } }
             if events.isEmpty && now.timeIntervalSince(lastEmit) < interval { return }
             out = (linesDrawn == 0 ? "\u{1B}[?25l" : "") + out
-            FileHandle.standardOutput.write(Data(out.utf8))
+            Console.out(out)
             linesDrawn = max(block.count, linesDrawn)
             lastEmit = now
             return
@@ -59,7 +63,7 @@ final class LiveView {
 
     /// Restores the cursor after the last frame.
     func finish() {
-        if mode == .terminal && linesDrawn > 0 { FileHandle.standardOutput.write(Data("\u{1B}[?25h".utf8)) }
+        if mode == .terminal && linesDrawn > 0 { Console.out("\u{1B}[?25h") }
     }
 
     // MARK: Rendering
@@ -83,6 +87,7 @@ final class LiveView {
     static func db(_ v: Double) -> String { v.isFinite ? String(format: "%5.1f", v) : " -inf" }
 
     static func clock(_ seconds: Double) -> String {
+        guard seconds.isFinite, seconds >= 0, seconds < 1e12 else { return "--:--:--.-" }
         let s = Int(seconds)
         return String(format: "%d:%02d:%02d.%d", s / 3600, s / 60 % 60, s % 60, Int((seconds - Double(s)) * 10))
     }
@@ -96,7 +101,43 @@ final class LiveView {
 
     static func number(_ v: Float) -> String { v == v.rounded() && abs(v) < 1e6 ? String(Int(v)) : String(format: "%.3g", v) }
 
-    func render(_ s: SessionStatus) -> [String] {
+    /// The terminal's width in columns (80 when it cannot be read).
+    static func terminalColumns() -> Int {
+        var size = winsize()
+        guard ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else { return 80 }
+        return Int(size.ws_col)
+    }
+
+    /// `line` cut to fit `columns - 1` visible characters (escape sequences are kept and not counted; a colour is
+    /// reset after a cut).
+    static func fit(_ line: String, columns: Int) -> String {
+        let room = max(1, columns - 1)
+        var out = ""
+        var visible = 0
+        var inEscape = false
+        var cut = false
+        for c in line {
+            if inEscape {
+                out.append(c)
+                if c.isLetter { inEscape = false }
+                continue
+            }
+            if c == "\u{1B}" {
+                inEscape = true
+                out.append(c)
+                continue
+            }
+            if visible >= room {
+                cut = true
+                continue
+            }
+            out.append(c)
+            visible += 1
+        }
+        return cut ? out + "\u{1B}[0m" : out
+    }
+
+    func render(_ s: SessionStatus, columns: Int = 80) -> [String] {
         var lines: [String] = []
         let head = "Tandem · \(s.session) · server \(s.server) \(s.sampleRate) Hz / \(s.period)"
         lines.append(s.serverLost ? head + " · " + paint("JACK SERVER LOST: waiting", "31;1") : head)
@@ -115,12 +156,15 @@ final class LiveView {
             for m in s.meters {
                 let name = m.port.padding(toLength: width, withPad: " ", startingAt: 0)
                 let clip = m.clip ? paint(" CLIP", "41;97") : "     "
-                lines.append("\(name) \(bar(rms: m.rmsDB, hold: m.holdDB)) \(Self.db(m.rmsDB)) rms \(Self.db(m.peakDB)) pk\(clip)")
+                // The bar gives way first on a narrow terminal: name, bar, two readings and the clip mark fit.
+                let barWidth = max(8, min(40, columns - width - 27))
+                lines.append("\(name) \(bar(rms: m.rmsDB, hold: m.holdDB, width: barWidth)) \(Self.db(m.rmsDB)) rms \(Self.db(m.peakDB)) pk\(clip)")
             }
         }
         if let p = s.player {
             let state = p.playing ? "▶ playing" : p.paused ? "‖ paused" : "■ stopped"
-            let fraction = p.duration > 0 ? min(1, p.seconds / p.duration) : 0
+            let ratio = p.duration > 0 ? p.seconds / p.duration : 0
+            let fraction = ratio.isFinite ? max(0, min(1, ratio)) : 0
             let width = 30
             let done = Int(fraction * Double(width))
             let progress = String(repeating: "=", count: done) + (done < width ? ">" : "") + String(repeating: " ", count: max(0, width - done - 1))

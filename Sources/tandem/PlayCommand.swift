@@ -64,7 +64,7 @@ struct PlayCommand: ParsableCommand {
 
     func validate() throws {
         if files.isEmpty { throw ValidationError("give at least one file to play") }
-        if let channels, !(1...256).contains(channels) { throw ValidationError("--channels must be 1 to 256") }
+        if let channels, !Limits.channels.contains(channels) { throw ValidationError("--channels must be 1 to \(Limits.channels.upperBound)") }
         if channels != nil && !port.isEmpty { throw ValidationError("give either --channels or --port, not both") }
         if LoopMode(rawValue: loop) == nil { throw ValidationError("unknown --loop '\(loop)' (none, item, all)") }
         if ResampleQuality(rawValue: quality) == nil {
@@ -72,8 +72,16 @@ struct PlayCommand: ParsableCommand {
         }
         if let map, parseMap(map) == nil { throw ValidationError("--map '\(map)' is not a list like 1,2 or 1,1") }
         if seek != nil && seekFrame != nil { throw ValidationError("give either --seek or --seek-frame") }
-        if let seek, seek < 0 { throw ValidationError("--seek must not be negative") }
-        if let seekFrame, seekFrame < 0 { throw ValidationError("--seek-frame must not be negative") }
+        if let seek, !Limits.contains(Limits.seekSeconds, seek) {
+            throw ValidationError("--seek must be \(Limits.describe(Limits.seekSeconds, unit: " seconds"))")
+        }
+        if let seekFrame, !Limits.seekFrames.contains(seekFrame) {
+            throw ValidationError("--seek-frame must be 0 to \(Limits.seekFrames.upperBound)")
+        }
+        if !Limits.contains(Limits.gainDB, gain) { throw ValidationError("--gain must be \(Limits.describe(Limits.gainDB, unit: " dB"))") }
+        if !Limits.contains(Limits.playerRingSeconds, ring) {
+            throw ValidationError("--ring must be \(Limits.describe(Limits.playerRingSeconds, unit: " seconds"))")
+        }
         if let startAt, Preset.secondsOfDay(startAt) == nil {
             throw ValidationError("--start-at '\(startAt)' is not a time of day (HH:MM or HH:MM:SS)")
         }
@@ -81,8 +89,9 @@ struct PlayCommand: ParsableCommand {
     }
 
     func parseMap(_ s: String) -> [Int]? {
-        let parts = s.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
-        return parts.isEmpty || parts.contains(nil) ? nil : parts.map { $0! }
+        let fields = s.split(separator: ",", omittingEmptySubsequences: false)
+        let parts = fields.compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        return parts.isEmpty || parts.count != fields.count ? nil : parts
     }
 
     func makeConfig() -> PlayerConfig {
@@ -121,7 +130,9 @@ struct PlayCommand: ParsableCommand {
             fail(.badInput, "\(error)")
         }
         var startFrame = seekFrame ?? 0
-        if let seek, let r = try? SoundFileReader(path: files[0]) { startFrame = Int(seek * Double(r.sampleRate)) }
+        if let seek, let r = try? SoundFileReader(path: files[0]) {
+            startFrame = Limits.frames(seconds: seek, rate: Double(r.sampleRate)) ?? 0
+        }
         if startFrame > 0 { player.seek(item: 0, frame: startFrame) }
         player.waitForFill(seconds: 5)
         var startDeadline = startAt.flatMap(Preset.secondsOfDay).map { Preset.nextOccurrence(ofSecondsOfDay: $0) }
@@ -152,7 +163,7 @@ struct PlayCommand: ParsableCommand {
                     say("playing \(item + 1)/\(files.count): \(path) (\(String(format: "%.3f", p.duration)) s)")
                 case .itemFailed(_, let path, let message):
                     failed = true
-                    FileHandle.standardError.write(Data("tandem: cannot play '\(path)': \(message)\n".utf8))
+                    Console.err("tandem: cannot play '\(path)': \(message)\n")
                 case .queueFinished:
                     // The last frames went out in the cycle that consumed them, and the clients after us read them
                     // in that graph run. Two more of our cycles mean the run is over (JACK starts the next one

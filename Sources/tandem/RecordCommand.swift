@@ -78,7 +78,7 @@ struct RecordCommand: ParsableCommand {
     var dry = false
 
     func validate() throws {
-        if let channels, !(1...256).contains(channels) { throw ValidationError("--channels must be 1 to 256") }
+        if let channels, !Limits.channels.contains(channels) { throw ValidationError("--channels must be 1 to \(Limits.channels.upperBound)") }
         if channels != nil && !port.isEmpty { throw ValidationError("give either --channels or --port, not both") }
         if Container(rawValue: format) == nil {
             throw ValidationError("unknown --format '\(format)' (wav, rf64, flac, ogg, opus, mp3)")

@@ -50,7 +50,7 @@ struct RunCommand: ParsableCommand {
         if let s = server.server { overrides.append("session.server=\"\(s)\"") }
         let (loaded, problems) = PresetLoader.load(path: path, overrides: overrides)
         guard let initial = loaded else {
-            for p in problems { FileHandle.standardError.write(Data("\(p)\n".utf8)) }
+            for p in problems { Console.err("\(p)\n") }
             fail(.badInput, "\(problems.count) problem(s) in \(path); nothing started")
         }
         let session = Session(logger: logger)
@@ -144,7 +144,7 @@ struct PresetCommand: ParsableCommand {
                     say("\(path): ok: " + parts.joined(separator: ", "))
                 } else {
                     bad += 1
-                    for p in problems { FileHandle.standardError.write(Data("\(p)\n".utf8)) }
+                    for p in problems { Console.err("\(p)\n") }
                 }
             }
             if bad > 0 { Foundation.exit(ExitStatus.badInput.rawValue) }
@@ -168,7 +168,7 @@ final class EventPrinter {
                 switch p {
                 case .itemStarted(let item, let path): out.append("playing item \(item + 1): \(path)")
                 case .itemFailed(_, let path, let message):
-                    FileHandle.standardError.write(Data("tandem: cannot play '\(path)': \(message)\n".utf8))
+                    Console.err("tandem: cannot play '\(path)': \(message)\n")
                 case .queueFinished: out.append("playback finished")
                 }
             case .connected(let a, let b): out.append("connected \(a) -> \(b)")
@@ -199,7 +199,7 @@ final class EventPrinter {
                 + "\(r.chunks.count) chunk(s), dropped \(r.droppedFrames), missed \(r.missedFrames ?? 0), "
                 + "xruns \(r.xruns); report \(sidecar)"
         case .diskError(let take, let message):
-            FileHandle.standardError.write(Data("tandem: take \(take) ended by a disk error: \(message)\n".utf8))
+            Console.err("tandem: take \(take) ended by a disk error: \(message)\n")
             return nil
         }
     }

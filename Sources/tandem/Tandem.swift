@@ -19,12 +19,13 @@ enum ExitStatus: Int32 {
 struct Tandem: ParsableCommand {
     /// Parses and runs, mapping every usage error to exit code 2 (ArgumentParser's own default is 64).
     static func main() {
+        Console.ignoreBrokenPipes()
         do {
             var command = try parseAsRoot()
             try command.run()
         } catch {
             if exitCode(for: error) == .success { exit(withError: error) }
-            FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+            Console.err((fullMessage(for: error) + "\n"))
             Foundation.exit(ExitStatus.badInput.rawValue)
         }
     }
@@ -53,7 +54,7 @@ struct ServerOptions: ParsableArguments {
         JackLibrary.routeMessages(verbose: verbose)
         let level: Logger.Level = verbose ? .debug : quiet || quieter ? .warning : .info
         LoggingSystem.bootstrap { label in
-            var h = StreamLogHandler.standardError(label: label)
+            var h = ConsoleLogHandler(label: label)
             h.logLevel = level
             return h
         }
@@ -62,13 +63,13 @@ struct ServerOptions: ParsableArguments {
 
 /// Prints `message` to stderr and exits with `status`.
 func fail(_ status: ExitStatus, _ message: String) -> Never {
-    FileHandle.standardError.write(Data("tandem: \(message)\n".utf8))
+    Console.err("tandem: \(message)\n")
     Foundation.exit(status.rawValue)
 }
 
 /// Writes a line to stdout at once (no buffering: scripts and pipes see it when it happens).
 func say(_ line: String) {
-    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    Console.out((line + "\n"))
 }
 
 /// "cycle cost: p50 … p99 … max … µs over N cycles (… % of the period)".
