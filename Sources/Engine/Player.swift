@@ -52,7 +52,8 @@ public final class Player: @unchecked Sendable {
         do {
             client = try JackClient(name: config.clientName, server: server, logger: logger)
         } catch {
-            throw EngineError(.jack, error.description)
+            // A taken name is the user's to change (exit 2); the rest is the server's (exit 3).
+            throw EngineError(error.code == .nameTaken ? .badConfig : .jack, error.description)
         }
         let registered = try EngineError.registerPorts(config.ports, direction: .output, on: client)
         ports = registered

@@ -73,7 +73,8 @@ public final class Recorder: @unchecked Sendable {
         do {
             client = try JackClient(name: config.clientName, server: server, logger: logger)
         } catch {
-            throw EngineError(.jack, error.description)
+            // A taken name is the user's to change (exit 2); the rest is the server's (exit 3).
+            throw EngineError(error.code == .nameTaken ? .badConfig : .jack, error.description)
         }
         let rate = client.sampleRate
         if let e = config.format.check(channels: config.stems ? 1 : config.recordedChannelNames.count, sampleRate: rate) {

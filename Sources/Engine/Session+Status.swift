@@ -1,4 +1,5 @@
 import Foundation
+import Jack
 import Plugins
 import Presets
 import Realtime
@@ -175,7 +176,7 @@ extension Session {
                 xruns: p.xruns, ringFill: p.ringFill.frames, ringCapacity: p.ringFill.capacity,
                 cycle: .init(p.cycleCost))
         }
-        let serverName = server ?? ProcessInfo.processInfo.environment["JACK_DEFAULT_SERVER"] ?? "default"
+        let serverName = JackServer.effectiveName(server)
         return SessionStatus(session: preset?.session.name ?? "", server: serverName,
                              sampleRate: client?.sampleRate ?? 0, period: client?.bufferSize ?? 0,
                              serverLost: isWaitingForServer, recorder: rec, player: play, meters: meterTap.meters,

@@ -110,7 +110,7 @@ public final class Session: @unchecked Sendable {
     private func applyLocked(_ wanted: Preset, notes: [String]) throws(EngineError) -> ApplyReport {
         var report = ApplyReport()
         if let old = preset, old.session.server != wanted.session.server {
-            logger.info("server changed: closing both clients", metadata: ["server": "\(wanted.session.server ?? "default")"])
+            logger.info("server changed: closing both clients", metadata: ["server": "\(JackServer.effectiveName(wanted.session.server))"])
             closeEngines(&report, end: .stopped)
         }
         preset = wanted
@@ -384,12 +384,12 @@ public final class Session: @unchecked Sendable {
         lost = true
         backoff = 0.05
         retryAt = Date()
-        workers.start("reconnect", detail: "waiting for JACK server '\(server ?? "default")'")
+        workers.start("reconnect", detail: "waiting for JACK server '\(JackServer.effectiveName(server))'")
     }
 
     private func retryServer() {
         guard Date() >= retryAt, let p = preset else { return }
-        let name = server ?? ProcessInfo.processInfo.environment["JACK_DEFAULT_SERVER"] ?? "default"
+        let name = JackServer.effectiveName(server)
         guard JackServer.probe(name) else {
             backoff = min(backoff * 2, 0.4)
             retryAt = Date().addingTimeInterval(backoff)

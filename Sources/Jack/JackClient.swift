@@ -38,9 +38,17 @@ public final class JackClient: @unchecked Sendable {
             return tandem_jack_client_open(cname, options, &status, nil)
         }
         guard let opened else {
-            let where_ = server.map { "server '\($0)'" } ?? "the default JACK server"
-            let code: JackError.Code = status.rawValue & JackServerFailed.rawValue != 0 ? .serverNotRunning : .openFailed
-            throw JackError(code, "cannot open JACK client '\(name)' on \(where_)", status: status)
+            let serverName = JackServer.effectiveName(server)
+            let where_ = "JACK server '\(serverName)'"
+            if status.rawValue & JackServerFailed.rawValue != 0 {
+                throw JackError(.serverNotRunning, "cannot open JACK client '\(name)': no \(where_) is running", status: status)
+            }
+            // jackd2 answers a taken exact name with a bare "communication error"; ask the server who is there.
+            if status.rawValue & JackNameNotUnique.rawValue != 0 || JackServer.hasClient(named: name, on: serverName) {
+                throw JackError(.nameTaken, "cannot open JACK client '\(name)' on \(where_): a client of that name is "
+                                + "already there (another Tandem, or another program): choose another client name")
+            }
+            throw JackError(.openFailed, "cannot open JACK client '\(name)' on \(where_)", status: status)
         }
         handle = opened
         self.name = String(cString: jack_get_client_name(opened))

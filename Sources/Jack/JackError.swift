@@ -4,7 +4,9 @@ import CJack
 public struct JackError: Error, CustomStringConvertible, Sendable {
     public enum Code: Sendable, Equatable {
         case openFailed, serverNotRunning, activateFailed, portRegisterFailed, connectFailed, disconnectFailed,
-             noSuchPort, serverStartFailed, clientClosed
+             noSuchPort, serverStartFailed, clientClosed,
+             /// Another client on the server already has the name.
+             nameTaken
     }
 
     public let code: Code

@@ -65,6 +65,24 @@ public final class JackServer: @unchecked Sendable {
         }
     }
 
+    /// The name libjack uses for `server`: itself, else `$JACK_DEFAULT_SERVER`, else "default".
+    public static func effectiveName(_ server: String?) -> String {
+        if let server, !server.isEmpty { return server }
+        if let env = ProcessInfo.processInfo.environment["JACK_DEFAULT_SERVER"], !env.isEmpty { return env }
+        return "default"
+    }
+
+    /// Whether a client named `client` is on the server named `name` (false when the server cannot be reached).
+    public static func hasClient(named client: String, on name: String) -> Bool {
+        var status = jack_status_t(0)
+        let options = jack_options_t(JackNoStartServer.rawValue)
+        guard let c = tandem_jack_client_open("tandem-probe", options, &status, name) else { return false }
+        defer { jack_client_close(c) }
+        guard let uuid = client.withCString({ jack_get_uuid_for_client_name(c, $0) }) else { return false }
+        jack_free(uuid)
+        return true
+    }
+
     /// Whether a client can connect to the server named `name` now.
     public static func probe(_ name: String) -> Bool {
         var status = jack_status_t(0)

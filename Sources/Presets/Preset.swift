@@ -137,6 +137,9 @@ public struct SessionSection: Sendable, Equatable {
     public var controlPort: Int?
     /// Bring back plugin state and control values saved by an earlier run of this session.
     public var restorePlugins = true
+    /// With `onServerLoss == .resume`, how long `tandem run` waits at start for a server that is not up yet (at
+    /// boot it often is not); 0 fails at once. After a loss the session waits without limit.
+    public var serverWaitSeconds: Double = 60
     public init() {}
 }
 

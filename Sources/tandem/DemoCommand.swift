@@ -39,7 +39,7 @@ struct DemoCommand: ParsableCommand {
         // 1. A server: the one running, or a private one we own.
         var owned: JackServer?
         let name: String
-        let requested = server.server ?? ProcessInfo.processInfo.environment["JACK_DEFAULT_SERVER"] ?? "default"
+        let requested = JackServer.effectiveName(server.server)
         if JackServer.probe(requested) {
             name = requested
             say("using the running JACK server '\(name)'")

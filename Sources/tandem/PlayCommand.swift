@@ -129,6 +129,11 @@ struct PlayCommand: ParsableCommand {
             player.close()
             fail(.badInput, "\(error)")
         }
+        if connect.isEmpty {
+            Console.err("tandem: note: \(player.ports.count) output port(s) \(player.client.name):\(config.ports.first ?? "")... "
+                        + "are not connected: the sound goes nowhere until a patchbay or jack_connect connects them "
+                        + "(or give --connect 'system:playback_.*')\n")
+        }
         var startFrame = seekFrame ?? 0
         if let seek, let r = try? SoundFileReader(path: files[0]) {
             startFrame = Limits.frames(seconds: seek, rate: Double(r.sampleRate)) ?? 0

@@ -17,7 +17,7 @@ struct PortsCommand: ParsableCommand {
             fail(.jackUnavailable, error.description)
         }
         defer { client.close() }
-        say("server: \(server.server ?? "default")  rate: \(client.sampleRate)  period: \(client.bufferSize)")
+        say("server: \(JackServer.effectiveName(server.server))  rate: \(client.sampleRate)  period: \(client.bufferSize)")
         for port in client.ports() where !port.hasPrefix(client.name + ":") {
             let direction = client.isOutput(port) == true ? "out" : "in "
             let links = client.connections(of: port)

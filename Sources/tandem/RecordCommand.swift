@@ -136,6 +136,11 @@ struct RecordCommand: ParsableCommand {
             recorder.close()
             fail(.badInput, "\(error)")
         }
+        if connect.isEmpty {
+            Console.err("tandem: note: \(recorder.ports.count) input port(s) \(recorder.client.name):\(recorder.ports.first?.shortName ?? "")... "
+                        + "are not connected: silence is recorded until a patchbay or jack_connect connects them "
+                        + "(or give --connect 'system:capture_.*')\n")
+        }
         if !armed { recorder.startTake() }
         let stopDeadline = stopAt.flatMap(Preset.secondsOfDay).map { Preset.nextOccurrence(ofSecondsOfDay: $0) }
         var status = ExitStatus.ok

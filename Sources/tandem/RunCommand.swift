@@ -53,6 +53,9 @@ struct RunCommand: ParsableCommand {
             for p in problems { Console.err("\(p)\n") }
             fail(.badInput, "\(problems.count) problem(s) in \(path); nothing started")
         }
+        if initial.session.onServerLoss == .resume && initial.session.serverWaitSeconds > 0 {
+            waitForServer(initial.session, signals: signals, logger: logger)
+        }
         let session = Session(logger: logger)
         do {
             try session.apply(initial)
@@ -114,6 +117,30 @@ struct RunCommand: ParsableCommand {
         printer.print(session.drainEvents())
         for c in costs { say("\(c.engine) " + cycleCostLine(c.cost, period: c.period, rate: c.rate)) }
         if code != 0 { Foundation.exit(code) }
+    }
+}
+
+extension RunCommand {
+    /// Waits up to the preset's `server_wait` for its JACK server to come up, as a session waits for one that went
+    /// away; SIGINT/SIGTERM end the wait (exit 0, nothing started), the limit ends it with exit 3.
+    func waitForServer(_ session: SessionSection, signals: SignalWatcher, logger: Logger) {
+        let name = JackServer.effectiveName(session.server)
+        if JackServer.probe(name) { return }
+        logger.warning("JACK server '\(name)' is not running yet; waiting for it",
+                       metadata: ["limit": "\(Limits.number(session.serverWaitSeconds)) s"])
+        let deadline = Date().addingTimeInterval(session.serverWaitSeconds)
+        var pause = 0.05
+        while Date() < deadline {
+            signals.wakeup.wait(seconds: pause)
+            if signals.take(SIGINT) > 0 || signals.take(SIGTERM) > 0 { Foundation.exit(ExitStatus.ok.rawValue) }
+            if JackServer.probe(name) {
+                logger.info("JACK server '\(name)' is up")
+                return
+            }
+            pause = min(pause * 2, 0.5)
+        }
+        fail(.jackUnavailable, "JACK server '\(name)' did not come up within \(Limits.number(session.serverWaitSeconds)) s "
+             + "(session.server_wait)")
     }
 }
 
