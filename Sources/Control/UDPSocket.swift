@@ -84,7 +84,8 @@ public final class UDPSocket {
     /// Waits up to `seconds` for a datagram to arrive.
     public func wait(seconds: Double) -> Bool {
         var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        return poll(&p, 1, Int32(seconds * 1000)) > 0
+        let millis = seconds.isFinite ? min(max(0, seconds * 1000), 86_400_000) : 0
+        return poll(&p, 1, Int32(millis)) > 0
     }
 
     /// A loopback address for `port`.

@@ -297,10 +297,11 @@ final class DiskWriter: @unchecked Sendable {
     /// The test-only slow-disk fault: blocks this thread once, as a stalled disk would.
     private func injectStall(_ t: ActiveTake) {
         guard let after = config.faults.stallAfterSeconds, !t.stalled,
-              t.framesWritten >= Int(after * Double(sampleRate)) else { return }
+              let at = Limits.frames(seconds: after, rate: Double(sampleRate)), t.framesWritten >= at else { return }
         t.stalled = true
         logger.warning("fault injection: stalling the disk writer", metadata: ["seconds": "\(config.faults.stallSeconds)"])
-        usleep(UInt32(config.faults.stallSeconds * 1_000_000))
+        let stall = config.faults.stallSeconds
+        usleep(UInt32(stall.isFinite ? min(max(0, stall), 60) * 1_000_000 : 0))
     }
 
     /// Writes interleaved frames to the chunk's file(s); a failure is kept in `t.failed`.

@@ -59,6 +59,11 @@ public final class Player: @unchecked Sendable {
         ports = registered
         let rate = client.sampleRate
         let ringFrames = Int(config.ringSeconds * Double(rate)) + 2 * JackPort.maxPeriod
+        let ringBytes = ringFrames * config.ports.count * MemoryLayout<Float>.stride
+        guard ResidentMemory.plausible(bytes: ringBytes) else {
+            client.close()
+            throw EngineError(.badConfig, "a playback ring of \(ringBytes >> 20) MiB is more than half this machine's memory")
+        }
         let holder = ChainHolder()
         plugins = holder
         state = PlayerState.allocate(client: client.handle!, ports: registered, chain: holder.slot,

@@ -84,6 +84,12 @@ public final class Recorder: @unchecked Sendable {
         let registered = try EngineError.registerPorts(config.ports, direction: .input, on: client)
         ports = registered
         let ringFrames = Int((config.ringSeconds + config.prerollSeconds) * Double(rate)) + 2 * JackPort.maxPeriod
+        let ringBytes = ringFrames * config.recordedChannelNames.count * MemoryLayout<Float>.stride
+        guard ResidentMemory.plausible(bytes: ringBytes) else {
+            client.close()
+            throw EngineError(.badConfig, "a capture ring of \(ringBytes >> 20) MiB (ring + pre-roll at \(rate) Hz) is more "
+                              + "than half this machine's memory: shorten ring or preroll")
+        }
         let wakeFrames = max(client.bufferSize, rate / 20)
         let holder = ChainHolder()
         plugins = holder

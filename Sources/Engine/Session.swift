@@ -239,7 +239,7 @@ public final class Session: @unchecked Sendable {
             p.play(atFrameTime: at)
             return
         }
-        if newRecorder, recStart == .immediately { recorder?.startTake(at: recorder!.streamPosition, notes: notes) }
+        if newRecorder, recStart == .immediately, let r = recorder { r.startTake(at: r.streamPosition, notes: notes) }
         if newPlayer, playStart == .immediately, let p = player {
             p.waitForFill(seconds: 5)
             p.play()
@@ -255,8 +255,9 @@ public final class Session: @unchecked Sendable {
         let desired = desiredConnections(p.connections, client: c)
         var connected: [String: Set<String>] = [:]
         func isConnected(_ x: Connection) -> Bool {
-            if connected[x.source] == nil { connected[x.source] = Set(c.connections(of: x.source)) }
-            return connected[x.source]!.contains(x.destination)
+            let set = connected[x.source] ?? Set(c.connections(of: x.source))
+            connected[x.source] = set
+            return set.contains(x.destination)
         }
         for x in made.sorted() where !desired.contains(x) {
             made.remove(x)
@@ -322,8 +323,9 @@ public final class Session: @unchecked Sendable {
         let existing = Set(c.ports())
         var connectedCache: [String: Set<String>] = [:]
         for x in made.sorted() {
-            if connectedCache[x.source] == nil { connectedCache[x.source] = Set(c.connections(of: x.source)) }
-            if connectedCache[x.source]!.contains(x.destination) { continue }
+            let set = connectedCache[x.source] ?? Set(c.connections(of: x.source))
+            connectedCache[x.source] = set
+            if set.contains(x.destination) { continue }
             made.remove(x)
             guard existing.contains(x.source) && existing.contains(x.destination) else { continue }
             if p.session.onManualDisconnect == .respect {

@@ -38,7 +38,10 @@ extension PluginChain {
     public func set(_ plugin: String, _ symbol: String, _ value: Double) throws(PluginError) -> Float {
         let s = try stage(plugin)
         let v = try checkedValue(s, symbol, value)
-        s.rt.controls.store(s.controlIndex(symbol)!, Int(v.bitPattern))
+        guard let index = s.controlIndex(symbol) else {   // checkedValue has refused unknown symbols already
+            throw PluginError(.unknownControl, plugin: plugin, "no control '\(symbol)'")
+        }
+        s.rt.controls.store(index, Int(v.bitPattern))
         dirty = true
         return v
     }

@@ -70,12 +70,13 @@ extension PluginChain {
         for c in spec.controls {
             do throws(PluginError) {
                 let v = try checkedValue(s, c.symbol, c.value)
+                guard let index = s.controlIndex(c.symbol) else { continue }   // refused by checkedValue already
                 if Double(v) != c.value && Float(c.value) != v {
-                    let port = s.controls[s.controlIndex(c.symbol)!]
+                    let port = s.controls[index]
                     problems.append(PluginError(.badValue, plugin: spec.name, "control '\(c.symbol)' = \(c.value) is outside"
                                                 + " \(port.minimum ?? -.infinity) to \(port.maximum ?? .infinity); using \(v)"))
                 }
-                s.rt.controls.store(s.controlIndex(c.symbol)!, Int(v.bitPattern))
+                s.rt.controls.store(index, Int(v.bitPattern))
             } catch {
                 problems.append(error)
             }

@@ -65,7 +65,7 @@ public final class PluginChain: @unchecked Sendable {
         var reportedLatency: Int {
             guard let k = outputs.firstIndex(where: \.reportsLatency) else { return 0 }
             let v = Float(bitPattern: UInt32(truncatingIfNeeded: rt.outputs.load(k)))
-            return v.isFinite && v > 0 ? Int(v.rounded()) : 0
+            return v.isFinite && v > 0 && v < 1e9 ? Int(v.rounded()) : 0   // a plugin's nonsense cannot trap the host
         }
     }
 

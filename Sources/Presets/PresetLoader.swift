@@ -537,15 +537,19 @@ struct Validator {
     static func size(_ s: String) -> Int? {
         let units: [Character: Int] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40]
         let upper = s.uppercased().trimmingCharacters(in: .whitespaces)
-        if let last = upper.last, let unit = units[last], let n = Double(upper.dropLast()), n > 0 { return Int(n * Double(unit)) }
+        if let last = upper.last, let unit = units[last], let n = Double(upper.dropLast()), n > 0 {
+            let bytes = n * Double(unit)
+            return bytes.isFinite && bytes < 0x1p62 ? Int(bytes) : nil   // "1e300G" is not a size, not a trap
+        }
         return Int(upper)
     }
 
     /// Seconds since midnight for "HH:MM" or "HH:MM:SS".
     static func clock(_ s: String) -> Int? {
-        let parts = s.split(separator: ":").map { Int($0) }
-        guard parts.count == 2 || parts.count == 3, parts.allSatisfy({ $0 != nil }) else { return nil }
-        let h = parts[0]!, m = parts[1]!, sec = parts.count == 3 ? parts[2]! : 0
+        let fields = s.split(separator: ":", omittingEmptySubsequences: false)
+        let parts = fields.compactMap { Int($0) }
+        guard parts.count == fields.count, parts.count == 2 || parts.count == 3 else { return nil }
+        let h = parts[0], m = parts[1], sec = parts.count == 3 ? parts[2] : 0
         guard (0..<24).contains(h), (0..<60).contains(m), (0..<60).contains(sec) else { return nil }
         return h * 3600 + m * 60 + sec
     }

@@ -19,6 +19,15 @@ public enum ResidentMemory {
     /// `MADV_POPULATE_WRITE` (linux/mman.h; Glibc does not export it everywhere).
     static let advisePopulateWrite: Int32 = 23
 
+    /// Whether `bytes` of resident memory can be had at all: at most half of the machine's physical memory, so a ring
+    /// sized from outside input (600 s × 256 channels at 192 kHz is 118 GB) is refused in words instead of ending in
+    /// `allocate`'s out-of-memory stop or the kernel's OOM killer.
+    public static func plausible(bytes: Int) -> Bool {
+        let pages = sysconf(Int32(_SC_PHYS_PAGES))
+        guard pages > 0, bytes >= 0 else { return true }
+        return bytes / 2 <= pages / 4 * page   // bytes <= pages * page / 2, without overflow
+    }
+
     /// `count` zeroed, resident `T`s. Free with `deallocate(_:count:)` and the same count.
     public static func allocate<T: BitwiseCopyable>(_ type: T.Type, count: Int) -> UnsafeMutablePointer<T> {
         let length = length(count * MemoryLayout<T>.stride)

@@ -32,7 +32,9 @@ public struct Wakeup: BitwiseCopyable, @unchecked Sendable {
     public func wait(seconds: Double) -> Bool {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
-        let total = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9 + seconds
+        // NaN, negative or absurd waits become 0 or a day: nothing a caller passes can trap here.
+        let wait = seconds.isFinite ? min(max(0, seconds), 86_400) : 0
+        let total = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9 + wait
         var deadline = timespec()
         deadline.tv_sec = Int(total)
         deadline.tv_nsec = Int((total - Double(Int(total))) * 1e9)
