@@ -163,22 +163,28 @@ final class DiskWriter: @unchecked Sendable {
     private func pump() {
         let reader = state.ring.reader
         while true {
-            if let note = state.drops.peek(), note.kind == RecorderState.skippedKind, Int(note.a) <= streamPosition {
-                if note.b > 0 {
-                    skipEnteredAt = noteGap(frames: Int(note.b), cause: .missedCycles, silence: false) ? Int(note.a) : nil
-                } else if let at = skipEnteredAt, Int(note.a) - at <= JackPort.maxPeriod {
-                    correctSkip(by: Int(-note.b))
+            let message = state.drops.peek()
+            let note = message.flatMap(GapNote.init)
+            if message != nil && note == nil {
+                _ = state.drops.pop()   // a kind this writer does not know: skipped, never taken for a drop
+                continue
+            }
+            if case .skippedCycles(let at, let frames)? = note, at <= streamPosition {
+                if frames > 0 {
+                    skipEnteredAt = noteGap(frames: frames, cause: .missedCycles, silence: false) ? at : nil
+                } else if let entered = skipEnteredAt, at - entered <= JackPort.maxPeriod {
+                    correctSkip(by: -frames)
                     skipEnteredAt = nil
                 }
                 _ = state.drops.pop()
                 continue
             }
-            if let gap = state.drops.peek(), Int(gap.a) <= streamPosition {
-                let remaining = Int(gap.a) + Int(gap.b) - streamPosition
+            if case .overrun(let at, let frames)? = note, at <= streamPosition {
+                let remaining = at + frames - streamPosition
                 if remaining > 0 {
                     // Entered once, from where it meets the take (a gap may begin before the take starts).
-                    if recordedGap != gap.a && noteGap(frames: remaining, cause: .overrun, silence: true) {
-                        recordedGap = gap.a
+                    if recordedGap != at && noteGap(frames: remaining, cause: .overrun, silence: true) {
+                        recordedGap = at
                     }
                     let done = advance(remaining, fromRing: false)
                     if done < remaining {
@@ -190,7 +196,7 @@ final class DiskWriter: @unchecked Sendable {
                 continue
             }
             var available = reader.available
-            if let gap = state.drops.peek() { available = min(available, Int(gap.a) - streamPosition) }
+            if let note { available = min(available, note.at - streamPosition) }
             if available <= 0 { break }
             if take == nil {
                 // Idle: keep the pre-roll, drop what is older.
@@ -205,7 +211,7 @@ final class DiskWriter: @unchecked Sendable {
     }
 
     /// Stream position of the gap already entered in the report (a gap may take several rounds to pass).
-    private var recordedGap: Int64 = -1
+    private var recordedGap = -1
 
     /// Enters a gap at the current position into the running take's report: `silence` true for frames written as
     /// silence (only the part inside the take counts), false for skipped cycles that take no room in the file (the

@@ -56,7 +56,7 @@ extension PlayerState {
 
         let transport = c.load(Counter.transport.rawValue)
         let gainNow = Float(bitPattern: UInt32(truncatingIfNeeded: c.load(Counter.gainNow.rawValue)))
-        if transport == 0 || (transport == 2 && gainNow == 0) {
+        if transport == Transport.stopped.rawValue || (transport == Transport.paused.rawValue && gainNow == 0) {
             silence(s, from: 0, frames: n)
             return
         }
@@ -91,7 +91,7 @@ extension PlayerState {
         }
 
         // Gain: ramp linearly across the cycle from where the last cycle ended to the target (0 while pausing).
-        let target = transport == 2 ? 0 : Float(bitPattern: UInt32(truncatingIfNeeded: c.load(Counter.gainTarget.rawValue)))
+        let target = transport == Transport.paused.rawValue ? 0 : Float(bitPattern: UInt32(truncatingIfNeeded: c.load(Counter.gainTarget.rawValue)))
         if gainNow != 1 || target != 1 {
             let step = (target - gainNow) / Float(max(1, got))
             for ch in 0..<s.channels {

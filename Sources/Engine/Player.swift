@@ -128,14 +128,14 @@ public final class Player: @unchecked Sendable {
     /// Starts or resumes playback, at once or at a JACK frame time (sample-accurate).
     public func play(atFrameTime frameTime: UInt32? = nil) {
         state.pointee.set(.startAt, frameTime.map { Int($0) } ?? -1)
-        state.pointee.set(.transport, 1)
+        state.pointee.set(.transport, PlayerState.Transport.playing.rawValue)
     }
 
     /// Pauses (fading out over one period); the ports carry silence and the play head stays.
-    public func pause() { state.pointee.set(.transport, 2) }
+    public func pause() { state.pointee.set(.transport, PlayerState.Transport.paused.rawValue) }
 
     /// Stops: silence, nothing consumed.
-    public func stop() { state.pointee.set(.transport, 0) }
+    public func stop() { state.pointee.set(.transport, PlayerState.Transport.stopped.rawValue) }
 
     /// Jumps to `frame` of `item` (nil: the current item).
     public func seek(item: Int? = nil, frame: Int) { reader.send(.seek(item: item, frame: frame)) }
@@ -195,16 +195,16 @@ public final class Player: @unchecked Sendable {
     public var position: PlayerPosition {
         let s = state.pointee
         let played = s.ring.totalRead
-        let transport = s.counter(.transport)
+        let transport = PlayerState.Transport(rawValue: s.counter(.transport)) ?? .stopped
         guard let m = reader.markers.last(where: { $0.ringPosition <= max(played, s.counter(.skipTo)) })
                 ?? reader.markers.first else {
             return PlayerPosition(item: nil, path: nil, frame: 0, seconds: 0, frames: 0, duration: 0,
-                                  playing: transport == 1, paused: transport == 2)
+                                  playing: transport == .playing, paused: transport == .paused)
         }
         let frame = min(m.fileFrames, m.fileFrame + Int((Double(max(0, played - m.ringPosition)) * m.ratio).rounded()))
         return PlayerPosition(item: m.item, path: m.path, frame: frame, seconds: Double(frame) / Double(m.fileRate),
                               frames: m.fileFrames, duration: Double(m.fileFrames) / Double(m.fileRate),
-                              playing: transport == 1, paused: transport == 2)
+                              playing: transport == .playing, paused: transport == .paused)
     }
 
     /// Events since the last call: failures from the reader, item starts and the end of the queue as the play head

@@ -6,8 +6,17 @@ import Realtime
 /// Everything the player's process callback touches, in one value built before activation and reached only
 /// through the callback's context pointer.
 struct PlayerState: BitwiseCopyable {
+    /// The player's transport, as the `transport` counter holds it.
+    enum Transport: Int {
+        /// Silence, nothing consumed.
+        case stopped = 0
+        case playing = 1
+        /// Fading out over one period, then silence; the play head stays.
+        case paused = 2
+    }
+
     enum Counter: Int, CaseIterable {
-        /// 0 stopped (silence, nothing consumed), 1 playing, 2 paused. Written by the control side.
+        /// A `Transport` raw value. Written by the control side.
         case transport
         /// JACK frame time at which to start playing (sample-accurately), or -1 for "at once". Control sets it,
         /// the callback clears it (compare-and-swap) once reached.

@@ -26,7 +26,7 @@ extension RecorderState {
         if pendingFrames > 0 {
             // A gap must be announced before any frame after it reaches the ring.
             let start = counters.load(Counter.pendingDropStart.rawValue)
-            if s.drops.push(RTMessage(kind: dropKind, a: Int64(start), b: Int64(pendingFrames))) {
+            if s.drops.push(GapNote.overrun(at: start, frames: pendingFrames).message) {
                 counters.store(Counter.pendingDropFrames.rawValue, 0)
                 pendingFrames = 0
             }
@@ -38,7 +38,7 @@ extension RecorderState {
             counters.add(Counter.missedFrames.rawValue, jump)
             // In stream order (so not while a gap is pending, nor when the message ring is full: then only the
             // count has it).
-            if pendingFrames == 0 { _ = s.drops.push(RTMessage(kind: skippedKind, a: Int64(position), b: Int64(jump))) }
+            if pendingFrames == 0 { _ = s.drops.push(GapNote.skippedCycles(at: position, frames: jump).message) }
         }
         counters.store(Counter.nextFrameTime.rawValue, Int(frameTime &+ frames))
         counters.store(Counter.cycleStamp.rawValue, Int(frameTime) << 32 | (position & 0xFFFF_FFFF))

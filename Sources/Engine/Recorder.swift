@@ -267,8 +267,7 @@ public final class Recorder: @unchecked Sendable {
         let s = state.pointee
         let pending = s.counter(.pendingDropFrames)
         if pending > 0 {
-            s.drops.push(RTMessage(kind: RecorderState.dropKind, a: Int64(s.counter(.pendingDropStart)),
-                                   b: Int64(pending)))
+            s.drops.push(GapNote.overrun(at: s.counter(.pendingDropStart), frames: pending).message)
             s.counters.store(RecorderState.Counter.pendingDropFrames.rawValue, 0)
         }
         writer.send(.stop(at: s.counter(.streamFrames), end: end, detail: detail))

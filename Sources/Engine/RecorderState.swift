@@ -46,8 +46,8 @@ struct RecorderState: BitwiseCopyable {
     let scratch: UnsafeMutablePointer<Float>
     /// Capture ring; the callback owns its writer half, the disk writer its reader half.
     let ring: FrameRing
-    /// Gaps, announced to the writer before any frame that follows them: kind `dropKind` (the ring was full),
-    /// a = stream position, b = frames; and `skippedKind` (skipped cycles that take no room in the stream).
+    /// Gaps, announced to the writer before any frame that follows them, as `GapNote`s (an overrun: the ring was full;
+    /// skipped cycles: take no room in the stream).
     let drops: MessageRing
     let counters: AtomicCounterArray
     /// Per-channel peak since last read, as the bit pattern of a non-negative Float (ordering preserved).
@@ -60,10 +60,6 @@ struct RecorderState: BitwiseCopyable {
     let cycleCost: CycleHistogram
     let wakeFrames: Int
 
-    static let dropKind: Int32 = 1
-    /// Cycles the server skipped, recorded without a gap: a = stream position where time jumped, b = frames (negative:
-    /// a correction of the jump before, read one cycle early).
-    static let skippedKind: Int32 = 3
     static let sumSquaresScale = 4_294_967_296.0
 
     static func allocate(client: OpaquePointer, ports: [JackPort], recordDry: Bool, chain: ChainSlot, ringFrames: Int,
@@ -129,4 +125,45 @@ struct RecorderState: BitwiseCopyable {
     }
 
     func counter(_ c: Counter) -> Int { counters.load(c.rawValue) }
+}
+
+/// What the process callback tells the disk writer about the stream between its frames, carried through the
+/// `drops` message ring as an `RTMessage` (kind, a, b). Decoding an unknown kind gives nil (it is skipped, never
+/// taken for a drop).
+///
+/// Threads: built on the process thread (Realtime: safe, a plain value), decoded on the disk-writer thread.
+enum GapNote: Equatable {
+    /// The ring was full: `frames` frames from stream position `at` were dropped (the writer keeps the timeline
+    /// with silence there).
+    case overrun(at: Int, frames: Int)
+    /// The server skipped cycles: time jumped by `frames` at stream position `at`, recorded without a gap
+    /// (negative: a correction of the jump before, read one cycle early; see `SkippedCycles`).
+    case skippedCycles(at: Int, frames: Int)
+
+    static let overrunKind: Int32 = 1
+    static let skippedCyclesKind: Int32 = 3
+
+    /// The ring message. Realtime: safe.
+    @inline(__always)
+    var message: RTMessage {
+        switch self {
+        case .overrun(let at, let frames): return RTMessage(kind: Self.overrunKind, a: Int64(at), b: Int64(frames))
+        case .skippedCycles(let at, let frames): return RTMessage(kind: Self.skippedCyclesKind, a: Int64(at), b: Int64(frames))
+        }
+    }
+
+    init?(_ m: RTMessage) {
+        switch m.kind {
+        case Self.overrunKind: self = .overrun(at: Int(m.a), frames: Int(m.b))
+        case Self.skippedCyclesKind: self = .skippedCycles(at: Int(m.a), frames: Int(m.b))
+        default: return nil
+        }
+    }
+
+    /// The stream position the note belongs to.
+    var at: Int {
+        switch self {
+        case .overrun(let at, _), .skippedCycles(let at, _): return at
+        }
+    }
 }

@@ -54,6 +54,8 @@ extension Session {
 
     /// Saves chains whose controls changed (at most once a second), and reports latency changes to JACK.
     func tickPlugins() {
+        recorder?.plugins.collect()
+        player?.plugins.collect()
         recorder?.refreshPluginLatency()
         player?.refreshPluginLatency()
         let dirty = ChainEngine.allCases.contains { chain($0)?.dirty == true }

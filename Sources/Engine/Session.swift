@@ -39,8 +39,18 @@ public struct ApplyReport: Sendable, Equatable, CustomStringConvertible {
 /// What the owner should do after `poll`.
 public enum SessionOutcome: Equatable, Sendable {
     case running
-    /// The session is done; exit with this code.
-    case finished(Int32)
+    /// The session is done, for this reason (the command line maps it to an exit code).
+    case finished(SessionEnd)
+}
+
+/// Why a session ended by itself.
+public enum SessionEnd: Equatable, Sendable {
+    /// A take with a duration or stop time ended (start mode immediately).
+    case takeComplete
+    /// The server went away and the preset says `on_server_loss = "stop"`.
+    case serverLost
+    /// A disk error ended a take and the preset says `on_disk_error = "stop"`.
+    case diskError
 }
 
 /// One connection, output to input.
@@ -380,7 +390,7 @@ public final class Session: @unchecked Sendable {
         closeEngines(&report, end: .serverLost, detail: reason)
         lostAt = Date()
         if preset?.session.onServerLoss == .stop {
-            outcome = .finished(3)
+            outcome = .finished(.serverLost)
             return
         }
         lost = true
@@ -448,10 +458,10 @@ public final class Session: @unchecked Sendable {
                 workers.finish("take")
                 if (report.ended == .durationReached || report.ended == .stopTimeReached)
                     && preset?.recorder?.start == .immediately {
-                    outcome = .finished(0)
+                    outcome = .finished(.takeComplete)
                 }
             case .diskError:
-                if preset?.session.onDiskError == .stop { outcome = .finished(4) }
+                if preset?.session.onDiskError == .stop { outcome = .finished(.diskError) }
             case .chunkStarted:
                 break
             }

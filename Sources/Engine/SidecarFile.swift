@@ -42,7 +42,9 @@ final class SidecarFile {
         }
         let wanted = max(SidecarFile.minimumReservation, data.count * 2)
         var body = data
-        if data.count <= reserved {
+        // The content plus its closing newline must fit: exactly `reserved` bytes of JSON grows the reservation
+        // (it used to ask for -1 bytes of padding, which trapped the writer thread).
+        if data.count < reserved {
             body.append(Data(repeating: 0x20, count: reserved - data.count - 1))
             body.append(0x0A)
         } else {

@@ -1,4 +1,5 @@
 import CJack
+import Realtime
 
 /// Which way audio flows through a port, seen from its owner.
 public enum PortDirection: Sendable, Equatable {
@@ -29,7 +30,7 @@ public struct JackPort: BitwiseCopyable, @unchecked Sendable, Equatable {
     }
 
     /// The largest period JACK allows (frames); scratch buffers of this size can stand in for any port buffer.
-    public static let maxPeriod = 8192
+    public static let maxPeriod = Period.maxFrames
 
     /// Full name, "client:port". Control side.
     public var name: String { String(cString: jack_port_name(handle)) }

@@ -53,29 +53,27 @@ struct InstanceState: BitwiseCopyable {
 /// Where a process callback finds its chain, and how the control thread replaces it without a lock.
 ///
 /// Threads: `acquire` on the process thread only; the rest on the control thread. Cells: 0 the running chain, 1 a
-/// chain waiting to be taken (0: none, -1: "no chain"), 2 the chain the process thread let go of (for the control
-/// thread to free).
+/// chain waiting to be taken (0: none, -1: "no chain"). Once the offer is taken (cell 1 back to 0), the process
+/// thread has let go of the chain it ran before: it reads cell 0 once per cycle, after taking.
 public struct ChainSlot: BitwiseCopyable, @unchecked Sendable {
     let cells: AtomicCounterArray
 
-    public static func allocate() -> ChainSlot { ChainSlot(cells: .allocate(count: 3)) }
+    public static func allocate() -> ChainSlot { ChainSlot(cells: .allocate(count: 2)) }
     public func deallocate() { cells.deallocate() }
 
     /// The chain to run this cycle (taking a waiting one first), or nil. Realtime: safe.
     @inline(__always)
     public func acquire() -> UnsafeMutablePointer<ChainState>? {
         let next = cells.exchange(1, 0)
-        if next != 0 {
-            cells.store(2, cells.load(0))
-            cells.store(0, next == -1 ? 0 : next)
-        }
+        if next != 0 { cells.store(0, next == -1 ? 0 : next) }
         return UnsafeMutablePointer(bitPattern: cells.load(0))
     }
 
-    /// Offers `chain` to the process thread. Control thread.
-    func offer(_ chain: UnsafeMutablePointer<ChainState>?) {
-        cells.store(2, 0)
-        cells.store(1, chain.map { Int(bitPattern: $0) } ?? -1)
+    /// Offers `chain` to the process thread, replacing an offer it has not taken yet. Returns whether such an offer
+    /// was withdrawn (that chain never ran and never will: its owner may free it now). Control thread.
+    @discardableResult
+    func offer(_ chain: UnsafeMutablePointer<ChainState>?) -> Bool {
+        cells.exchange(1, chain.map { Int(bitPattern: $0) } ?? -1) != 0
     }
 
     /// Whether the offered chain has been taken. Control thread.

@@ -17,7 +17,7 @@ import Realtime
 /// Threads: control thread only (one owner), except `state`, which the process thread reads once installed.
 public final class PluginChain: @unchecked Sendable {
     /// The longest block a plugin is ever run with (buf-size:maxBlockLength; equals JACK's largest period we allow).
-    public static let maxBlock = 8192
+    public static let maxBlock = Period.maxFrames
 
     /// The plugins that run, in order (each with a name unique in the chain).
     public var specs: [PluginSpec] { stages.map(\.spec) }

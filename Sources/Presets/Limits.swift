@@ -8,8 +8,6 @@ import Foundation
 public enum Limits {
     /// Ports of a recorder or player.
     public static let channels: ClosedRange<Int> = 1...256
-    /// The largest JACK period Tandem sizes its buffers for.
-    public static let maxPeriod = 8192
     /// Chunk rotation by time: at least a tenth of a second, at most a week.
     public static let rotateSeconds: ClosedRange<Double> = 0.1...604_800
     /// Chunk rotation by size: at least 64 KiB, at most 1 PiB.

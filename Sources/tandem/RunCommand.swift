@@ -77,7 +77,7 @@ struct RunCommand: ParsableCommand {
                 logger.warning("control protocol not available (is another Tandem running?)", metadata: ["error": "\(error)"])
             }
         }
-        var code: Int32 = 0
+        var code = ExitStatus.ok
         var lastMeters = Date.distantPast
         loop: while true {
             signals.wakeup.wait(seconds: 0.02)
@@ -106,8 +106,8 @@ struct RunCommand: ParsableCommand {
             } else {
                 view.update(session.status(), events: printer.lines(events))
             }
-            if case .finished(let c) = outcome {
-                code = c
+            if case .finished(let end) = outcome {
+                code = ExitStatus(end)
                 break loop
             }
         }
@@ -116,7 +116,7 @@ struct RunCommand: ParsableCommand {
         session.close()
         printer.print(session.drainEvents())
         for c in costs { say("\(c.engine) " + cycleCostLine(c.cost, period: c.period, rate: c.rate)) }
-        if code != 0 { Foundation.exit(code) }
+        if code != .ok { Foundation.exit(code.rawValue) }
     }
 }
 

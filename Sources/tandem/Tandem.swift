@@ -13,6 +13,15 @@ enum ExitStatus: Int32 {
     case jackUnavailable = 3
     case diskError = 4
     case interrupted = 5
+
+    /// The exit code of a session that ended by itself.
+    init(_ end: SessionEnd) {
+        switch end {
+        case .takeComplete: self = .ok
+        case .serverLost: self = .jackUnavailable
+        case .diskError: self = .diskError
+        }
+    }
 }
 
 @main

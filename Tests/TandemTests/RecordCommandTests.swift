@@ -31,7 +31,7 @@ import TestSupport
         #expect(a.matchedFrames == 480_000 && a.mismatchedFrames == 0, "\(a)")
         let report = try TakeReport.read(from: try #require(announcedReport(tandem.output)))
         #expect(report.ended == .durationReached && report.droppedFrames == 0 && report.frames == 13 * 48000)
-        #expect(report.ports.count == 16 && report.ports[0].connections == ["jackplay:out_1"] || report.ports[0].connections.isEmpty)
+        #expect(report.ports.count == 16 && (report.ports[0].connections == ["jackplay:out_1"] || report.ports[0].connections.isEmpty))
     }
 
     /// kill -9 during a WAV take, ten times at seeded random moments in one folder: each file opens in libsndfile
