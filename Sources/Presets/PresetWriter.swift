@@ -1,0 +1,155 @@
+import Foundation
+import SoundFile
+
+/// Writes a preset back as TOML the loader reads to the same value: the running setup saved as a file (over OSC, or
+/// by a session manager), which, applied again, changes nothing. Keys at their defaults are left out, so a saved file
+/// reads like one a person wrote.
+///
+/// Threads: pure; any thread.
+public extension Preset {
+    /// The preset as TOML. Paths are written absolute (as the loader resolved them).
+    func toml() -> String {
+        var out = TOMLText()
+        let d = SessionSection()
+        out.table("session")
+        out.string("name", session.name)
+        if let server = session.server { out.string("server", server) }
+        out.string("directory", session.directory)
+        if session.createDirectory != d.createDirectory { out.bool("create_directory", session.createDirectory) }
+        if session.onServerLoss != d.onServerLoss { out.raw("on_server_loss", session.onServerLoss.rawValue) }
+        if session.onDiskError != d.onDiskError { out.raw("on_disk_error", session.onDiskError.rawValue) }
+        if session.onManualDisconnect != d.onManualDisconnect {
+            out.raw("on_manual_disconnect", session.onManualDisconnect.rawValue)
+        }
+        if let port = session.controlPort { out.integer("control_port", port) }
+        if session.restorePlugins != d.restorePlugins { out.bool("restore_plugins", session.restorePlugins) }
+        if session.onServerLoss == .resume && session.serverWaitSeconds != d.serverWaitSeconds {
+            out.number("server_wait", session.serverWaitSeconds)
+        }
+
+        if let r = recorder {
+            let d = RecorderSection()
+            out.table("recorder")
+            if r.client != d.client { out.string("client", r.client) }
+            out.ports(r.ports, prefix: "in")
+            if r.format.container != d.format.container { out.raw("format", r.format.container.rawValue) }
+            if r.format.sample != d.format.sample { out.raw("sample", r.format.sample.rawValue) }
+            if let q = r.format.quality { out.number("quality", q) }
+            if r.template != d.template { out.string("template", r.template) }
+            if r.stems { out.bool("stems", true) }
+            if let s = r.rotateSeconds { out.number("rotate", s) }
+            if let b = r.rotateBytes { out.integer("rotate_size", b) }
+            if r.prerollSeconds != d.prerollSeconds { out.number("preroll", r.prerollSeconds) }
+            if let m = r.maxDurationSeconds { out.number("duration", m) }
+            if let stop = r.stopAt { out.string("stop_at", stop) }
+            if r.start != d.start { out.raw("start", r.start.rawValue) }
+            if r.ringSeconds != d.ringSeconds { out.number("ring", r.ringSeconds) }
+            if r.recordDry { out.bool("dry", true) }
+            out.plugins(r.plugins, section: "recorder")
+        }
+
+        if let p = player {
+            let d = PlayerSection()
+            out.table("player")
+            if p.client != d.client { out.string("client", p.client) }
+            out.ports(p.ports, prefix: "out")
+            if !p.queue.isEmpty { out.line("queue = [" + p.queue.map(TOMLText.quoted).joined(separator: ", ") + "]") }
+            if p.loop != d.loop { out.raw("loop", p.loop.rawValue) }
+            if p.gainDB != d.gainDB { out.number("gain", p.gainDB) }
+            if let map = p.channelMap { out.line("map = [" + map.map(String.init).joined(separator: ", ") + "]") }
+            if p.quality != d.quality { out.raw("quality", p.quality.rawValue) }
+            if p.seekSeconds != d.seekSeconds { out.number("seek", p.seekSeconds) }
+            if p.start != d.start { out.raw("start", p.start.rawValue) }
+            if p.ringSeconds != d.ringSeconds { out.number("ring", p.ringSeconds) }
+            out.plugins(p.plugins, section: "player")
+        }
+
+        for rule in connections {
+            out.arrayTable("connect")
+            out.string("from", rule.from.description)
+            out.string("to", rule.to.description)
+            if rule.mode != .pairs { out.raw("mode", rule.mode.rawValue) }
+        }
+        return out.text
+    }
+}
+
+/// A small TOML emitter for the shapes presets use.
+struct TOMLText {
+    private(set) var text = ""
+
+    mutating func line(_ s: String) { text += s + "\n" }
+
+    mutating func table(_ name: String) {
+        if !text.isEmpty { text += "\n" }
+        line("[\(name)]")
+    }
+
+    mutating func arrayTable(_ name: String) {
+        if !text.isEmpty { text += "\n" }
+        line("[[\(name)]]")
+    }
+
+    mutating func string(_ key: String, _ value: String) { line("\(Self.key(key)) = \(Self.quoted(value))") }
+    /// An enumeration's value (a string the loader matches).
+    mutating func raw(_ key: String, _ value: String) { string(key, value) }
+    mutating func bool(_ key: String, _ value: Bool) { line("\(Self.key(key)) = \(value)") }
+    mutating func integer(_ key: String, _ value: Int) { line("\(Self.key(key)) = \(value)") }
+    mutating func number(_ key: String, _ value: Double) { line("\(Self.key(key)) = \(Self.number(value))") }
+
+    /// `channels = N` when the ports are the default names, else the names.
+    mutating func ports(_ ports: [String], prefix: String) {
+        if ports == (1...max(1, ports.count)).map({ "\(prefix)_\($0)" }) {
+            integer("channels", ports.count)
+        } else {
+            line("ports = [" + ports.map(Self.quoted).joined(separator: ", ") + "]")
+        }
+    }
+
+    mutating func plugins(_ specs: [PluginSpec], section: String) {
+        for spec in specs {
+            arrayTable("\(section).plugins")
+            string("uri", spec.uri)
+            if spec.name != PluginSpec.defaultName(uri: spec.uri) { string("name", spec.name) }
+            if let preset = spec.preset { string("preset", preset) }
+            if !spec.controls.isEmpty {
+                line("controls = { " + spec.controls.map { "\(Self.key($0.symbol)) = \(Self.number($0.value))" }
+                    .joined(separator: ", ") + " }")
+            }
+        }
+    }
+
+    /// A number that reads back to the same Double (floats always carry a point or an exponent).
+    static func number(_ d: Double) -> String {
+        guard d.isFinite else { return "0.0" }   // no limit admits a non-finite value
+        let s = "\(d)"
+        return s.contains(".") || s.contains("e") ? s : s + ".0"
+    }
+
+    /// A bare key when TOML allows one, else a quoted key.
+    static func key(_ k: String) -> String {
+        !k.isEmpty && k.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || $0 == "_" || $0 == "-") })
+            ? k : quoted(k)
+    }
+
+    /// A TOML basic string with every character that needs it escaped.
+    static func quoted(_ s: String) -> String {
+        var out = "\""
+        for u in s.unicodeScalars {
+            switch u {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\t": out += "\\t"
+            case "\r": out += "\\r"
+            default:
+                if u.value < 0x20 || u.value == 0x7F {
+                    out += String(format: "\\u%04X", u.value)
+                } else {
+                    out.unicodeScalars.append(u)
+                }
+            }
+        }
+        return out + "\""
+    }
+}
