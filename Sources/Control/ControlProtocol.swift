@@ -53,7 +53,8 @@ public final class ControlProtocol {
         "/tandem/play/stop": "", "/tandem/play/next": "", "/tandem/play/seek": "f", "/tandem/play/gain": "f",
         "/tandem/play/load": "s...", "/tandem/preset/apply": "s", "/tandem/subscribe": "[s] [f]",
         "/tandem/unsubscribe": "[s]", "/tandem/plugin/set": "sssf", "/tandem/plugin/get": "sss",
-        "/tandem/plugin/save": "",
+        "/tandem/plugin/save": "", "/tandem/engines": "", "/tandem/plugin/list": "[s]",
+        "/tandem/plugin/preset": "sss", "/tandem/preset/save": "s", "/tandem/takes": "",
     ]
 
     public init(session: Session, port: Int, logger: Logger = Logger(label: "tandem.control")) throws(UDPSocket.Error) {
@@ -245,6 +246,42 @@ public final class ControlProtocol {
                 return dirs.isEmpty ? error("this session has no plugins") : ok(dirs.joined(separator: " "))
             } catch let failure {
                 return error(failure.description)
+            }
+        case "/tandem/engines":
+            if let e = noArguments() { return error(e) }
+            return ok(introspectionJSON(session.describeEngines()))
+        case "/tandem/takes":
+            if let e = noArguments() { return error(e) }
+            return ok(introspectionJSON(session.describeTakes()))
+        case "/tandem/plugin/list":
+            guard m.arguments.count <= 1 else { return error("/tandem/plugin/list takes an optional ENGINE (recorder|player)") }
+            var engine: ChainEngine?
+            if let a = m.arguments.first {
+                let name = a.string ?? a.description
+                guard let e = ChainEngine(rawValue: name) else { return error("unknown engine '\(name)' (recorder or player)") }
+                engine = e
+            }
+            return ok(introspectionJSON(session.describePlugins(engine)))
+        case "/tandem/plugin/preset":
+            guard m.arguments.count == 3, let uri = m.arguments[2].string else {
+                return error("/tandem/plugin/preset takes ENGINE (recorder|player), PLUGIN (its name), PRESET (a URI)")
+            }
+            let (e, plugin) = (m.arguments[0].string ?? m.arguments[0].description, m.arguments[1].string ?? m.arguments[1].description)
+            guard let engine = ChainEngine(rawValue: e) else { return error("unknown engine '\(e)' (recorder or player)") }
+            do {
+                try session.loadPluginPreset(engine, plugin: plugin, preset: uri)
+                return ok("preset loaded: \(uri)")
+            } catch let failure {
+                return error(failure.description)
+            }
+        case "/tandem/preset/save":
+            guard m.arguments.count == 1, let name = m.arguments[0].string else {
+                return error("/tandem/preset/save takes a NAME (the file NAME.toml in the session folder)")
+            }
+            do {
+                return ok(try session.saveRunningPreset(name: name))
+            } catch let failure {
+                return error(failure.message)
             }
         case "/tandem/subscribe":
             var target = source

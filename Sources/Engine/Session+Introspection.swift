@@ -1,0 +1,173 @@
+import Foundation
+import Jack
+import Plugins
+import Presets
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a control surface needs to draw itself without reading a preset: the engines and their ports, each chain's
+/// plugins with every control, the LV2 presets each plugin has, the takes; and the running setup saved as a preset
+/// file that, applied again, changes nothing.
+///
+/// Threads: control side only, like the rest of `Session`.
+extension Session {
+    public struct EngineDescription: Codable, Sendable, Equatable {
+        public var engine: String
+        public var client: String
+        public var ports: [PortDescription]
+    }
+
+    public struct PortDescription: Codable, Sendable, Equatable {
+        public var name: String
+        public var direction: String
+        public var connections: [String]
+    }
+
+    public struct PluginDescription: Codable, Sendable, Equatable {
+        public var engine: String
+        /// Its name in the chain (what control messages use).
+        public var name: String
+        public var uri: String
+        /// The plugin's own name.
+        public var label: String
+        public var latencyFrames: Int
+        public var controls: [ControlDescription]
+        public var presets: [PresetDescription]
+    }
+
+    public struct ControlDescription: Codable, Sendable, Equatable {
+        public var symbol: String
+        public var name: String
+        public var minimum: Float?
+        public var maximum: Float?
+        public var defaultValue: Float?
+        public var value: Float?
+        public var toggle: Bool
+        public var integer: Bool
+    }
+
+    public struct PresetDescription: Codable, Sendable, Equatable {
+        public var uri: String
+        public var label: String
+    }
+
+    public struct TakeDescription: Codable, Sendable, Equatable {
+        public var take: Int
+        public var report: String
+        public var frames: Int
+        public var sampleRate: Int
+        public var channels: Int
+        public var ended: String
+        public var files: [String]
+    }
+
+    /// The engines and their ports, with each port's connections now.
+    public func describeEngines() -> [EngineDescription] {
+        var out: [EngineDescription] = []
+        if let r = recorder {
+            out.append(.init(engine: "recorder", client: r.client.name, ports: r.ports.map {
+                PortDescription(name: $0.name, direction: "input", connections: r.client.connections(of: $0.name))
+            }))
+        }
+        if let p = player {
+            out.append(.init(engine: "player", client: p.client.name, ports: p.ports.map {
+                PortDescription(name: $0.name, direction: "output", connections: p.client.connections(of: $0.name))
+            }))
+        }
+        return out
+    }
+
+    /// Every plugin of every chain (or of `engine`), with its controls' ranges and current values and its presets.
+    public func describePlugins(_ engine: ChainEngine? = nil) -> [PluginDescription] {
+        var out: [PluginDescription] = []
+        for e in ChainEngine.allCases where engine == nil || engine == e {
+            guard let chain = chain(e), !chain.isEmpty else { continue }
+            for (spec, status) in zip(chain.specs, chain.status) {
+                let info = PluginHost.shared.plugin(spec.uri)
+                let values = Dictionary(status.controls.map { ($0.symbol, $0.value) }, uniquingKeysWith: { a, _ in a })
+                let controls = (info?.controls ?? []).map { c in
+                    ControlDescription(symbol: c.symbol, name: c.name, minimum: c.minimum, maximum: c.maximum,
+                                       defaultValue: c.defaultValue, value: values[c.symbol], toggle: c.isToggle,
+                                       integer: c.isInteger)
+                }
+                out.append(PluginDescription(engine: e.rawValue, name: spec.name, uri: spec.uri, label: info?.name ?? spec.uri,
+                                             latencyFrames: status.latencyFrames, controls: controls,
+                                             presets: (info?.presets ?? []).map { .init(uri: $0.uri, label: $0.label) }))
+            }
+        }
+        return out
+    }
+
+    /// Loads an LV2 preset on a running plugin: the chain is rebuilt off the process thread with that preset and
+    /// the other plugins' current values, and swapped in at a cycle boundary.
+    public func loadPluginPreset(_ engine: ChainEngine, plugin: String, preset uri: String) throws(PluginError) {
+        guard let chain = chain(engine), let index = chain.specs.firstIndex(where: { $0.name == plugin }) else {
+            throw PluginError(.unknownPlugin, plugin: plugin, "the \(engine.rawValue) has no plugin '\(plugin)'")
+        }
+        let presets = PluginHost.shared.plugin(chain.specs[index].uri)?.presets ?? []
+        guard presets.contains(where: { $0.uri == uri }) else {
+            let known = presets.map(\.uri).joined(separator: ", ")
+            throw PluginError(.preset, plugin: plugin, "no preset '\(uri)'" + (known.isEmpty ? " (it has none)" : " (it has: \(known))"))
+        }
+        var specs = chain.currentSpecs
+        specs[index].preset = uri
+        specs[index].controls = []
+        switch engine {
+        case .recorder: recorder?.replacePlugins(specs, savedState: nil)
+        case .player: player?.replacePlugins(specs, savedState: nil)
+        }
+    }
+
+    /// The setup as it runs now: the preset with each chain's current plugins and control values.
+    public func runningPreset() -> Preset? {
+        guard var p = preset else { return nil }
+        if let c = chain(.recorder), p.recorder != nil { p.recorder?.plugins = c.currentSpecs }
+        if let c = chain(.player), p.player != nil { p.player?.plugins = c.currentSpecs }
+        return p
+    }
+
+    /// Writes the running setup as `NAME.toml` in the session's folder (never over an existing file) and returns its
+    /// path. Applying that file to this session changes nothing in the graph.
+    public func saveRunningPreset(name: String) throws(EngineError) -> String {
+        guard let p = runningPreset() else { throw EngineError(.badConfig, "no preset is running") }
+        if let why = Limits.nameProblem(name, what: "the preset name", bytes: 1...200) {
+            throw EngineError(.badConfig, why)
+        }
+        let file = name.hasSuffix(".toml") ? name : name + ".toml"
+        let path = (p.session.directory as NSString).appendingPathComponent(file)
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            throw EngineError(.file, "cannot write '\(path)': \(String(cString: strerror(errno)))")
+        }
+        defer { Glibc.close(fd) }
+        let bytes = Array(("# Saved by Tandem from the running session '\(p.session.name)'.\n" + p.toml()).utf8)
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        guard written == bytes.count else {
+            unlink(path)
+            throw EngineError(.file, "cannot write '\(path)': \(written < 0 ? String(cString: strerror(errno)) : "short write")")
+        }
+        fsync(fd)
+        return path
+    }
+
+    /// The takes whose reports lie in the session's folder, oldest first.
+    public func describeTakes() -> [TakeDescription] {
+        guard let dir = preset?.session.directory,
+              let names = try? FileManager.default.contentsOfDirectory(atPath: dir) else { return [] }
+        return names.filter { $0.hasSuffix(".json") }.sorted().compactMap { name in
+            let path = (dir as NSString).appendingPathComponent(name)
+            guard let r = try? TakeReport.read(from: path) else { return nil }
+            return TakeDescription(take: r.take, report: path, frames: r.frames, sampleRate: r.sampleRate,
+                                   channels: r.channels, ended: r.ended.rawValue, files: r.chunks.flatMap(\.files))
+        }
+    }
+}
+
+/// JSON for the control protocol's replies.
+public func introspectionJSON<T: Encodable>(_ value: T) -> String {
+    let e = JSONEncoder()
+    e.outputFormatting = [.sortedKeys]
+    e.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
+    return (try? e.encode(value)).flatMap { String(data: $0, encoding: .utf8) } ?? "[]"
+}
