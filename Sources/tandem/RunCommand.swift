@@ -204,9 +204,9 @@ final class EventPrinter {
             case .serverBack: out.append("JACK server back: session restored")
             case .refused(let why): out.append("refused: \(why)")
             case .pluginProblem(let engine, let plugin, let bypassed, let message):
+                // Like other errors: to stderr at once (the live view shows it among the chain's problems).
                 let line = "\(engine) plugin \(plugin) \(bypassed ? "BYPASSED" : "setting ignored"): \(message)"
                 FileHandle.standardError.write(Data("tandem: \(line)\n".utf8))
-                out.append(line)
             }
         }
         return out

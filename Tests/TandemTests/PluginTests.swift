@@ -346,4 +346,129 @@ import TestSupport
         #expect(a.matchedFrames == 48000 && a.mismatchedFrames == 0, "\(a); \(tandem.output)")
         #expect(tandem.output.contains("frames of plugin latency and tail rung out"), "\(tandem.output)")
     }
+
+    /// `tandem preset check` looks every plugin up: a URI that is not installed, a required feature Tandem lacks,
+    /// channels that do not fit, an unknown control and a value out of range are problems with file, line and key
+    /// (exit 2); with `on_plugin_error = "bypass"` they are listed and the check passes; with no LV2 plugins to
+    /// look in, it says that it skipped the lookup.
+    @Test(.enabled(if: lv2Installed))
+    func presetCheckLooksEveryPluginUp() throws {
+        let dir = TestEnvironment.temporaryDirectory("plugcheck")
+        let env = try Self.needyBundle(dir)
+        func preset(_ name: String, policy: String = "fail") throws -> String {
+            let path = dir.appendingPathComponent(name).path
+            try """
+            [session]
+            directory = "\(dir.path)"
+            on_plugin_error = "\(policy)"
+            [recorder]
+            channels = 3
+            [[recorder.plugins]]
+            uri = "http://example.org/not-installed"
+            [[recorder.plugins]]
+            uri = "http://gareus.org/oss/lv2/zeroconvolv#Stereo"
+            [[recorder.plugins]]
+            uri = "\(Self.amp)"
+            controls = { gian = 1, gain = 500 }
+            preset = "urn:tandem:no-such-preset"
+            [[recorder.plugins]]
+            uri = "urn:tandem:test:needy"
+            """.write(toFile: path, atomically: true, encoding: .utf8)
+            return path
+        }
+        let tandem = TestEnvironment.product("tandem")
+        let bad = try TestEnvironment.run([tandem, "preset", "check", try preset("fx.toml")], environment: env)
+        #expect(bad.code == 2, "\(bad.output)")
+        for line in [
+            "fx.toml:7: recorder.plugins.uri: plugin not-installed: <http://example.org/not-installed> is not installed",
+            "fx.toml:9: recorder.plugins.uri: plugin stereo: <http://gareus.org/oss/lv2/zeroconvolv#Stereo> has 2 audio input(s)",
+            "fx.toml:12: recorder.plugins.controls.gian: plugin amp: <\(Self.amp)> has no control 'gian'",
+            "fx.toml:12: recorder.plugins.controls.gain: plugin amp: control 'gain' = 500.0 is outside its range",
+            "fx.toml:13: recorder.plugins.preset: plugin amp: LV2 preset <urn:tandem:no-such-preset> not found",
+            "fx.toml:15: recorder.plugins.uri: plugin needy: <urn:tandem:test:needy> requires the LV2 feature",
+        ] {
+            #expect(bad.output.contains(line), "missing: \(line)\n\(bad.output)")
+        }
+        let bypass = try TestEnvironment.run([tandem, "preset", "check", try preset("fxb.toml", policy: "bypass")],
+                                             environment: env)
+        #expect(bypass.code == 0 && bypass.output.contains("6 plugin problem(s) bypassed"), "\(bypass.output)")
+        let empty = dir.appendingPathComponent("no-lv2")
+        try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
+        let skipped = try TestEnvironment.run([tandem, "preset", "check", try preset("fx.toml")],
+                                              environment: ["LV2_PATH": empty.path])
+        #expect(skipped.code == 0 && skipped.output.contains("plugins not looked up"), "\(skipped.output)")
+        let good = dir.appendingPathComponent("good.toml").path
+        try "[session]\ndirectory = \"\(dir.path)\"\n[player]\nchannels = 2\n[[player.plugins]]\nuri = \"\(Self.amp)\"\ncontrols = { gain = -6 }\n"
+            .write(toFile: good, atomically: true, encoding: .utf8)
+        let ok = try TestEnvironment.run([tandem, "preset", "check", good])
+        #expect(ok.code == 0 && ok.output.contains("plugins looked up"), "\(ok.output)")
+    }
+
+    /// `tandem run`: a preset whose plugin is not installed starts nothing (exit 2, file and line named). A running
+    /// session whose re-applied preset (SIGHUP) asks for a plugin that cannot run goes on without it, and says so
+    /// in its events (stdout and OSC `plugin-bypassed`), its status and the running take's report.
+    @Test(.enabled(if: lv2Installed))
+    func runStartsNothingForAMissingPluginAndBypassesOneThatFailsLater() throws {
+        let server = try TestEnvironment.server("pluglate")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("pluglate")
+        let port = 30000 + Int(getpid() % 20000) + 11
+        let path = dir.appendingPathComponent("late.toml").path
+        func write(_ uris: [String]) throws {
+            try ("""
+            [session]
+            name = "late"
+            directory = "\(dir.path)"
+            control_port = \(port)
+            [recorder]
+            channels = 1
+            """ + uris.map { "\n[[recorder.plugins]]\nuri = \"\($0)\"" }.joined() + "\n")
+                .write(toFile: path, atomically: true, encoding: .utf8)
+        }
+        try write([Self.amp, "http://example.org/not-installed"])
+        let refused = try TandemProcess(["run", "--no-view", path], server: server,
+                                        log: dir.appendingPathComponent("refused.log").path)
+        #expect(refused.process.wait(timeout: 15) == 2, "\(refused.output)")
+        #expect(refused.output.contains("late.toml:10: recorder.plugins.uri: plugin not-installed")
+                && refused.output.contains("nothing started"), "\(refused.output)")
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir.path)
+        #expect(!files.contains { $0.hasSuffix(".wav") }, "\(files)")
+
+        try write([Self.amp])
+        let run = try TandemProcess(["run", "--no-view", path], server: server,
+                                    log: dir.appendingPathComponent("run.log").path)
+        #expect(run.waitFor(" recording: ") && run.waitFor("control protocol listening"), "\(run.output)")
+        let listen = 20000 + Int(getpid() % 10000) + 13
+        let socket = try UDPSocket(port: listen)
+        var destination = sockaddr_in()
+        destination.sin_family = sa_family_t(AF_INET)
+        destination.sin_port = in_port_t(UInt16(port).bigEndian)
+        destination.sin_addr.s_addr = inet_addr("127.0.0.1")
+        _ = socket.send(OSCMessage("/tandem/subscribe", [.string("osc.udp://127.0.0.1:\(listen)/"), .float(10)]).encode(),
+                        to: destination)
+        usleep(300_000)
+        try write([Self.amp, "http://example.org/not-installed"])
+        run.process.signal(SIGHUP)
+        var event: [String] = []
+        #expect(TestEnvironment.waitUntil(timeout: 5) {
+            if let d = socket.receive(limit: 65536), case .success(let m) = OSCMessage.decode(bytes: d.bytes),
+               m.path == "/tandem/event", m.arguments.first?.string?.hasPrefix("plugin-") == true {
+                event = m.arguments.compactMap(\.string)
+                return true
+            }
+            usleep(1000)
+            return false
+        }, "no plugin event: \(run.output)")
+        #expect(event.first == "plugin-bypassed" && event.last?.contains("recorder not-installed: <http://example.org/not-installed> is not installed") == true,
+                "\(event)")
+        #expect(run.waitFor("recorder plugin not-installed BYPASSED"), "\(run.output)")
+        let status = try TestEnvironment.run([TestEnvironment.product("tandem"), "status", "--port", "\(port)", "--json"], timeout: 10)
+        #expect(status.output.contains("bypassed: plugin not-installed"), "\(status.output)")
+        run.process.signal(SIGTERM)
+        #expect(run.process.wait(timeout: 15) == 0, "\(run.output)")
+        let report = try TakeReport.read(from: try #require(announcedReport(run.output)))
+        let problem = try #require(report.pluginProblems?.first, "\(String(describing: report.pluginProblems))")
+        #expect(problem.plugin == "not-installed" && problem.bypassed && problem.code == "notInstalled"
+                && (problem.atFrame ?? 0) > 0, "\(problem)")
+    }
 }
