@@ -471,4 +471,58 @@ import TestSupport
         #expect(problem.plugin == "not-installed" && problem.bypassed && problem.code == "notInstalled"
                 && (problem.atFrame ?? 0) > 0, "\(problem)")
     }
+
+    /// The chain's latency changed during a take (the delay set live over OSC from 1000 to 2000 frames): the report
+    /// says where, and the processed and dry channels stay aligned to the frame on both sides of the change (the
+    /// plugin's own cross-fade aside, which starts on the frame the report names).
+    @Test(.enabled(if: nodelayInstalled && TestEnvironment.hasProgram("sndfile-jackplay")))
+    func aLatencyChangeDuringATakeIsReportedAndKeepsTheChannelsAligned() throws {
+        let server = try TestEnvironment.server("pluglive")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("pluglive")
+        let source = dir.appendingPathComponent("noise.wav").path
+        try TestEnvironment.writeWAV(Signals.noise(frames: 3 * 48000, channels: 1, seed: 13), channels: 1, path: source)
+        let port = 30000 + Int(getpid() % 20000) + 15
+        let preset = dir.appendingPathComponent("live.toml").path
+        try """
+        [session]
+        name = "live"
+        directory = "\(dir.path)"
+        control_port = \(port)
+        [recorder]
+        channels = 1
+        dry = true
+        [[recorder.plugins]]
+        uri = "\(Self.nodelay)"
+        name = "delay"
+        controls = { delay = 1000 }
+        """.write(toFile: preset, atomically: true, encoding: .utf8)
+        let run = try TandemProcess(["run", "--no-view", preset], server: server, log: dir.appendingPathComponent("run.log").path)
+        #expect(run.waitFor(" recording: ") && run.waitFor("control protocol listening"), "\(run.output)")
+        let player = try startJackplay(source, pattern: "tandem-rec:in_%d", server: server,
+                                       log: dir.appendingPathComponent("jackplay.log").path)
+        usleep(1_200_000)
+        let set = try TestEnvironment.run([TestEnvironment.product("tandem"), "ctl", "--port", "\(port)",
+                                           "/tandem/plugin/set", "recorder", "delay", "delay", "2000"], timeout: 10)
+        #expect(set.code == 0, "\(set.output)")
+        #expect(player.wait(timeout: 20) != nil)
+        usleep(300_000)
+        run.process.signal(SIGTERM)
+        #expect(run.process.wait(timeout: 15) == 0, "\(run.output)")
+        let report = try TakeReport.read(from: try #require(announcedReport(run.output)))
+        let compensation = try #require(report.latencyCompensation)
+        let change = try #require(compensation.changes?.first, "\(compensation)")
+        #expect(compensation.frames == 1000 && change.frames == 2000 && compensation.changes?.count == 1, "\(compensation)")
+        let recorded = try TestEnvironment.readAudio(try #require(announcedFile(run.output)))
+        let frames = recorded.samples.count / 2
+        let differing = (0..<frames).filter { recorded.samples[2 * $0] != recorded.samples[2 * $0 + 1] }
+        let loud = (0..<frames).filter { recorded.samples[2 * $0 + 1] != 0 }.count
+        print("measured: delay 1000 -> 2000 at take frame \(change.atFrame): \(differing.count) of \(frames) frames differ"
+              + " between processed and dry (\(loud) non-silent)" + (differing.isEmpty ? "" : ", from \(differing.first!) to \(differing.last!)"))
+        #expect(loud > 2 * 48000)
+        // Only the plugin's own transition differs (x42's delay line cross-fades a change over 64 frames), starting
+        // on the very frame the report names: before and after it the channels are equal sample for sample.
+        #expect(differing.allSatisfy { $0 >= change.atFrame && $0 < change.atFrame + 256 } && differing.count <= 256,
+                "\(differing.count) frames differ, from \(differing.first ?? -1) to \(differing.last ?? -1); change at \(change.atFrame)")
+    }
 }
