@@ -243,15 +243,14 @@ final class DiskWriter: @unchecked Sendable {
     /// dry input, delayed by the callback to match). Its report and its end follow.
     ///
     /// The latency is known at the current position once the callback has run past it (it announces a change
-    /// before the frames it applies to) and no announcement for the current position waits unread. `force`: now
-    /// (inside a gap, where no announcement can wait).
+    /// before the frames it applies to; the counter is stored with release after the note) and no note up to the
+    /// current position waits unread (the pump reads them first). `force`: now (inside a gap, where no latency note
+    /// can wait before the gap's own).
     private func resolveStart(_ t: ActiveTake, force: Bool = false) {
         guard !t.resolved, streamPosition >= t.start else { return }
         if !force {
             guard state.counter(.streamFrames) > streamPosition else { return }
-            if let note = state.drops.peek(), note.kind == RecorderState.latencyKind, Int(note.a) <= streamPosition {
-                return
-            }
+            if let note = state.drops.peek(), Int(note.a) <= streamPosition { return }
         }
         t.resolved = true
         t.compensation = compensation
