@@ -359,6 +359,8 @@ public final class ControlProtocol {
         case .serverLost(let why): return ("server-lost", why)
         case .serverBack: return ("server-back", "")
         case .refused(let why): return ("refused", why)
+        case .pluginProblem(let engine, let plugin, let bypassed, let message):
+            return (bypassed ? "plugin-bypassed" : "plugin-ignored", "\(engine) \(plugin): \(message)")
         }
     }
 }

@@ -18,3 +18,25 @@ extension ChainHolder {
                 isRunning: { client.isActive && !client.wasShutDown }, logger: logger)
     }
 }
+
+extension PluginChain {
+    /// The chain's problems as a take's report lists them.
+    var takeProblems: [TakeReport.PluginProblem] {
+        problems.map { .init(plugin: $0.plugin, code: $0.code.rawValue, bypassed: $0.leavesPluginOut, message: $0.message) }
+    }
+
+    /// What stops an engine from starting with this chain when plugin errors are fatal (nil: nothing does).
+    static func startFailure(_ chain: PluginChain?, engine: String) -> String? {
+        let fatal = chain?.problems.filter(\.stopsStart) ?? []
+        guard !fatal.isEmpty else { return nil }
+        return "the \(engine)'s plugin chain cannot run as asked: "
+            + fatal.map(\.description).joined(separator: "; ")
+            + "; nothing started (on_plugin_error = \"bypass\" in [session], or --on-plugin-error bypass, runs without"
+            + " what failed)"
+    }
+
+    /// One line per problem, saying what became of the plugin, for logs and the status.
+    static func bypassLine(_ e: PluginError) -> String {
+        (e.leavesPluginOut ? "bypassed: " : "ignored: ") + e.description
+    }
+}

@@ -15,10 +15,14 @@ import Synchronization
 /// Threads: `send` and `drainEvents` and `status` from the control side; everything else on the writer thread.
 final class DiskWriter: @unchecked Sendable {
     enum Command: Sendable {
-        /// Start a take at stream position `at` (the pre-roll is taken before it).
+        /// Start a take with the input of stream position `at` (the pre-roll is taken before it).
         case start(at: Int, context: TakeContext)
-        /// End the running take at stream position `at` (exclusive).
-        case stop(at: Int, end: TakeEnd, detail: String?)
+        /// End the running take after the input of stream position `at` (exclusive): the take runs on past it by the
+        /// chain's latency, so the chain's output for the last input frames is in it. `exact`: end at ring position
+        /// `at`, with no run-on (when no more frames will come: the client is deactivated).
+        case stop(at: Int, end: TakeEnd, detail: String?, exact: Bool = false)
+        /// Plugins of the chain bypassed or settings ignored since the take started (a rebuilt chain).
+        case pluginProblems([TakeReport.PluginProblem])
         /// Start a new chunk at the next frame.
         case rotate
         /// Use these file and take settings from the next take on (the running take is not touched).
@@ -51,6 +55,8 @@ final class DiskWriter: @unchecked Sendable {
     private var nextTakeNumber = 1
     private var quitRequested = false
     private var pendingStop: (at: Int, end: TakeEnd, detail: String?)?
+    /// The chain latency the ring carries at `streamPosition` (from the callback's `GapNote.latency` notes).
+    private var compensation = 0
     private let prerollFrames: Int
     private var rotateFrames: Int?
     private let silence: UnsafeMutablePointer<Float>
@@ -142,12 +148,22 @@ final class DiskWriter: @unchecked Sendable {
         case .start(let at, let context):
             if let t = take { finish(t, end: .stopped, detail: "a new take was started") }
             begin(at: at, context: context)
-        case .stop(let at, let end, let detail):
+        case .stop(let at, let end, let detail, let exact):
             if let t = take {
-                t.end = min(t.end ?? Int.max, at)
+                t.end = min(t.end ?? Int.max, exact ? at : at + (t.resolved ? t.compensation : compensation))
                 t.endReason = end
                 t.endDetail = detail
                 if t.end! <= streamPosition || t.end! <= t.start { finish(t, end: end, detail: detail) }
+            }
+        case .pluginProblems(let list):
+            if let t = take {
+                let at = max(0, streamPosition - t.start)
+                t.report.pluginProblems = (t.report.pluginProblems ?? []) + list.map { p in
+                    var p = p
+                    p.atFrame = at
+                    return p
+                }
+                writeSidecar(t)
             }
         case .rotate:
             if let t = take, t.framesWritten > 0 { rotate(t) }
@@ -167,6 +183,11 @@ final class DiskWriter: @unchecked Sendable {
             let note = message.flatMap(GapNote.init)
             if message != nil && note == nil {
                 _ = state.drops.pop()   // a kind this writer does not know: skipped, never taken for a drop
+                continue
+            }
+            if case .latency(let at, let frames)? = note, at <= streamPosition {
+                latencyChanged(to: frames)
+                _ = state.drops.pop()
                 continue
             }
             if case .skippedCycles(let at, let frames)? = note, at <= streamPosition {
@@ -210,6 +231,52 @@ final class DiskWriter: @unchecked Sendable {
         }
     }
 
+    /// The ring carries a new chain latency from the current position on. Inside a take it is entered in the
+    /// report: processed and dry channels stay aligned, while the take's timeline moves against the input there.
+    private func latencyChanged(to frames: Int) {
+        defer { compensation = frames }
+        guard let t = take, t.resolved, frames != compensation, streamPosition >= t.start,
+              streamPosition < (t.end ?? Int.max) else { return }
+        var c = t.report.latencyCompensation ?? .init(frames: t.compensation, method: TakeReport.LatencyCompensation.how)
+        c.changes = (c.changes ?? []) + [.init(atFrame: streamPosition - t.start, frames: frames)]
+        t.report.latencyCompensation = c
+        logger.warning("plugin latency changed during a take", metadata: [
+            "take": "\(t.number)", "from": "\(compensation)", "to": "\(frames)", "frame": "\(streamPosition - t.start)"])
+    }
+
+    /// Once the writer has reached the take's first input frame it knows the latency the ring carries there: the
+    /// take then starts that many frames later in the ring, where the chain's output for that input is (and the
+    /// dry input, delayed by the callback to match). Its report and its end follow.
+    ///
+    /// The latency is known at the current position once the callback has run past it (it announces a change
+    /// before the frames it applies to; the counter is stored with release after the note) and no note up to the
+    /// current position waits unread (the pump reads them first). `force`: now (inside a gap, where no latency note
+    /// can wait before the gap's own).
+    private func resolveStart(_ t: ActiveTake, force: Bool = false) {
+        guard !t.resolved, streamPosition >= t.start else { return }
+        if !force {
+            guard state.counter(.streamFrames) > streamPosition else { return }
+            if let note = state.drops.peek(), Int(note.a) <= streamPosition { return }
+        }
+        t.resolved = true
+        t.compensation = compensation
+        let input = max(t.start, streamPosition - compensation)
+        t.start = input + compensation
+        t.report.streamStart = input
+        t.report.startFrameTime = t.context.anchor.frameTime(at: input)
+        let iso = ISO8601DateFormatter()
+        iso.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        t.report.startedAt = iso.string(from: t.context.anchor.wallClock(at: input))
+        if t.context.plugins != nil || compensation > 0 {
+            t.report.latencyCompensation = .init(frames: compensation, method: TakeReport.LatencyCompensation.how)
+        }
+        if let m = config.maxDurationSeconds {
+            t.end = min(t.end ?? Int.max, t.start + Int((m * Double(sampleRate)).rounded()))
+            if t.endReason == nil { t.endReason = .durationReached }
+        }
+        writeSidecar(t)
+    }
+
     /// Stream position of the gap already entered in the report (a gap may take several rounds to pass).
     private var recordedGap = -1
 
@@ -246,11 +313,13 @@ final class DiskWriter: @unchecked Sendable {
     /// Handles up to `count` frames at the current position: ring frames (or silence for a gap) go into the take,
     /// or are skipped when outside it. Stops at take and chunk boundaries. Returns frames handled.
     private func advance(_ count: Int, fromRing: Bool) -> Int {
+        if let t = take { resolveStart(t, force: !fromRing) }
         guard let t = take else {
             if fromRing { state.ring.reader.consume(count) }
             streamPosition += count
             return count
         }
+        if !t.resolved && streamPosition >= t.start { return 0 }    // back when the latency here is known
         if streamPosition < t.start {
             let n = min(count, t.start - streamPosition)
             if fromRing { state.ring.reader.consume(n) }
@@ -369,10 +438,9 @@ final class DiskWriter: @unchecked Sendable {
                            sidecar: SidecarFile(path: path(take: number, date: date, channel: nil, chunk: nil,
                                                            ext: "json")))
         take = t
-        if let m = config.maxDurationSeconds {
-            t.end = start + Int((m * Double(sampleRate)).rounded())
-            t.endReason = .durationReached
-        }
+        if config.maxDurationSeconds != nil { t.endReason = .durationReached }
+        if let p = context.pluginProblems, !p.isEmpty { t.report.pluginProblems = p }
+        resolveStart(t)
         openChunk(t)
         if let failure = t.failed {
             finish(t, end: .diskError, detail: failure)
@@ -403,7 +471,7 @@ final class DiskWriter: @unchecked Sendable {
         t.chunkStart = t.framesWritten
         let chunk: Int? = rotating ? t.chunkIndex : nil
         let channels: [String?] = config.stems ? portNames.map { $0 } : [nil]
-        let position = t.start + t.framesWritten
+        let position = t.start - t.compensation + t.framesWritten
         let date = t.context.anchor.wallClock(at: position)
         let midnight = Calendar.current.startOfDay(for: date)
         let dayFormatter = DateFormatter()
@@ -522,8 +590,8 @@ final class DiskWriter: @unchecked Sendable {
 /// One take being written. Writer thread only.
 final class ActiveTake {
     let number: Int
-    /// Stream position of the first frame.
-    let start: Int
+    /// Stream position of the first frame in the ring (see `resolved`).
+    var start: Int
     /// Wall-clock time of the first frame (names every chunk of the take).
     let date: Date
     let context: TakeContext
@@ -531,6 +599,10 @@ final class ActiveTake {
     let sidecar: SidecarFile
     /// Stream position where the take ends (exclusive), once known.
     var end: Int?
+    /// Whether `start` is final: until the writer reaches it, `start` is the first input frame's stream position;
+    /// then the chain latency the ring carries there (`compensation`) is added (see `DiskWriter.resolveStart`).
+    var resolved = false
+    var compensation = 0
     var endReason: TakeEnd?
     var endDetail: String?
     var writers: [SoundFileWriter] = []

@@ -43,8 +43,10 @@ public final class Player: @unchecked Sendable {
     /// Opens the client, registers the ports, starts the reader thread and activates. Loads `config.queue`, and
     /// starts playing at once when `config.startImmediately` is set. `notify` is posted when there are events to
     /// drain (a failure, the end of the queue), so a control loop can sleep long between looks.
+    /// `strictPlugins`: a plugin of the chain that cannot run as asked is an error (nothing started); otherwise
+    /// the chain runs without it and the problem is logged and in the status.
     public init(config: PlayerConfig, server: String?, logger: Logger = Logger(label: "tandem.play"),
-                notify: Wakeup? = nil) throws(EngineError) {
+                notify: Wakeup? = nil, strictPlugins: Bool = false) throws(EngineError) {
         let problems = config.problems()
         guard problems.isEmpty else { throw EngineError(.badConfig, problems.joined(separator: "; ")) }
         self.config = config
@@ -70,6 +72,15 @@ public final class Player: @unchecked Sendable {
                                      ringFrames: ringFrames, wakeSpace: max(client.bufferSize, 8192), notify: notify)
         holder.install(ChainHolder.chain(config.plugins, client: client, channels: registered.count, label: "player",
                                          savedState: config.pluginState))
+        if strictPlugins, let why = PluginChain.startFailure(holder.chain, engine: "player") {
+            holder.close()
+            client.close()
+            PlayerState.free(state)
+            throw EngineError(.badConfig, why)
+        }
+        for p in holder.chain?.problems ?? [] {
+            logger.error("plugin problem: \(PluginChain.bypassLine(p))", metadata: ["chain": "player"])
+        }
         latency = JackLatency(client: client, ports: registered, outputs: true)
         state.pointee.set(.gainTarget, Int(config.gain.bitPattern))
         reader = DiskReader(config: config, state: state.pointee, sampleRate: rate, logger: logger)

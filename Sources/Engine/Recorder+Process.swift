@@ -44,14 +44,25 @@ extension RecorderState {
         counters.store(Counter.cycleStamp.rawValue, Int(frameTime) << 32 | (position & 0xFFFF_FFFF))
 
         for c in 0..<s.channels { s.buffers[c] = s.ports[c].buffer(frames) ?? s.scratch }
+        var latency = 0
         if let chain = s.chain.acquire() {
             ChainState.run(chain.pointee, inputs: s.buffers, outputs: s.wet, frames: n)
             for c in 0..<s.channels { s.recorded[c] = s.wet[c] }
+            latency = ChainState.latency(chain.pointee, limit: s.latencyLimit)
         } else {
             for c in 0..<s.channels { s.recorded[c] = s.buffers[c] }
         }
+        // The ring carries one latency at a time, announced at the position it starts from (see `GapNote.latency`).
+        let carried = counters.load(Counter.latency.rawValue)
+        if latency != carried {
+            if pendingFrames == 0 && s.drops.push(GapNote.latency(at: position, frames: latency).message) {
+                counters.store(Counter.latency.rawValue, latency)
+            } else {
+                latency = carried
+            }
+        }
         if s.recordedChannels > s.channels {
-            for c in 0..<s.channels { s.recorded[s.channels + c] = s.buffers[c] }
+            delayDry(s, position: position, latency: latency, frames: n)
         }
         meter(s, frames: n)
 
@@ -70,6 +81,30 @@ extension RecorderState {
         if !written || s.ring.fill >= s.wakeFrames { s.wakeup.post() }
 
         s.cycleCost.record(nanoseconds: monotonicNanoseconds() - began)
+    }
+
+    /// The dry channels: this cycle's input goes into the history at its stream position, and what is recorded is
+    /// the input of `latency` frames ago, so that it lines up with the chain's output. Realtime: safe.
+    @inline(__always)
+    static func delayDry(_ s: RecorderState, position: Int, latency: Int, frames n: Int) {
+        let size = s.dryHistoryFrames, mask = size - 1
+        let at = position & mask
+        let first = min(n, size - at)
+        for c in 0..<s.channels {
+            let h = s.dryHistory[c], input = s.buffers[c]
+            (h + at).update(from: input, count: first)
+            if first < n { h.update(from: input + first, count: n - first) }
+            if latency == 0 {
+                s.recorded[s.channels + c] = input
+                continue
+            }
+            let from = (position - latency) & mask
+            let head = min(n, size - from)
+            let out = s.dryDelayed[c]
+            out.update(from: h + from, count: head)
+            if head < n { (out + head).update(from: h, count: n - head) }
+            s.recorded[s.channels + c] = out
+        }
     }
 
     /// Peak and sum of squares per channel (of what is recorded) into the meter atomics. Realtime: safe.

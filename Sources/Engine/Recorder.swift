@@ -58,8 +58,11 @@ public final class Recorder: @unchecked Sendable {
     private let latency: JackLatency
 
     /// Opens the client, registers the ports, starts the writer thread and activates. No take runs yet (armed).
-    public init(config: RecorderConfig, server: String?, logger: Logger = Logger(label: "tandem.rec"))
-        throws(EngineError) {
+    /// `strictPlugins`: a plugin of the chain that cannot run as asked (see `PluginError.stopsStart`) is an error:
+    /// nothing is started. Otherwise the chain runs without it and the problem is logged, in the status and in
+    /// every take's report.
+    public init(config: RecorderConfig, server: String?, logger: Logger = Logger(label: "tandem.rec"),
+                strictPlugins: Bool = false) throws(EngineError) {
         let problems = config.problems()
         guard problems.isEmpty else { throw EngineError(.badConfig, problems.joined(separator: "; ")) }
         try Recorder.checkDirectory(config.directory)
@@ -94,9 +97,19 @@ public final class Recorder: @unchecked Sendable {
         let holder = ChainHolder()
         plugins = holder
         state = RecorderState.allocate(client: client.handle!, ports: registered, recordDry: config.recordDry,
-                                       chain: holder.slot, ringFrames: ringFrames, wakeFrames: wakeFrames)
+                                       chain: holder.slot, ringFrames: ringFrames, wakeFrames: wakeFrames,
+                                       sampleRate: rate)
         holder.install(ChainHolder.chain(config.plugins, client: client, channels: registered.count, label: "recorder",
                                          savedState: config.pluginState))
+        if strictPlugins, let why = PluginChain.startFailure(holder.chain, engine: "recorder") {
+            holder.close()
+            client.close()
+            RecorderState.free(state)
+            throw EngineError(.badConfig, why)
+        }
+        for p in holder.chain?.problems ?? [] {
+            logger.error("plugin problem: \(PluginChain.bypassLine(p))", metadata: ["chain": "recorder"])
+        }
         latency = JackLatency(client: client, ports: registered, outputs: false)
         let notifications = client.notifications
         writer = DiskWriter(config: config, state: state.pointee, sampleRate: rate, portNames: config.recordedChannelNames,
@@ -206,7 +219,8 @@ public final class Recorder: @unchecked Sendable {
         writer.send(.start(at: position, context: TakeContext(anchor: anchor(), ports: portInfo,
                                                               xrunsAtStart: client.notifications.count(.xrun),
                                                               notes: notes, playback: playback,
-                                                              plugins: chain?.currentSpecs, pluginLatency: chain?.latency)))
+                                                              plugins: chain?.currentSpecs, pluginLatency: chain?.latency,
+                                                              pluginProblems: plugins.chain?.takeProblems)))
     }
 
     /// Starts a take whose first frame is the one captured at JACK frame time `frameTime` (which may lie a few
@@ -242,6 +256,7 @@ public final class Recorder: @unchecked Sendable {
         plugins.rebuild(specs, client: client, channels: ports.count, label: "recorder", savedState: savedState,
                         logger: logger)
         refreshPluginLatency()
+        if let problems = plugins.chain?.takeProblems, !problems.isEmpty { writer.send(.pluginProblems(problems)) }
     }
 
     /// Whether a take is being written.
@@ -270,7 +285,7 @@ public final class Recorder: @unchecked Sendable {
             s.drops.push(GapNote.overrun(at: s.counter(.pendingDropStart), frames: pending).message)
             s.counters.store(RecorderState.Counter.pendingDropFrames.rawValue, 0)
         }
-        writer.send(.stop(at: s.counter(.streamFrames), end: end, detail: detail))
+        writer.send(.stop(at: s.counter(.streamFrames), end: end, detail: detail, exact: true))
         writer.send(.quit)
         thread.join()
         client.close()

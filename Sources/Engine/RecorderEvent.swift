@@ -39,4 +39,6 @@ struct TakeContext: Sendable {
     var playback: PlaybackAlignment?
     var plugins: [PluginSpec]? = nil
     var pluginLatency: Int? = nil
+    /// Plugins of the chain bypassed, or settings of them ignored, when the take starts.
+    var pluginProblems: [TakeReport.PluginProblem]? = nil
 }

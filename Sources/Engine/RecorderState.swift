@@ -26,6 +26,10 @@ struct RecorderState: BitwiseCopyable {
         /// Frames of cycles the server ran without calling us (a late client before us in the graph, an xrun):
         /// they never reached the recorder; the take goes on without a gap and its report notes where.
         case missedFrames
+        /// The insert chain's latency the ring carries from the latest `GapNote.latency` on: the processed
+        /// channels at ring position p are the chain's output for the input of p - latency, and the dry channels
+        /// are delayed by as much (see `GapNote.latency`).
+        case latency
     }
 
     /// The JACK client handle (for `jack_last_frame_time`).
@@ -59,11 +63,29 @@ struct RecorderState: BitwiseCopyable {
     /// Cost of each process cycle (work inside the callback), in nanoseconds.
     let cycleCost: CycleHistogram
     let wakeFrames: Int
+    /// With the dry input recorded: per channel, the last `dryHistoryFrames` input frames (a power of two), indexed
+    /// by stream position, from which the dry channels are read `latency` frames late so that they line up with
+    /// the chain's output. Allocated and zeroed before activation; `dryHistoryFrames` is 0 without dry channels.
+    let dryHistory: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+    let dryHistoryFrames: Int
+    /// The delayed dry input of this cycle, per channel (`JackPort.maxPeriod` frames each).
+    let dryDelayed: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+    /// The most latency compensated (frames); a chain reporting more is compensated by this much.
+    let latencyLimit: Int
 
+    /// The latency a recorder compensates at most, at this rate: a little over a second.
+    static func latencyLimit(sampleRate: Int) -> Int { historyFrames(sampleRate: sampleRate) - JackPort.maxPeriod }
+
+    /// The dry history's length: the power of two that holds a second and the longest period.
+    static func historyFrames(sampleRate: Int) -> Int {
+        var n = 1
+        while n < max(1, sampleRate) + JackPort.maxPeriod { n <<= 1 }
+        return n
+    }
     static let sumSquaresScale = 4_294_967_296.0
 
     static func allocate(client: OpaquePointer, ports: [JackPort], recordDry: Bool, chain: ChainSlot, ringFrames: Int,
-                         wakeFrames: Int)
+                         wakeFrames: Int, sampleRate: Int)
         -> UnsafeMutablePointer<RecorderState> {
         let recordedChannels = recordDry ? 2 * ports.count : ports.count
         let wet = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: ports.count)
@@ -80,6 +102,17 @@ struct RecorderState: BitwiseCopyable {
         scratch.initialize(repeating: 0, count: JackPort.maxPeriod)
         buffers.initialize(repeating: scratch, count: ports.count)
         recorded.initialize(repeating: scratch, count: recordedChannels)
+        let historyFrames = recordDry ? historyFrames(sampleRate: sampleRate) : 0
+        let dryHistory = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: max(1, ports.count))
+        let dryDelayed = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: max(1, ports.count))
+        for c in 0..<ports.count {
+            let h = UnsafeMutablePointer<Float>.allocate(capacity: max(1, historyFrames))
+            h.initialize(repeating: 0, count: max(1, historyFrames))     // zeroed: every page touched before activation
+            (dryHistory + c).initialize(to: h)
+            let d = UnsafeMutablePointer<Float>.allocate(capacity: recordDry ? JackPort.maxPeriod : 1)
+            d.initialize(repeating: 0, count: recordDry ? JackPort.maxPeriod : 1)
+            (dryDelayed + c).initialize(to: d)
+        }
         let state = UnsafeMutablePointer<RecorderState>.allocate(capacity: 1)
         state.initialize(to: RecorderState(
             client: client, ports: p, channels: ports.count, recordedChannels: recordedChannels, buffers: buffers,
@@ -88,7 +121,9 @@ struct RecorderState: BitwiseCopyable {
             drops: .allocate(capacity: 1024),
             counters: .allocate(count: Counter.allCases.count),
             peaks: .allocate(count: ports.count), sumSquares: .allocate(count: ports.count),
-            wakeup: .allocate(), cycleCost: .allocate(), wakeFrames: wakeFrames))
+            wakeup: .allocate(), cycleCost: .allocate(), wakeFrames: wakeFrames,
+            dryHistory: dryHistory, dryHistoryFrames: historyFrames, dryDelayed: dryDelayed,
+            latencyLimit: latencyLimit(sampleRate: sampleRate)))
         return state
     }
 
@@ -108,6 +143,12 @@ struct RecorderState: BitwiseCopyable {
         s.wet.deallocate()
         s.recorded.deallocate()
         s.scratch.deallocate()
+        for c in 0..<s.channels {
+            s.dryHistory[c].deallocate()
+            s.dryDelayed[c].deallocate()
+        }
+        s.dryHistory.deallocate()
+        s.dryDelayed.deallocate()
         state.deallocate()
     }
 
@@ -121,6 +162,7 @@ struct RecorderState: BitwiseCopyable {
         for c in 0..<channels {
             peaks.store(c, 0)
             sumSquares.store(c, 0)
+            if dryHistoryFrames > 0 { dryHistory[c].update(repeating: 0, count: dryHistoryFrames) }
         }
     }
 
@@ -139,9 +181,14 @@ enum GapNote: Equatable {
     /// The server skipped cycles: time jumped by `frames` at stream position `at`, recorded without a gap
     /// (negative: a correction of the jump before, read one cycle early; see `SkippedCycles`).
     case skippedCycles(at: Int, frames: Int)
+    /// The chain's latency changed: from stream position `at` on, the ring carries compensation `frames`. Sent by
+    /// the callback only when no gap is pending (so notes stay in stream order); when it cannot be sent the old
+    /// value stays in force, so the writer always knows exactly which latency each ring frame carries.
+    case latency(at: Int, frames: Int)
 
     static let overrunKind: Int32 = 1
     static let skippedCyclesKind: Int32 = 3
+    static let latencyKind: Int32 = 4
 
     /// The ring message. Realtime: safe.
     @inline(__always)
@@ -149,6 +196,7 @@ enum GapNote: Equatable {
         switch self {
         case .overrun(let at, let frames): return RTMessage(kind: Self.overrunKind, a: Int64(at), b: Int64(frames))
         case .skippedCycles(let at, let frames): return RTMessage(kind: Self.skippedCyclesKind, a: Int64(at), b: Int64(frames))
+        case .latency(let at, let frames): return RTMessage(kind: Self.latencyKind, a: Int64(at), b: Int64(frames))
         }
     }
 
@@ -156,6 +204,7 @@ enum GapNote: Equatable {
         switch m.kind {
         case Self.overrunKind: self = .overrun(at: Int(m.a), frames: Int(m.b))
         case Self.skippedCyclesKind: self = .skippedCycles(at: Int(m.a), frames: Int(m.b))
+        case Self.latencyKind: self = .latency(at: Int(m.a), frames: Int(m.b))
         default: return nil
         }
     }
@@ -163,7 +212,7 @@ enum GapNote: Equatable {
     /// The stream position the note belongs to.
     var at: Int {
         switch self {
-        case .overrun(let at, _), .skippedCycles(let at, _): return at
+        case .overrun(let at, _), .skippedCycles(let at, _), .latency(let at, _): return at
         }
     }
 }

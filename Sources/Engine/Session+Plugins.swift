@@ -68,6 +68,20 @@ extension Session {
         }
     }
 
+    /// Announces the problems of every chain built since the last call (an event and an error line per problem).
+    func announcePluginProblems() {
+        for engine in ChainEngine.allCases {
+            let c = chain(engine)
+            if announcedChains[engine]?.chain === c { continue }
+            announcedChains[engine] = WeakChain(chain: c)
+            for p in c?.problems ?? [] {
+                pluginLogger.error("\(PluginChain.bypassLine(p))", metadata: ["chain": "\(engine.rawValue)"])
+                events.append(.pluginProblem(engine: engine.rawValue, plugin: p.plugin, bypassed: p.leavesPluginOut,
+                                             message: p.message))
+            }
+        }
+    }
+
     /// Brings a running chain to `want`: control values only when the same plugins stay in the same order (no
     /// rebuild), otherwise a new chain built off the process thread and swapped in. Returns whether anything changed.
     static func applyPlugins(current: [PluginSpec], want: [PluginSpec], chain: PluginChain?,
@@ -85,6 +99,11 @@ extension Session {
         replace(want)
         return true
     }
+}
+
+/// A chain the session has announced, not kept alive by it.
+struct WeakChain {
+    weak var chain: PluginChain?
 }
 
 /// An engine configuration with an insert chain.

@@ -216,7 +216,7 @@ extension Session {
         var out: [String: SessionStatus.ChainStatus] = [:]
         for engine in ChainEngine.allCases {
             guard let c = chain(engine) else { continue }
-            out[engine.rawValue] = .init(plugins: c.status, latencyFrames: c.latency, problems: c.problems.map(\.description))
+            out[engine.rawValue] = .init(plugins: c.status, latencyFrames: c.latency, problems: c.problems.map(PluginChain.bypassLine))
         }
         return out
     }

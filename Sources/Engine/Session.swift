@@ -16,6 +16,10 @@ public enum SessionEvent: Sendable {
     case serverLost(String)
     case serverBack
     case refused(String)
+    /// A plugin of an engine's chain could not run as asked: left out (`bypassed`: the chain runs without it) or
+    /// one of its settings ignored. Sent whenever a chain is built with problems (at start with
+    /// `on_plugin_error = "bypass"`, after a server restart, when a re-applied preset rebuilds it).
+    case pluginProblem(engine: String, plugin: String, bypassed: Bool, message: String)
 }
 
 /// What one `apply` changed in the JACK graph and in the engines.
@@ -80,7 +84,7 @@ public final class Session: @unchecked Sendable {
     private var made = Set<Connection>()
     private var suppressed = Set<Connection>()
     private var graphGeneration = -1
-    private var events: [SessionEvent] = []
+    var events: [SessionEvent] = []
     let meterTap = MeterTap()
     private var lost = false
     private var lostAt: Date?
@@ -91,6 +95,11 @@ public final class Session: @unchecked Sendable {
     private var lastTake = 0
     private var outcome: SessionOutcome = .running
     var lastPluginSave = Date.distantPast
+    /// The chain whose problems were last announced, per engine (weak: a freed chain never matches a new one).
+    var announcedChains: [ChainEngine: WeakChain] = [:]
+    /// Whether the first apply succeeded: from then on a plugin that cannot run is bypassed, whatever
+    /// `on_plugin_error` says (a running session never stops for it).
+    private var started = false
     let pluginLogger = Logger(label: "tandem.plugins")
 
     public init(logger: Logger = Logger(label: "tandem.session")) {
@@ -114,8 +123,13 @@ public final class Session: @unchecked Sendable {
     public func apply(_ wanted: Preset) throws(EngineError) -> ApplyReport {
         applyLock.lock()
         defer { applyLock.unlock() }
-        return try applyLocked(wanted, notes: [])
+        let report = try applyLocked(wanted, notes: [])
+        started = true
+        return report
     }
+
+    /// Whether an engine created now must refuse to start when a plugin cannot run.
+    private var strictPlugins: Bool { !started && preset?.session.onPluginError != .bypass }
 
     private func applyLocked(_ wanted: Preset, notes: [String]) throws(EngineError) -> ApplyReport {
         var report = ApplyReport()
@@ -159,7 +173,8 @@ public final class Session: @unchecked Sendable {
                     throw EngineError(.badDirectory, "cannot create output directory '\(want.directory)': \(error.localizedDescription)")
                 }
             }
-            recorder = try Recorder(config: want, server: server, logger: Logger(label: "tandem.rec"))
+            recorder = try Recorder(config: want, server: server, logger: Logger(label: "tandem.rec"),
+                                    strictPlugins: strictPlugins)
             want.firstTake = 1
             recorderConfig = want
             report.clientsOpened += 1
@@ -196,7 +211,18 @@ public final class Session: @unchecked Sendable {
         var newPlayer = false
         if player == nil, var want = wantPlayer {
             want.startImmediately = false
-            player = try Player(config: want, server: server, logger: Logger(label: "tandem.play"))
+            do {
+                player = try Player(config: want, server: server, logger: Logger(label: "tandem.play"),
+                                    strictPlugins: strictPlugins)
+            } catch {
+                // Nothing started: the recorder this apply opened goes too.
+                if newRecorder, let r = recorder {
+                    r.close(end: .stopped, detail: "the player could not start")
+                    recorder = nil
+                    recorderConfig = nil
+                }
+                throw error
+            }
             playerConfig = want
             report.clientsOpened += 1
             report.portsRegistered += want.ports.count
@@ -371,6 +397,7 @@ public final class Session: @unchecked Sendable {
         pollTransport()
         workers.tick()
         tickPlugins()
+        announcePluginProblems()
         if let r = recorder { handleRecorderEvents(r.drainEvents()) }
         if let p = player { handlePlayerEvents(p.drainEvents()) }
         return outcome

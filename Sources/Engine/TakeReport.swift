@@ -86,9 +86,15 @@ public struct TakeReport: Codable, Sendable {
     public var pid: Int32?
     public var host: String?
     /// The LV2 insert chain the take was recorded through (plugins, with their control values when the take
-    /// started), and the latency it reported in frames (the recorded audio lags its input by this much).
+    /// started), and the latency it reported in frames when the take was started (removed: see
+    /// `latencyCompensation`).
     public var plugins: [PluginSpec]? = nil
     public var pluginLatencyFrames: Int? = nil
+    /// How the chain's latency was taken out of the take (present when the take was recorded through plugins).
+    public var latencyCompensation: LatencyCompensation? = nil
+    /// Plugins that were bypassed (left out of the chain: the take has the audio without them), and settings of
+    /// plugins that were ignored, with why (absent when there were none).
+    public var pluginProblems: [PluginProblem]? = nil
     /// With the dry input recorded too: the recorded channels' names (processed ones, then `PORT-dry`).
     public var channelNames: [String]? = nil
 
@@ -101,6 +107,53 @@ public struct TakeReport: Codable, Sendable {
 
     public static func read(from path: String) throws -> TakeReport {
         try JSONDecoder().decode(TakeReport.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+    }
+}
+
+extension TakeReport {
+    /// The chain's latency, removed: frame k of the take holds the chain's output for the input captured at
+    /// `startFrameTime + k` and, with the dry input recorded, that same input. The processed and dry channels are
+    /// aligned to the frame.
+    public struct LatencyCompensation: Codable, Sendable, Equatable {
+        /// Frames of latency removed (the chain's latency where the take starts, at most a little over a second).
+        public var frames: Int
+        /// How, in words.
+        public var method: String
+        /// Where the chain's latency changed during the take (a control change, a rebuilt chain): from `atFrame`
+        /// on, `frames` are removed. Processed and dry stay aligned; the take's timeline moves against the input
+        /// by the difference there.
+        public var changes: [Change]? = nil
+
+        public struct Change: Codable, Sendable, Equatable {
+            public var atFrame: Int
+            public var frames: Int
+        }
+
+        static let how = "the take starts and ends this many frames later in the processed stream, so it holds the"
+            + " chain's output for its input frames (the run-on past the stop is the chain's tail for the last ones);"
+            + " the dry input is delayed by as much before the capture ring"
+    }
+
+    /// A plugin the chain runs without, or a setting of one that was ignored.
+    public struct PluginProblem: Codable, Sendable, Equatable {
+        /// The plugin's name in the chain.
+        public var plugin: String
+        /// What went wrong (notInstalled, missingFeature, instantiateFailed, channels, unsupportedPort,
+        /// unknownControl, badValue, preset, state, worker).
+        public var code: String
+        /// true: the plugin was left out (the take has the audio without it); false: it ran, the setting ignored.
+        public var bypassed: Bool
+        public var message: String
+        /// Take frame from which it applies (absent: from the take's start).
+        public var atFrame: Int? = nil
+
+        public init(plugin: String, code: String, bypassed: Bool, message: String, atFrame: Int? = nil) {
+            self.plugin = plugin
+            self.code = code
+            self.bypassed = bypassed
+            self.message = message
+            self.atFrame = atFrame
+        }
     }
 }
 

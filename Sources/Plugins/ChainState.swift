@@ -23,6 +23,8 @@ struct StageState: BitwiseCopyable {
     /// Output control ports of the first instance (Float bits), for the control thread to read.
     let outputs: AtomicCounterArray
     let outputCount: Int
+    /// Index (among the output controls) of the port that reports latency, or -1.
+    let latencyOutput: Int
 }
 
 /// One plugin instance.

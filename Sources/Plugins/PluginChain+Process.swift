@@ -59,4 +59,20 @@ extension ChainState {
             }
         }
     }
+
+    /// The chain's latency in frames as its plugins reported it in their last run (the sum over stages), limited to
+    /// `limit`; 0 for a nonsense value. What the recorder delays the dry input by. Realtime: safe.
+    @inline(__always)
+    public static func latency(_ c: ChainState, limit: Int) -> Int {
+        var total = 0
+        for k in 0..<c.stageCount {
+            let s = c.stages[k]
+            guard s.latencyOutput >= 0, s.instanceCount > 0 else { continue }
+            let v = s.instances[0].outputValues[s.latencyOutput]
+            guard v.isFinite, v >= 0.5 else { continue }
+            total += v >= Float(limit) ? limit : Int(v.rounded())
+            if total >= limit { return limit }
+        }
+        return total
+    }
 }

@@ -51,11 +51,11 @@ public final class PluginChain: @unchecked Sendable {
         let outputs: [PluginPortInfo]
         var rt: StageState!
 
-        init(spec: PluginSpec, info: PluginInfo, plugin: OpaquePointer) {
+        init(spec: PluginSpec, info: PluginInfo, plugin: OpaquePointer, sampleRate: Int) {
             self.spec = spec
             self.info = info
             self.plugin = plugin
-            controls = info.ports.filter { $0.kind == .control && $0.isInput }
+            controls = info.ports.filter { $0.kind == .control && $0.isInput }.map { $0.at(sampleRate: sampleRate) }
             outputs = info.ports.filter { $0.kind == .control && !$0.isInput }
         }
 
@@ -175,22 +175,9 @@ public final class PluginChain: @unchecked Sendable {
                               + (near.isEmpty ? " (see `tandem plugins`)" : " (installed: \(near.joined(separator: ", ")))"))
         }
         let info = host.describe(plugin, presets: false)
-        if !info.missingFeatures.isEmpty {
-            throw PluginError(.missingFeature, plugin: spec.name, "<\(spec.uri)> requires the LV2 feature"
-                              + (info.missingFeatures.count > 1 ? "s " : " ")
-                              + info.missingFeatures.map { "<\($0)>" }.joined(separator: ", ")
-                              + ", which Tandem does not provide")
-        }
+        if let e = Self.unusable(spec, info, channels: channels) { throw e }
         let ins = info.audioInputs, outs = info.audioOutputs
-        guard ins > 0, ins == outs, channels % ins == 0 else {
-            throw PluginError(.channels, plugin: spec.name, "<\(spec.uri)> has \(ins) audio input(s) and \(outs) output(s);"
-                              + " on a \(channels)-channel path an insert needs as many outputs as inputs, and a"
-                              + " number of inputs that divides \(channels)")
-        }
-        if let odd = info.ports.first(where: { $0.kind == .other && !$0.isOptional }) {
-            throw PluginError(.unsupportedPort, plugin: spec.name, "port '\(odd.symbol)' of <\(spec.uri)> has a type Tandem does not host")
-        }
-        let stage = Stage(spec: spec, info: info, plugin: plugin)
+        let stage = Stage(spec: spec, info: info, plugin: plugin, sampleRate: sampleRate)
         let instanceCount = channels / ins
         let usesWorker = info.extensionData.contains(LV2.workerInterface)
             || info.requiredFeatures.contains(LV2.workerSchedule) || info.optionalFeatures.contains(LV2.workerSchedule)
@@ -242,7 +229,7 @@ public final class PluginChain: @unchecked Sendable {
                 let iface = lilv_instance_get_extension_data(instance, LV2.workerInterface)
                 if lv2host_worker_start(worker, lilv_instance_get_handle(instance),
                                         iface?.assumingMemoryBound(to: LV2_Worker_Interface.self)) != 0 {
-                    problems.append(PluginError(.instantiateFailed, plugin: spec.name,
+                    problems.append(PluginError(.worker, plugin: spec.name,
                                                 "<\(spec.uri)> asks for a worker but has no worker interface; scheduled work is dropped"))
                 }
             }
@@ -251,8 +238,31 @@ public final class PluginChain: @unchecked Sendable {
         }
         stage.rt = StageState(instances: instances, instanceCount: instanceCount, ins: ins, outs: outs,
                               controls: controls, controlCount: stage.controls.count,
-                              outputs: outputs, outputCount: stage.outputs.count)
+                              outputs: outputs, outputCount: stage.outputs.count,
+                              latencyOutput: stage.outputs.firstIndex(where: \.reportsLatency) ?? -1)
         return stage
+    }
+
+    /// Why a plugin cannot run in a chain of `channels` channels (a feature Tandem lacks, a channel layout that
+    /// does not fit, a port type Tandem does not host), or nil. Shared by building and by `PluginHost.check`.
+    static func unusable(_ spec: PluginSpec, _ info: PluginInfo, channels: Int) -> PluginError? {
+        if !info.missingFeatures.isEmpty {
+            return PluginError(.missingFeature, plugin: spec.name, "<\(spec.uri)> requires the LV2 feature"
+                               + (info.missingFeatures.count > 1 ? "s " : " ")
+                               + info.missingFeatures.map { "<\($0)>" }.joined(separator: ", ")
+                               + ", which Tandem does not provide")
+        }
+        let ins = info.audioInputs, outs = info.audioOutputs
+        guard ins > 0, ins == outs, channels % ins == 0 else {
+            return PluginError(.channels, plugin: spec.name, "<\(spec.uri)> has \(ins) audio input(s) and \(outs) output(s);"
+                               + " on a \(channels)-channel path an insert needs as many outputs as inputs, and a"
+                               + " number of inputs that divides \(channels)")
+        }
+        if let odd = info.ports.first(where: { $0.kind == .other && !$0.isOptional }) {
+            return PluginError(.unsupportedPort, plugin: spec.name,
+                               "port '\(odd.symbol)' of <\(spec.uri)> has a type Tandem does not host")
+        }
+        return nil
     }
 
     /// Connects the ports that never move (controls, atoms, CV) and returns the instance's process-thread view.

@@ -22,6 +22,20 @@ public struct PluginPortInfo: Sendable, Codable, Equatable {
     public var isInteger: Bool
     /// The port may be left unconnected.
     public var isOptional: Bool
+    /// lv2:sampleRate: `minimum`, `maximum` and `defaultValue` are fractions of the sample rate (a chain scales
+    /// them by its rate; values are given in Hz).
+    public var scalesWithRate: Bool = false
+
+    /// This port's range and default at `sampleRate`.
+    func at(sampleRate: Int) -> PluginPortInfo {
+        guard scalesWithRate else { return self }
+        var p = self
+        let r = Float(sampleRate)
+        p.minimum = minimum.map { $0 * r }
+        p.maximum = maximum.map { $0 * r }
+        p.defaultValue = defaultValue.map { $0 * r }
+        return p
+    }
 }
 
 /// An installed plugin, as `tandem plugins` shows it.
@@ -108,10 +122,12 @@ extension PluginHost {
         let kindNodes = kinds.map { (node($0.0), $0.1) }
         let input = node(LV2.inputPort), latency = node(LV2.reportsLatency), latencyDesignation = node(LV2.latency)
         let toggled = node(LV2.toggled), integer = node(LV2.integer), optional = node(LV2.connectionOptional)
-        let designationKey = node(LV2.core + "designation")
+        let designationKey = node(LV2.core + "designation"), rateRelative = node(LV2.core + "sampleRate")
         defer {
             for (n, _) in kindNodes { lilv_node_free(n) }
-            for n in [input, latency, latencyDesignation, toggled, integer, optional, designationKey] { lilv_node_free(n) }
+            for n in [input, latency, latencyDesignation, toggled, integer, optional, designationKey, rateRelative] {
+                lilv_node_free(n)
+            }
         }
         return (0..<count).map { i in
             let port = lilv_plugin_get_port_by_index(p, UInt32(i))
@@ -130,7 +146,8 @@ extension PluginHost {
                 reportsLatency: !isInput && kind == .control
                     && (lilv_port_has_property(p, port, latency) || designatedLatency),
                 isToggle: lilv_port_has_property(p, port, toggled), isInteger: lilv_port_has_property(p, port, integer),
-                isOptional: lilv_port_has_property(p, port, optional))
+                isOptional: lilv_port_has_property(p, port, optional),
+                scalesWithRate: lilv_port_has_property(p, port, rateRelative))
         }
     }
 

@@ -41,6 +41,17 @@ public enum DiskErrorPolicy: String, Sendable, CaseIterable {
     case continueArmed = "continue"
 }
 
+/// What happens when a plugin of a chain cannot run when the session starts (not installed, needs a feature
+/// Tandem lacks, does not fit the channels, fails to instantiate, names a control it does not have or a value
+/// outside its range). Later failures (a rebuilt chain, a server restart, a re-applied preset) always bypass.
+public enum PluginErrorPolicy: String, Sendable, CaseIterable {
+    /// An error: exit 2, nothing started.
+    case fail
+    /// Run without the plugin (or without the setting), and say so in the log, the status, the events and the
+    /// take's report.
+    case bypass
+}
+
 public enum DisconnectPolicy: String, Sendable, CaseIterable {
     /// A connection the user removed stays removed (until the preset changes).
     case respect
@@ -140,6 +151,8 @@ public struct SessionSection: Sendable, Equatable {
     /// With `onServerLoss == .resume`, how long `tandem run` waits at start for a server that is not up yet (at
     /// boot it often is not); 0 fails at once. After a loss the session waits without limit.
     public var serverWaitSeconds: Double = 60
+    /// A plugin that cannot run at start: an error (`fail`) or left out (`bypass`).
+    public var onPluginError: PluginErrorPolicy = .fail
     public init() {}
 }
 
@@ -161,6 +174,8 @@ public struct RecorderSection: Sendable, Equatable {
     public var plugins: [PluginSpec] = []
     /// Also record the unprocessed input (extra channels after the processed ones).
     public var recordDry = false
+    /// Where each plugin of `plugins` was written (same order), for problems found by looking the plugins up.
+    public var pluginSources: [PluginSource] = []
     public init() {}
 }
 
@@ -179,7 +194,33 @@ public struct PlayerSection: Sendable, Equatable {
     public var ringSeconds: Double = 2
     /// LV2 insert chain between the ring and the ports, in order.
     public var plugins: [PluginSpec] = []
+    /// Where each plugin of `plugins` was written (same order).
+    public var pluginSources: [PluginSource] = []
     public init() {}
+}
+
+/// Where one `[[SECTION.plugins]]` table was written: the lines of its keys, so that a problem found by looking
+/// the plugin up (`tandem preset check`) names file, line and key like every other preset problem. Never part of
+/// equality.
+public struct PluginSource: Sendable, Equatable {
+    /// "recorder.plugins" or "player.plugins".
+    public var key: String
+    /// The table's line, and the lines of its `uri`, `preset` and each control value.
+    public var line: Int?
+    public var uriLine: Int?
+    public var presetLine: Int?
+    public var controlLines: [String: Int] = [:]
+
+    public init(key: String, line: Int? = nil, uriLine: Int? = nil, presetLine: Int? = nil,
+                controlLines: [String: Int] = [:]) {
+        self.key = key
+        self.line = line
+        self.uriLine = uriLine
+        self.presetLine = presetLine
+        self.controlLines = controlLines
+    }
+
+    public static func == (a: PluginSource, b: PluginSource) -> Bool { true }
 }
 
 /// A whole setup, as read from a preset file.
@@ -200,6 +241,13 @@ public struct PresetProblem: Sendable, Equatable, CustomStringConvertible {
     /// The dotted key ("recorder.format"), or "" for the file as a whole.
     public var key: String
     public var message: String
+
+    public init(file: String, line: Int?, key: String, message: String) {
+        self.file = file
+        self.line = line
+        self.key = key
+        self.message = message
+    }
 
     public var description: String {
         let place = line.map { "\(file):\($0)" } ?? file

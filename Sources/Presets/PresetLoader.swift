@@ -313,7 +313,7 @@ struct Validator {
     mutating func session(_ t: TOMLTable) -> SessionSection {
         let s = "session"
         unknownKeys(t, ["name", "server", "directory", "create_directory", "on_server_loss", "on_disk_error", "on_manual_disconnect",
-                        "control_port", "restore_plugins", "server_wait"], section: s)
+                        "control_port", "restore_plugins", "server_wait", "on_plugin_error"], section: s)
         var out = SessionSection()
         if let (name, line) = string(t, "name", s) {
             if let why = Limits.nameProblem(name, what: "the session name", bytes: Limits.sessionNameBytes) {
@@ -359,6 +359,7 @@ struct Validator {
         if t["server_wait"] != nil && out.onServerLoss == .stop {
             problem("session.server_wait", t.keyLines["server_wait"], "waiting for the server needs on_server_loss = \"resume\"")
         }
+        out.onPluginError = choice(t, "on_plugin_error", s, PluginErrorPolicy.self) ?? .fail
         return out
     }
 
@@ -403,7 +404,7 @@ struct Validator {
         }
         r.start = choice(t, "start", s, RecorderStart.self) ?? .immediately
         r.ringSeconds = number(t, "ring", s, Limits.recorderRingSeconds, unit: " seconds") ?? 4
-        r.plugins = plugins(t, s)
+        (r.plugins, r.pluginSources) = plugins(t, s)
         r.recordDry = bool(t, "dry", s) ?? false
         if r.recordDry && r.plugins.isEmpty {
             problem("recorder.dry", t.keyLines["dry"], "'dry' records the input beside the plugin chain's output: it needs [[recorder.plugins]]")
@@ -453,19 +454,20 @@ struct Validator {
         p.seekSeconds = number(t, "seek", s, Limits.seekSeconds, unit: " seconds") ?? 0
         p.start = choice(t, "start", s, PlayerStart.self) ?? .immediately
         p.ringSeconds = number(t, "ring", s, Limits.playerRingSeconds, unit: " seconds") ?? 2
-        p.plugins = plugins(t, s)
+        (p.plugins, p.pluginSources) = plugins(t, s)
         return p
     }
 
     /// `[[SECTION.plugins]]`: uri, name, preset, controls = { symbol = value, ... }.
-    mutating func plugins(_ t: TOMLTable, _ section: String) -> [PluginSpec] {
-        guard let v = t["plugins"] else { return [] }
+    mutating func plugins(_ t: TOMLTable, _ section: String) -> ([PluginSpec], [PluginSource]) {
+        guard let v = t["plugins"] else { return ([], []) }
         let key = "\(section).plugins"
         guard case .array(let items, _) = v else {
             problem(key, v.line, "expected [[\(key)]] tables (an array of tables), found \(v.typeName)")
-            return []
+            return ([], [])
         }
         var out: [PluginSpec] = []
+        var sources: [PluginSource] = []
         var names = Set<String>()
         for item in items {
             guard case .table(let p) = item else {
@@ -479,6 +481,7 @@ struct Validator {
             }
             if !PluginSpec.isURI(uri) { problem("\(key).uri", uriLine, "'\(uri)' is not a URI") }
             var spec = PluginSpec(uri: uri)
+            var source = PluginSource(key: key, line: p.line == 0 ? nil : p.line, uriLine: uriLine == 0 ? nil : uriLine)
             if let (name, line) = string(p, "name", key) {
                 if PluginSpec.isName(name) { spec.name = name } else {
                     problem("\(key).name", line, "bad plugin name '\(name)' (1 to 64 letters, digits, - and _)")
@@ -488,10 +491,14 @@ struct Validator {
             if let (preset, line) = string(p, "preset", key) {
                 if !PluginSpec.isURI(preset) { problem("\(key).preset", line, "'\(preset)' is not a preset URI") }
                 spec.preset = preset
+                source.presetLine = line == 0 ? nil : line
             }
             if let c = p["controls"] {
                 if case .table(let controls) = c {
                     for symbol in controls.keys {
+                        if let line = controls.keyLines[symbol] ?? (c.line == 0 ? nil : c.line) {
+                            source.controlLines[symbol] = line
+                        }
                         switch controls[symbol] {
                         case .integer(let i, _)?: spec.controls.append(.init(symbol: symbol, value: Double(i)))
                         case .float(let f, _)? where f.isFinite: spec.controls.append(.init(symbol: symbol, value: f))
@@ -507,8 +514,9 @@ struct Validator {
             }
             names.insert(spec.name)
             out.append(spec)
+            sources.append(source)
         }
-        return PluginSpec.uniqueNames(out)
+        return (PluginSpec.uniqueNames(out), sources)
     }
 
     mutating func connection(_ t: TOMLTable) -> ConnectionRule? {

@@ -62,6 +62,9 @@ struct PlayCommand: ParsableCommand {
 
     @OptionGroup var plugins: PluginOptions
 
+    @Option(name: .long, help: "With --plugin: after the queue has played, keep the chain running this many seconds past its reported latency, so a delay's or reverb's tail rings out before the exit.")
+    var tail: Double = 2
+
     func validate() throws {
         if files.isEmpty { throw ValidationError("give at least one file to play") }
         if let channels, !Limits.channels.contains(channels) { throw ValidationError("--channels must be 1 to \(Limits.channels.upperBound)") }
@@ -86,6 +89,7 @@ struct PlayCommand: ParsableCommand {
             throw ValidationError("--start-at '\(startAt)' is not a time of day (HH:MM or HH:MM:SS)")
         }
         if startAt != nil && wait { throw ValidationError("give either --wait or --start-at") }
+        if !(tail >= 0 && tail <= 600) { throw ValidationError("--tail must be 0 to 600 seconds") }
     }
 
     func parseMap(_ s: String) -> [Int]? {
@@ -119,10 +123,11 @@ struct PlayCommand: ParsableCommand {
         let player: Player
         do {
             player = try Player(config: config, server: server.server, logger: Logger(label: "tandem.play"),
-                                notify: signals.wakeup)
+                                notify: signals.wakeup, strictPlugins: plugins.strict)
         } catch {
             fail(error.code == .jack ? .jackUnavailable : .badInput, error.message)
         }
+        PluginOptions.announce(player.plugins.chain, engine: "player")
         do {
             try Patching.connectDestinations(connect, from: player.ports.map(\.name), client: player.client)
         } catch {
@@ -173,12 +178,21 @@ struct PlayCommand: ParsableCommand {
                     // The last frames went out in the cycle that consumed them, and the clients after us read them
                     // in that graph run. Two more of our cycles mean the run is over (JACK starts the next one
                     // when it is); a fixed pause lost the end when the machine was late.
-                    let after = player.cycles + 2
-                    let period = UInt32(player.client.bufferSize * 1_000_000 / max(1, player.sampleRate))
-                    let deadline = Date().addingTimeInterval(1)
-                    while player.cycles < after && Date() < deadline { usleep(period) }
+                    // With plugins, the chain keeps running on silence for its latency plus the tail time, so the
+                    // output of the last frames (and a reverb's or delay's tail) goes out before the exit.
+                    let chain = player.plugins.chain.flatMap { $0.isEmpty ? nil : $0 }
+                    let ringOut = chain.map { $0.latency + Int((tail * Double(player.sampleRate)).rounded()) } ?? 0
+                    let period = max(1, player.client.bufferSize)
+                    let after = player.cycles + 2 + (ringOut + period - 1) / period
+                    let pause = UInt32(period * 1_000_000 / max(1, player.sampleRate))
+                    let deadline = Date().addingTimeInterval(1 + Double(ringOut) / Double(max(1, player.sampleRate)))
+                    while player.cycles < after && Date() < deadline {
+                        if signals.take(SIGINT) > 0 || signals.take(SIGTERM) > 0 { break }
+                        usleep(pause)
+                    }
                     say("finished: \(player.playedFrames) frames played, \(player.underrunFrames) underrun frames, "
-                        + "\(player.missedFrames) frames of skipped cycles, \(player.xruns) xruns")
+                        + "\(player.missedFrames) frames of skipped cycles, \(player.xruns) xruns"
+                        + (chain == nil ? "" : ", \(ringOut) frames of plugin latency and tail rung out"))
                     break loop
                 }
             }

@@ -95,9 +95,27 @@ struct PluginOptions: ParsableArguments {
                                             valueName: "URI[,name=NAME][,preset=URI][,SYMBOL=VALUE...]"))
     var plugin: [String] = []
 
+    @Option(name: .long, help: ArgumentHelp("A plugin that cannot run as asked (not installed, channels do not fit, an unknown control or a value out of range): fail (exit 2, nothing started) or bypass (run without it, and say so).",
+                                            valueName: "fail|bypass"))
+    var onPluginError = "fail"
+
     func validate() throws {
         for p in plugin {
             if case .failure(let e) = PluginSpec.parse(p) { throw ValidationError("--plugin: \(e)") }
+        }
+        if PluginErrorPolicy(rawValue: onPluginError) == nil {
+            throw ValidationError("unknown --on-plugin-error '\(onPluginError)' (fail, bypass)")
+        }
+    }
+
+    /// Whether a plugin that cannot run stops the start.
+    var strict: Bool { PluginErrorPolicy(rawValue: onPluginError) != .bypass }
+
+    /// Says loudly (stderr) what the chain runs without, after a start with `--on-plugin-error bypass`.
+    static func announce(_ chain: PluginChain?, engine: String) {
+        for p in chain?.problems ?? [] {
+            let what = p.leavesPluginOut ? "BYPASSED" : "setting ignored"
+            Console.err("tandem: \(engine) plugin \(p.plugin) \(what): \(p.message)\n")
         }
     }
 

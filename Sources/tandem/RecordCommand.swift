@@ -123,10 +123,12 @@ struct RecordCommand: ParsableCommand {
         let logger = Logger(label: "tandem.rec")
         let recorder: Recorder
         do {
-            recorder = try Recorder(config: makeConfig(), server: server.server, logger: logger)
+            recorder = try Recorder(config: makeConfig(), server: server.server, logger: logger,
+                                    strictPlugins: plugins.strict)
         } catch {
             fail(error.code == .jack ? .jackUnavailable : .badInput, error.message)
         }
+        PluginOptions.announce(recorder.plugins.chain, engine: "recorder")
         for r in recorder.recovered {
             say("recovered interrupted take \(r.report.take): \(r.report.frames) frames; report \(r.sidecar)")
         }

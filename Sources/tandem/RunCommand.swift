@@ -53,6 +53,15 @@ struct RunCommand: ParsableCommand {
             for p in problems { Console.err("\(p)\n") }
             fail(.badInput, "\(problems.count) problem(s) in \(path); nothing started")
         }
+        // Plugins are looked up before anything starts, as `preset check` does.
+        if case .checked(let problems) = PresetPluginCheck.check(initial), !problems.isEmpty {
+            for p in problems { Console.err("\(p)\n") }
+            if initial.session.onPluginError != .bypass {
+                fail(.badInput, "\(problems.count) plugin problem(s) in \(path); nothing started"
+                     + " (on_plugin_error = \"bypass\" runs without what failed)")
+            }
+            Console.err("tandem: on_plugin_error = \"bypass\": running without what failed\n")
+        }
         if initial.session.onServerLoss == .resume && initial.session.serverWaitSeconds > 0 {
             waitForServer(initial.session, signals: signals, logger: logger)
         }
@@ -162,13 +171,29 @@ struct PresetCommand: ParsableCommand {
             var bad = 0
             for name in files {
                 let path = resolvePreset(name)
-                let (preset, problems) = PresetLoader.load(path: path, overrides: set)
+                var (preset, problems) = PresetLoader.load(path: path, overrides: set)
+                var pluginNote = ""
+                if let p = preset {
+                    switch PresetPluginCheck.check(p) {
+                    case .none: break
+                    case .checked(let found) where found.isEmpty: pluginNote = ", plugins looked up"
+                    case .checked(let found):
+                        if p.session.onPluginError == .bypass {
+                            for f in found { Console.err("\(f) (bypassed: on_plugin_error = \"bypass\")\n") }
+                            pluginNote = ", \(found.count) plugin problem(s) bypassed (on_plugin_error = \"bypass\")"
+                        } else {
+                            problems += found
+                            preset = nil
+                        }
+                    case .skipped(let why): pluginNote = "; \(why)"
+                    }
+                }
                 if let preset {
                     var parts: [String] = []
                     if let r = preset.recorder { parts.append("recorder \(r.client) (\(r.ports.count) ports)") }
                     if let p = preset.player { parts.append("player \(p.client) (\(p.ports.count) ports, \(p.queue.count) files)") }
                     parts.append("\(preset.connections.count) connection rule(s)")
-                    say("\(path): ok: " + parts.joined(separator: ", "))
+                    say("\(path): ok: " + parts.joined(separator: ", ") + pluginNote)
                 } else {
                     bad += 1
                     for p in problems { Console.err("\(p)\n") }
@@ -205,6 +230,10 @@ final class EventPrinter {
             case .serverLost(let reason): out.append("JACK server lost: \(reason)")
             case .serverBack: out.append("JACK server back: session restored")
             case .refused(let why): out.append("refused: \(why)")
+            case .pluginProblem(let engine, let plugin, let bypassed, let message):
+                // Like other errors: to stderr at once (the live view shows it among the chain's problems).
+                let line = "\(engine) plugin \(plugin) \(bypassed ? "BYPASSED" : "setting ignored"): \(message)"
+                Console.err("tandem: \(line)\n")
             }
         }
         return out

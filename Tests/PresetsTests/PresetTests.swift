@@ -43,6 +43,7 @@ import TestSupport
             on_disk_error = "continue"
             on_manual_disconnect = "repair"
             control_port = 9951
+            on_plugin_error = "bypass"
             [recorder]
             client = "rec"
             ports = ["a", "b"]
@@ -77,6 +78,7 @@ import TestSupport
         #expect(problems.isEmpty, "\(problems)")
         let preset = try #require(p)
         #expect(preset.session.server == "live" && preset.session.onServerLoss == .stop && preset.session.controlPort == 9951)
+        #expect(preset.session.onPluginError == .bypass)
         #expect(preset.recorder?.ports == ["a", "b"] && preset.recorder?.rotateBytes == 2 << 30)
         #expect(preset.recorder?.format.container == .flac && preset.recorder?.start == .transport)
         #expect(preset.recorder?.ringSeconds == 8)
@@ -129,6 +131,7 @@ import TestSupport
         ("[session]\non_server_loss = \"retry\"\n[recorder]", "session.on_server_loss", 2, "allowed: resume, stop"),
         ("[session]\non_disk_error = \"ignore\"\n[recorder]", "session.on_disk_error", 2, "allowed: stop, continue"),
         ("[session]\non_manual_disconnect = \"fix\"\n[recorder]", "session.on_manual_disconnect", 2, "allowed: respect, repair"),
+        ("[session]\non_plugin_error = \"ignore\"\n[recorder]", "session.on_plugin_error", 2, "allowed: fail, bypass"),
         ("[session]\ncontrol_port = 80\n[recorder]", "session.control_port", 2, "out of range"),
         ("[session]\nserver = 5\n[recorder]", "session.server", 2, "expected a string, found an integer"),
         ("[player]\nqueue = [\"/nonexistent/x.wav\"]", "player.queue", 2, "missing file '/nonexistent/x.wav'"),

@@ -53,7 +53,8 @@ import TestSupport
 
     /// The check can fail: a callback that builds an array and a string each cycle is caught.
     /// Recording and playing through a chain of SWH plugins (a high-pass filter, then an amplifier; one instance per
-    /// channel): the process callbacks, plugins included, make no allocation, lock or write.
+    /// channel; the recorder also through x42's delay line with 1000 frames of latency, dry input beside): the process
+    /// callbacks, plugins included, make no allocation, lock or write.
     @Test(.enabled(if: FileManager.default.fileExists(atPath: "/usr/lib/lv2/amp-swh.lv2")
                    && TestEnvironment.hasProgram("sndfile-jackplay")))
     func callbacksAreCleanWithAChainOfSWHPlugins() throws {
@@ -65,7 +66,11 @@ import TestSupport
         let chain = ["--plugin", "http://plugin.org.uk/swh-plugins/highpass_iir,cutoff=80",
                      "--plugin", "http://plugin.org.uk/swh-plugins/amp,gain=-3"]
         let recReport = dir.appendingPathComponent("rec.txt").path
-        let rec = try TandemProcess(["record", "-c", "4", "-d", dir.path] + chain, server: server,
+        // The recorder also runs a plugin with latency and records the dry input, delayed to match (the dry delay
+        // line and the latency announcement are on the process thread).
+        let latent = FileManager.default.fileExists(atPath: "/usr/lib/lv2/nodelay.lv2/nodelay.so")
+            ? ["--plugin", "http://gareus.org/oss/lv2/nodelay,delay=1000", "--dry"] : []
+        let rec = try TandemProcess(["record", "-c", "4", "-d", dir.path] + chain + latent, server: server,
                                     extraEnvironment: ["LD_PRELOAD": interposer, "RTCHECK_REPORT": recReport],
                                     log: dir.appendingPathComponent("rec.log").path)
         #expect(rec.waitFor(" recording: "))

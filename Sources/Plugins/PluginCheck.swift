@@ -1,0 +1,68 @@
+import CLilv
+import Presets
+
+/// A problem `PluginHost.check` found with one plugin of a chain, and which part of its spec it is about.
+public struct PluginCheckProblem: Sendable, Equatable {
+    public enum Field: Sendable, Equatable {
+        /// The plugin as a whole (not installed, a feature, the channel layout).
+        case uri
+        case preset
+        case control(String)
+    }
+    public var field: Field
+    public var error: PluginError
+}
+
+extension PluginHost {
+    /// Whether there is anything to look plugins up in: lilv found at least one installed plugin. When not (no
+    /// LV2 folder on this machine, or an LV2_PATH that names none), a check would call every plugin missing, so
+    /// callers skip it and say so.
+    public var canLookUp: Bool { locked { lilv_plugins_size(lilv_world_get_all_plugins(world)) > 0 } }
+
+    /// Looks a plugin up as building a chain of `channels` channels would, without instantiating it: installed,
+    /// every required feature provided by Tandem, channels fit, port types hosted, the LV2 preset known, every
+    /// control symbol an input control and every value within its range (ranges given in fractions of the sample
+    /// rate are left to the start, which knows the rate). Control thread.
+    public func check(_ spec: PluginSpec, channels: Int) -> [PluginCheckProblem] {
+        locked {
+            guard let plugin = lilvPlugin(spec.uri) else {
+                let near = similarLocked(to: spec.uri)
+                return [PluginCheckProblem(field: .uri, error: PluginError(
+                    .notInstalled, plugin: spec.name, "<\(spec.uri)> is not installed"
+                        + (near.isEmpty ? " (see `tandem plugins`)" : " (installed: \(near.joined(separator: ", ")))")))]
+            }
+            let info = describe(plugin, presets: false)
+            var out: [PluginCheckProblem] = []
+            if let e = PluginChain.unusable(spec, info, channels: channels) {
+                out.append(PluginCheckProblem(field: .uri, error: e))
+            }
+            if let preset = spec.preset {
+                let known = presets(of: plugin)
+                if !known.contains(where: { $0.uri == preset }) {
+                    out.append(PluginCheckProblem(field: .preset, error: PluginError(
+                        .preset, plugin: spec.name, "LV2 preset <\(preset)> not found for <\(spec.uri)>"
+                            + (known.isEmpty ? "; the plugin has no presets"
+                               : "; its presets: \(known.map { "<\($0.uri)>" }.joined(separator: ", "))"))))
+                }
+            }
+            let controls = info.controls
+            for c in spec.controls {
+                guard let port = controls.first(where: { $0.symbol == c.symbol }) else {
+                    out.append(PluginCheckProblem(field: .control(c.symbol), error: PluginError(
+                        .unknownControl, plugin: spec.name, "<\(spec.uri)> has no control '\(c.symbol)' (controls: "
+                            + (controls.isEmpty ? "none" : controls.map(\.symbol).joined(separator: ", ")) + ")")))
+                    continue
+                }
+                // A range in fractions of the sample rate is checked when the chain is built, at the server's rate.
+                if port.scalesWithRate { continue }
+                let lo = port.minimum.map(Double.init) ?? -.infinity, hi = port.maximum.map(Double.init) ?? .infinity
+                if !(c.value >= lo && c.value <= hi) {
+                    out.append(PluginCheckProblem(field: .control(c.symbol), error: PluginError(
+                        .badValue, plugin: spec.name, "control '\(c.symbol)' = \(c.value) is outside its range"
+                            + " \(port.minimum ?? -.infinity) to \(port.maximum ?? .infinity)")))
+                }
+            }
+            return out
+        }
+    }
+}
