@@ -61,6 +61,8 @@ final class DiskReader: @unchecked Sendable {
     private var loop: LoopMode
     private var quality: ResampleQuality
     private let commands = Mutex<[Command]>([])
+    /// Commands sent, and commands the reader has carried out (so the control side can wait for a seek to be taken).
+    private let progress = Mutex<(sent: Int, handled: Int)>((0, 0))
     private let events = Mutex<[PlayerEvent]>([])
     private let markerList = Mutex<[PlaybackMarker]>([])
 
@@ -112,8 +114,21 @@ final class DiskReader: @unchecked Sendable {
     // MARK: Control side
 
     func send(_ command: Command) {
+        progress.withLock { $0.sent += 1 }
         commands.withLock { $0.append(command) }
         state.wakeup.post()
+    }
+
+    /// Waits until every command sent so far has been carried out (up to `seconds`). Returns false on timeout.
+    @discardableResult
+    func waitUntilHandled(seconds: Double) -> Bool {
+        let target = progress.withLock { $0.sent }
+        let deadline = Date().addingTimeInterval(seconds)
+        while progress.withLock({ $0.handled }) < target {
+            if Date() >= deadline { return false }
+            usleep(1_000)
+        }
+        return true
     }
 
     func drainEvents() -> [PlayerEvent] {
@@ -130,7 +145,9 @@ final class DiskReader: @unchecked Sendable {
 
     func run() {
         while !quit {
-            for command in commands.withLock({ c in defer { c.removeAll() }; return c }) { handle(command) }
+            let batch = commands.withLock { c in defer { c.removeAll() }; return c }
+            for command in batch { handle(command) }
+            if !batch.isEmpty { progress.withLock { $0.handled += batch.count } }
             if quit { break }
             fill()
             // The callback wakes us when there is room; the timeout only covers a chunk larger than its threshold

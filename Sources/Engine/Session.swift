@@ -80,6 +80,8 @@ public final class Session: @unchecked Sendable {
     /// The highest take number this session has started (takes keep counting when the recorder is re-created).
     private var lastTake = 0
     private var outcome: SessionOutcome = .running
+    /// Where the player was when the server was lost (see Session+PlayerResume.swift).
+    var playerResume: PlayerResumePoint?
     var lastPluginSave = Date.distantPast
     let pluginLogger = Logger(label: "tandem.plugins")
 
@@ -195,6 +197,7 @@ public final class Session: @unchecked Sendable {
                let rate = try? SoundFileReader(path: first).sampleRate {
                 player?.seek(item: 0, frame: Int(seek * Double(rate)))
             }
+            cueResumedPlayer()
         }
 
         applyRules(&report)
@@ -240,7 +243,7 @@ public final class Session: @unchecked Sendable {
             return
         }
         if newRecorder, recStart == .immediately { recorder?.startTake(at: recorder!.streamPosition, notes: notes) }
-        if newPlayer, playStart == .immediately, let p = player {
+        if newPlayer, playsOnStart(playStart), let p = player {
             p.waitForFill(seconds: 5)
             p.play()
         }
@@ -374,6 +377,7 @@ public final class Session: @unchecked Sendable {
     private func serverLost(_ reason: String) {
         logger.error("JACK server lost", metadata: ["reason": "\(reason)"])
         events.append(.serverLost(reason))
+        rememberPlayer()
         var report = ApplyReport()
         closeEngines(&report, end: .serverLost, detail: reason)
         lostAt = Date()
@@ -404,6 +408,7 @@ public final class Session: @unchecked Sendable {
             preset = nil
             _ = try applyLocked(p, notes: ["resumed after the JACK server was lost at \(lostText); the gap between "
                                            + "the previous take's end and this take's start was not recorded"])
+            playerResume = nil
             events.append(.serverBack)
             logger.info("JACK server is back: clients, ports and connections restored")
         } catch {
