@@ -129,8 +129,12 @@ public final class Player: @unchecked Sendable {
         state.pointee.set(.transport, 1)
     }
 
-    /// Pauses (fading out over one period); the ports carry silence and the play head stays.
-    public func pause() { state.pointee.set(.transport, 2) }
+    /// Pauses a playing player (fading out over one period); the ports carry silence and the play head stays. A
+    /// stopped player stays stopped (a pause would play the fade-out from its cue point), so a transport stop after
+    /// a server restart cannot move a cued player.
+    public func pause() {
+        _ = state.pointee.counters.compareExchange(PlayerState.Counter.transport.rawValue, expected: 1, desired: 2)
+    }
 
     /// Stops: silence, nothing consumed.
     public func stop() { state.pointee.set(.transport, 0) }

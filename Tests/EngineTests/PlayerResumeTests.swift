@@ -102,4 +102,22 @@ import TestSupport
         #expect(played[from] > 0 && Self.label(played[from]) == stopped.frame,
                 "played from frame \(Self.label(played[from])), stopped at \(stopped.frame)")
     }
+
+    /// A stopped (cued) player that is told to pause, as the transport poll does when it finds the transport of a
+    /// restarted server stopped, plays nothing and keeps its cue point.
+    @Test func pausingAStoppedPlayerPlaysNothing() throws {
+        let rig = try PlayerTests.Rig("pause-stopped", channels: 1) { _ in }
+        let a = Signals.noise(frames: 48_000, channels: 1, seed: 11)
+        rig.player.load([try rig.file("a.wav", a, channels: 1)], frame: 1000)
+        rig.player.waitForFill(seconds: 5)
+        rig.player.pause()
+        usleep(300_000)
+        let position = rig.player.position
+        let played = rig.player.playedFrames
+        rig.player.close()
+        rig.capture.close()
+        rig.server.stop()
+        #expect(played == 0 && !rig.capture.samples().contains { $0 != 0 }, "played \(played) frames")
+        #expect(position.frame == 1000 && !position.playing, "\(position)")
+    }
 }
