@@ -238,7 +238,7 @@ public final class Session: @unchecked Sendable {
             p.waitForFill(seconds: 5)
             let at = p.client.frameTime &+ UInt32(4 * max(64, p.client.bufferSize))
             r.startTake(atFrameTime: at, notes: notes,
-                        playback: PlaybackAlignment(files: p.queue, startFrameTime: at))
+                        playback: PlaybackAlignment(files: p.queue, startFrameTime: at, from: p.position))
             p.play(atFrameTime: at)
             return
         }

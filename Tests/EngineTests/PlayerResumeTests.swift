@@ -120,4 +120,68 @@ import TestSupport
         #expect(played == 0 && !rig.capture.samples().contains { $0 != 0 }, "played \(played) frames")
         #expect(position.frame == 1000 && !position.playing, "\(position)")
     }
+
+    /// Record-while-playing across a server restart: the new take and the player start on the same frame again,
+    /// the player from where it was, and the take's report says from which item and frame (its audio's first frame
+    /// is that file frame).
+    @Test func recordWhilePlayingGoesOnAfterARestartAndTheReportSaysFromWhere() throws {
+        let name = JackServer.uniqueName("t-wrresume")
+        var server = try TestEnvironment.server(named: name)
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("wrresume")
+        let file = dir.appendingPathComponent("ramp.wav").path
+        try TestEnvironment.writeWAV((0..<(20 * 48000)).map { Float($0 + 1) / 8_388_608 }, channels: 1, path: file)
+        let (p, problems) = PresetLoader.parse("""
+            [session]
+            server = "\(name)"
+            directory = "\(dir.path)"
+            [recorder]
+            client = "wr-rec"
+            channels = 1
+            [player]
+            client = "wr-play"
+            channels = 1
+            queue = ["\(file)"]
+            start = "with-recorder"
+            [[connect]]
+            from = "wr-play:out_1"
+            to = "wr-rec:in_1"
+            """, file: "wr.toml", baseDirectory: dir.path)
+        try #require(problems.isEmpty, "\(problems)")
+        let session = Session()
+        var reports: [TakeReport] = []
+        func collect() {
+            for e in session.drainEvents() { if case .recorder(.takeFinished(let r, _)) = e { reports.append(r) } }
+        }
+        func pump(_ seconds: Double, until: () -> Bool = { false }) -> Bool {
+            let end = Date().addingTimeInterval(seconds)
+            while Date() < end {
+                _ = session.poll()
+                collect()
+                if until() { return true }
+                usleep(20_000)
+            }
+            return until()
+        }
+        try session.apply(p!)
+        _ = pump(1.5)
+        let before = try #require(session.player?.position)
+        server.kill9()
+        #expect(pump(5) { reports.count == 1 }, "take 1 ends with the server")
+        server = try TestEnvironment.server(named: name)
+        #expect(pump(5) { session.recorder?.isRecording == true }, "take 2 runs")
+        _ = pump(1)
+        session.close()
+        collect()
+        try #require(reports.count == 2, "\(reports.map(\.take))")
+        let r = reports[1]
+        let json = try JSONSerialization.jsonObject(with: r.json()) as? [String: Any]
+        let playback = json?["playback"] as? [String: Any]
+        let startFrame = try #require(playback?["startFrame"] as? Int, "\(String(describing: playback))")
+        #expect(playback?["startItem"] == nil || playback?["startItem"] as? Int == 0)
+        #expect(startFrame >= before.frame && startFrame <= before.frame + 12_000, "\(startFrame) vs \(before.frame)")
+        let take = try TestEnvironment.readAudio(r.chunks[0].files[0]).samples
+        #expect(!take.isEmpty && take[0] > 0 && Self.label(take[0]) == startFrame,
+                "the take's frame 0 is file frame \(take.first.map { Self.label($0) } ?? -1), the report says \(startFrame)")
+    }
 }
