@@ -6,7 +6,9 @@ import SoundFile
 import Synchronization
 
 /// Where in the queue a stretch of the playback ring comes from: from ring position `ringPosition` on, the ring
-/// holds item `item` starting at file frame `fileFrame`, `ratio` file frames per output frame.
+/// holds item `item` starting at file frame `fileFrame`, `ratio` file frames per output frame. For an item that
+/// continues a resampler stream, `ringPosition` is where its first frame comes out of the converter (its input
+/// position in the stream times the rate ratio), which can be ahead of what the reader has written so far.
 struct PlaybackMarker: Sendable {
     var ringPosition: Int
     var item: Int
@@ -31,6 +33,11 @@ public enum PlayerEvent: Sendable, Equatable {
 /// The disk-reader thread of one player: keeps the playback ring filled ahead of the play head with libsndfile
 /// (and libsoxr when a file's rate differs from the server's), mapping file channels to output ports.
 ///
+/// Consecutive items at the same foreign rate, channel count and quality (a looped item, `loop all` over such
+/// items) go through one continuous resampler stream, so what is played equals resampling their concatenation. A
+/// stream's tail is flushed only at the end of the queue or where the rate, channel count or quality changes; on a
+/// seek or a new queue the stream is dropped unflushed (what it holds is stale).
+///
 /// It owns the ring's writer half and writes `skipTo` / `drainedAt`. Woken by the RT callback when the ring has
 /// room, or every 50 ms.
 ///
@@ -54,6 +61,8 @@ final class DiskReader: @unchecked Sendable {
     private var loop: LoopMode
     private var quality: ResampleQuality
     private let commands = Mutex<[Command]>([])
+    /// Commands sent, and commands the reader has carried out (so the control side can wait for a seek to be taken).
+    private let progress = Mutex<(sent: Int, handled: Int)>((0, 0))
     private let events = Mutex<[PlayerEvent]>([])
     private let markerList = Mutex<[PlaybackMarker]>([])
 
@@ -61,7 +70,15 @@ final class DiskReader: @unchecked Sendable {
     private var queue: [String] = []
     private var index = 0
     private var file: SoundFileReader?
-    private var resampler: Resampler?
+    /// The resampler stream the current item feeds (nil: the item plays at the server's rate).
+    private var stream: ResampleStream?
+    /// A stream that has ended (rate change, end of the queue) whose tail must be written before anything else.
+    private var ending: ResampleStream?
+    /// The current item's marker, until it is published (after `ending`'s tail, so its ring position is known).
+    private var pendingMarker: PlaybackMarker?
+    /// Frames of `fileBuffer`, from frame `pendingOffset` on, that the resampler has not taken yet.
+    private var pendingFrames = 0
+    private var pendingOffset = 0
     private var fileFrame = 0
     private var quit = false
     /// Nothing more to read. True until a queue is loaded (then `drainedAt` is left alone: there was no queue).
@@ -71,6 +88,8 @@ final class DiskReader: @unchecked Sendable {
     private let fileBuffer: UnsafeMutablePointer<Float>
     private var fileBufferChannels = 0
     private let resampled: UnsafeMutablePointer<Float>
+    /// Frames `resampled` holds at the most channels.
+    private static let resampledFrames = chunkFrames * 8 + 8192
     private static let maxFileChannels = 256
     private let waitSeconds: Double
 
@@ -84,7 +103,7 @@ final class DiskReader: @unchecked Sendable {
         waitSeconds = min(0.25, config.ringSeconds / 8)
         fileBuffer = .allocate(capacity: DiskReader.chunkFrames * DiskReader.maxFileChannels)
         // Room for the largest upsampling ratio we accept (8x) plus the converter's tail.
-        resampled = .allocate(capacity: (DiskReader.chunkFrames * 8 + 8192) * DiskReader.maxFileChannels)
+        resampled = .allocate(capacity: DiskReader.resampledFrames * DiskReader.maxFileChannels)
     }
 
     deinit {
@@ -95,8 +114,21 @@ final class DiskReader: @unchecked Sendable {
     // MARK: Control side
 
     func send(_ command: Command) {
+        progress.withLock { $0.sent += 1 }
         commands.withLock { $0.append(command) }
         state.wakeup.post()
+    }
+
+    /// Waits until every command sent so far has been carried out (up to `seconds`). Returns false on timeout.
+    @discardableResult
+    func waitUntilHandled(seconds: Double) -> Bool {
+        let target = progress.withLock { $0.sent }
+        let deadline = Date().addingTimeInterval(seconds)
+        while progress.withLock({ $0.handled }) < target {
+            if Date() >= deadline { return false }
+            usleep(1_000)
+        }
+        return true
     }
 
     func drainEvents() -> [PlayerEvent] {
@@ -113,7 +145,9 @@ final class DiskReader: @unchecked Sendable {
 
     func run() {
         while !quit {
-            for command in commands.withLock({ c in defer { c.removeAll() }; return c }) { handle(command) }
+            let batch = commands.withLock { c in defer { c.removeAll() }; return c }
+            for command in batch { handle(command) }
+            if !batch.isEmpty { progress.withLock { $0.handled += batch.count } }
             if quit { break }
             fill()
             // The callback wakes us when there is room; the timeout only covers a chunk larger than its threshold
@@ -144,6 +178,10 @@ final class DiskReader: @unchecked Sendable {
     /// Drops what the ring holds and continues from `item` at `frame`.
     private func jump(item: Int, frame: Int) {
         closeFile()
+        stream = nil
+        ending = nil
+        pendingMarker = nil
+        pendingFrames = 0
         drained = false
         state.set(.drainedAt, Int.max)
         state.set(.skipTo, state.ring.totalWritten)
@@ -160,7 +198,30 @@ final class DiskReader: @unchecked Sendable {
     private func closeFile() {
         file?.close()
         file = nil
-        resampler = nil
+    }
+
+    /// Ends the current resampler stream: its tail is written before the next item's first frame.
+    private func endStream() {
+        if let s = stream { ending = s }
+        stream = nil
+    }
+
+    /// Publishes the current item's marker. A new stream (or no stream) starts at the write position; an item that
+    /// continues a stream starts where its first input frame comes out of the converter.
+    private func publishMarker() {
+        guard var marker = pendingMarker else { return }
+        pendingMarker = nil
+        let written = state.ring.totalWritten
+        if let s = stream {
+            if s.fed == 0 { s.startRing = written }
+            marker.ringPosition = s.startRing + s.outputFrames(forInput: s.fed, outputRate: sampleRate)
+        } else {
+            marker.ringPosition = written
+        }
+        markerList.withLock { m in
+            m.append(marker)
+            if m.count > 64 { m.removeFirst(m.count - 64) }   // only recent ones can still be playing
+        }
     }
 
     /// Opens item `i` at `frame`; on failure reports it and leaves `file` nil (the caller moves on).
@@ -177,17 +238,21 @@ final class DiskReader: @unchecked Sendable {
                                      message: "sample rate \(f.sampleRate) Hz cannot be converted to \(sampleRate) Hz")
             }
             if frame > 0 { try f.seek(to: min(frame, f.frames)) }
+            if f.sampleRate == sampleRate {
+                endStream()
+            } else if let s = stream, s.fileRate == f.sampleRate, s.channels == f.channels, s.quality == quality {
+                // Same stream: the item's first frame follows the last one's in the converter.
+            } else {
+                let r = try Resampler(from: f.sampleRate, to: sampleRate, channels: f.channels, quality: quality)
+                endStream()
+                stream = ResampleStream(resampler: r, fileRate: f.sampleRate, channels: f.channels, quality: quality)
+            }
             file = f
             fileFrame = min(frame, f.frames)
-            resampler = f.sampleRate == sampleRate ? nil
-                : try Resampler(from: f.sampleRate, to: sampleRate, channels: f.channels, quality: quality)
-            let marker = PlaybackMarker(ringPosition: state.ring.totalWritten, item: i, path: path, fileFrame: fileFrame,
-                                        ratio: Double(f.sampleRate) / Double(sampleRate), fileFrames: f.frames,
-                                        fileRate: f.sampleRate, repeatOfItem: repeating)
-            markerList.withLock { m in
-                m.append(marker)
-                if m.count > 64 { m.removeFirst(m.count - 64) }   // only recent ones can still be playing
-            }
+            pendingMarker = PlaybackMarker(ringPosition: 0, item: i, path: path, fileFrame: fileFrame,
+                                           ratio: Double(f.sampleRate) / Double(sampleRate), fileFrames: f.frames,
+                                           fileRate: f.sampleRate, repeatOfItem: repeating)
+            if ending == nil { publishMarker() }
             failuresInARow = 0
             return true
         } catch {
@@ -219,9 +284,18 @@ final class DiskReader: @unchecked Sendable {
     private func fill() {
         let writer = state.ring.writer
         while !drained {
+            if let e = ending {
+                guard flushTail(of: e) else { return }
+                ending = nil
+            }
+            publishMarker()
             guard let f = file else {
                 markDrained()
                 return
+            }
+            if let s = stream, pendingFrames > 0 {
+                guard feed(s) else { return }
+                continue
             }
             // Enough room for a whole converted chunk?
             let ratio = Double(sampleRate) / Double(f.sampleRate)
@@ -234,35 +308,64 @@ final class DiskReader: @unchecked Sendable {
                 emit(.itemFailed(item: index, path: f.path, message: error.description))
                 logger.error("read error, skipping the rest of the file",
                              metadata: ["file": "\(f.path)", "error": "\(error.message)"])
-                if !advance() { markDrained(); return }
+                if !advance() { endStream() }
                 continue
             }
             fileFrame += got
-            if let r = resampler {
-                if got > 0 {
-                    let out = r.process(fileBuffer, inputFrames: got, into: resampled, outputCapacity: need)
-                    writeMapped(resampled, frames: out.produced, fileChannels: f.channels)
+            if got > 0 {
+                if let s = stream {
+                    pendingOffset = 0
+                    pendingFrames = got
+                    guard feed(s) else { return }
                 } else {
-                    // End of file: flush the converter's tail.
-                    while true {
-                        let out = r.process(nil, inputFrames: 0, into: resampled, outputCapacity: min(writer.space, 8192))
-                        if out.produced == 0 { break }
-                        writeMapped(resampled, frames: out.produced, fileChannels: f.channels)
-                    }
+                    writeMapped(fileBuffer, frames: got, fileChannels: f.channels)
                 }
-            } else if got > 0 {
-                writeMapped(fileBuffer, frames: got, fileChannels: f.channels)
+                continue
             }
-            if got == 0 {
-                if fileFrame < f.frames || f.truncation != nil {
-                    // Short of what the header promises: a half-copied file. What was there has played.
-                    let detail = f.truncation.map { " (header: \($0))" } ?? " of \(f.frames) frames"
-                    emit(.itemFailed(item: index, path: f.path,
-                                     message: "\(f.path): truncated: played the \(fileFrame) frames that are there\(detail)"))
-                    logger.error("file is truncated", metadata: ["file": "\(f.path)", "frames": "\(fileFrame)"])
-                }
-                if !advance() { markDrained(); return }
+            if fileFrame < f.frames || f.truncation != nil {
+                // Short of what the header promises: a half-copied file. What was there has played.
+                let detail = f.truncation.map { " (header: \($0))" } ?? " of \(f.frames) frames"
+                emit(.itemFailed(item: index, path: f.path,
+                                 message: "\(f.path): truncated: played the \(fileFrame) frames that are there\(detail)"))
+                logger.error("file is truncated", metadata: ["file": "\(f.path)", "frames": "\(fileFrame)"])
             }
+            // The end of an item is not the end of its stream: the next item (or the same again) may continue it.
+            if !advance() { endStream() }
+        }
+    }
+
+    /// Passes the pending file frames through the stream's converter into the ring. Returns false when the ring is
+    /// full before they are all taken (the rest stays pending).
+    private func feed(_ s: ResampleStream) -> Bool {
+        let writer = state.ring.writer
+        while pendingFrames > 0 {
+            let room = min(writer.space, DiskReader.resampledFrames)
+            if room == 0 { return false }
+            let out = s.resampler.process(fileBuffer + pendingOffset * s.channels, inputFrames: pendingFrames,
+                                          into: resampled, outputCapacity: room)
+            writeMapped(resampled, frames: out.produced, fileChannels: s.channels)
+            pendingOffset += out.consumed
+            pendingFrames -= out.consumed
+            s.fed += out.consumed
+            if out.consumed == 0 && out.produced == 0 {
+                // The converter takes nothing although there is room (it reported an error): drop the chunk rather
+                // than spin on it.
+                logger.error("the resampler took no input; dropping a chunk", metadata: ["frames": "\(pendingFrames)"])
+                pendingFrames = 0
+            }
+        }
+        return true
+    }
+
+    /// Writes what is left in an ended stream's converter. Returns false when the ring filled first (call again).
+    private func flushTail(of s: ResampleStream) -> Bool {
+        let writer = state.ring.writer
+        while true {
+            let room = min(writer.space, DiskReader.resampledFrames)
+            if room == 0 { return false }
+            let out = s.resampler.process(nil, inputFrames: 0, into: resampled, outputCapacity: room)
+            if out.produced == 0 { return true }
+            writeMapped(resampled, frames: out.produced, fileChannels: s.channels)
         }
     }
 
@@ -302,5 +405,33 @@ final class DiskReader: @unchecked Sendable {
             }
         }
         writer.commit(frames)
+    }
+}
+
+/// One continuous libsoxr stream through which consecutive items at the same foreign rate, channel count and
+/// quality pass. Reader thread only.
+final class ResampleStream {
+    let resampler: Resampler
+    let fileRate: Int
+    let channels: Int
+    let quality: ResampleQuality
+    /// Ring position of the stream's first output frame (set when its first item's marker is published).
+    var startRing = 0
+    /// Input frames the converter has taken since the stream began.
+    var fed = 0
+
+    init(resampler: Resampler, fileRate: Int, channels: Int, quality: ResampleQuality) {
+        self.resampler = resampler
+        self.fileRate = fileRate
+        self.channels = channels
+        self.quality = quality
+    }
+
+    /// Output frames from the stream's start to where input frame `input` comes out, rounded to the nearest frame
+    /// (the converter's output starts aligned with its input: libsoxr trims its own delay). Exact integer arithmetic,
+    /// so markers do not drift over days of looping.
+    func outputFrames(forInput input: Int, outputRate: Int) -> Int {
+        let whole = input / fileRate, part = input % fileRate
+        return whole * outputRate + (part * outputRate + fileRate / 2) / fileRate
     }
 }

@@ -116,13 +116,17 @@ public final class Player: @unchecked Sendable {
         PlayerState.free(state)
     }
 
-    /// Waits until the ring is full or the queue is drained (up to `seconds`).
+    /// Waits until the ring is full of frames to play (not stale ones from before a seek, which the callback
+    /// discards) or the queue is drained (up to `seconds`).
     @discardableResult
     public func waitForFill(seconds: Double) -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         let s = state.pointee
         while Date() < deadline {
-            if s.ring.writer.space < max(8192, s.wakeSpace) + 4096 || s.counter(.drainedAt) != Int.max { return true }
+            let fresh = s.ring.totalWritten - max(s.ring.totalRead, s.counter(.skipTo))
+            if s.ring.capacity - fresh < max(8192, s.wakeSpace) + 4096 || s.counter(.drainedAt) != Int.max {
+                return true
+            }
             usleep(2_000)
         }
         return false
@@ -142,14 +146,27 @@ public final class Player: @unchecked Sendable {
         state.pointee.set(.transport, PlayerState.Transport.playing.rawValue)
     }
 
-    /// Pauses (fading out over one period); the ports carry silence and the play head stays.
-    public func pause() { state.pointee.set(.transport, PlayerState.Transport.paused.rawValue) }
+    /// Pauses a playing player (fading out over one period); the ports carry silence and the play head stays. A
+    /// stopped player stays stopped (a pause would play the fade-out from its cue point), so a transport stop after
+    /// a server restart cannot move a cued player.
+    public func pause() {
+        _ = state.pointee.counters.compareExchange(PlayerState.Counter.transport.rawValue, expected: PlayerState.Transport.playing.rawValue,
+                                                  desired: PlayerState.Transport.paused.rawValue)
+    }
 
     /// Stops: silence, nothing consumed.
     public func stop() { state.pointee.set(.transport, PlayerState.Transport.stopped.rawValue) }
 
     /// Jumps to `frame` of `item` (nil: the current item).
     public func seek(item: Int? = nil, frame: Int) { reader.send(.seek(item: item, frame: frame)) }
+
+    /// Jumps to `frame` of `item` and waits (up to `seconds`) until the reader has taken the jump, so a `play()`
+    /// after it cannot play what was cued before. Returns false on timeout.
+    @discardableResult
+    public func cue(item: Int, frame: Int, seconds: Double = 2) -> Bool {
+        reader.send(.seek(item: item, frame: frame))
+        return reader.waitUntilHandled(seconds: seconds)
+    }
 
     /// Skips to the next item.
     public func next() { reader.send(.next) }

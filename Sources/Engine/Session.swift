@@ -94,6 +94,8 @@ public final class Session: @unchecked Sendable {
     /// The highest take number this session has started (takes keep counting when the recorder is re-created).
     private var lastTake = 0
     private var outcome: SessionOutcome = .running
+    /// Where the player was when the server was lost (see Session+PlayerResume.swift).
+    var playerResume: PlayerResumePoint?
     var lastPluginSave = Date.distantPast
     /// The chain whose problems were last announced, per engine (weak: a freed chain never matches a new one).
     var announcedChains: [ChainEngine: WeakChain] = [:]
@@ -229,8 +231,10 @@ public final class Session: @unchecked Sendable {
             newPlayer = true
             if let seek = wanted.player?.seekSeconds, seek > 0, let first = want.queue.first,
                let rate = try? SoundFileReader(path: first).sampleRate {
-                player?.seek(item: 0, frame: Limits.frames(seconds: seek, rate: Double(rate)) ?? 0)
+                // Cued (the reader has taken the jump) before anything plays: no stale frame from the top goes out.
+                _ = player?.cue(item: 0, frame: Limits.frames(seconds: seek, rate: Double(rate)) ?? 0)
             }
+            cueResumedPlayer()
         }
 
         applyRules(&report)
@@ -271,12 +275,12 @@ public final class Session: @unchecked Sendable {
             p.waitForFill(seconds: 5)
             let at = p.client.frameTime &+ UInt32(4 * max(64, p.client.bufferSize))
             r.startTake(atFrameTime: at, notes: notes,
-                        playback: PlaybackAlignment(files: p.queue, startFrameTime: at))
+                        playback: PlaybackAlignment(files: p.queue, startFrameTime: at, from: p.position))
             p.play(atFrameTime: at)
             return
         }
         if newRecorder, recStart == .immediately, let r = recorder { r.startTake(at: r.streamPosition, notes: notes) }
-        if newPlayer, playStart == .immediately, let p = player {
+        if newPlayer, playsOnStart(playStart), let p = player {
             p.waitForFill(seconds: 5)
             p.play()
         }
@@ -413,6 +417,7 @@ public final class Session: @unchecked Sendable {
     private func serverLost(_ reason: String) {
         logger.error("JACK server lost", metadata: ["reason": "\(reason)"])
         events.append(.serverLost(reason))
+        rememberPlayer()
         var report = ApplyReport()
         closeEngines(&report, end: .serverLost, detail: reason)
         lostAt = Date()
@@ -443,6 +448,7 @@ public final class Session: @unchecked Sendable {
             preset = nil
             _ = try applyLocked(p, notes: ["resumed after the JACK server was lost at \(lostText); the gap between "
                                            + "the previous take's end and this take's start was not recorded"])
+            playerResume = nil
             events.append(.serverBack)
             logger.info("JACK server is back: clients, ports and connections restored")
         } catch {

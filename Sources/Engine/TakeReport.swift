@@ -162,9 +162,17 @@ public struct PlaybackAlignment: Codable, Sendable {
     public var files: [String]
     /// JACK frame time of the first played frame (equal to the take's `startFrameTime`).
     public var startFrameTime: UInt32
-    public init(files: [String], startFrameTime: UInt32) {
+    /// The queue item (0-based) and file frame the player started from, when it was not the top of the queue (a
+    /// `seek`, or a player going on after a server restart); nil: item 0, frame 0.
+    public var startItem: Int?
+    public var startFrame: Int?
+    public init(files: [String], startFrameTime: UInt32, from position: PlayerPosition? = nil) {
         self.files = files
         self.startFrameTime = startFrameTime
+        if let p = position, let item = p.item, item != 0 || p.frame != 0 {
+            startItem = item
+            startFrame = p.frame
+        }
     }
 }
 
