@@ -6,12 +6,25 @@ import Logging
 import Presets
 import Control
 
-/// Finds a preset: a path, or a name in ./Presets (with or without .toml).
+/// Finds a preset: a path, or a name in ./Presets, in the folders of `$TANDEM_PRESETS` (colon-separated; the systemd
+/// unit sets it), or in the presets installed beside the binary (PREFIX/share/tandem/presets), with or without .toml.
 func resolvePreset(_ name: String) -> String {
     let fm = FileManager.default
     if fm.fileExists(atPath: name) { return name }
     for candidate in ["Presets/\(name)", "Presets/\(name).toml"] where fm.fileExists(atPath: candidate) { return candidate }
+    guard !name.contains("/") else { return name }
+    for folder in presetFolders() {
+        for candidate in ["\(folder)/\(name)", "\(folder)/\(name).toml"] where fm.fileExists(atPath: candidate) { return candidate }
+    }
     return name
+}
+
+/// `$TANDEM_PRESETS`, then PREFIX/share/tandem/presets for a binary installed as PREFIX/bin/tandem.
+func presetFolders() -> [String] {
+    var folders = (ProcessInfo.processInfo.environment["TANDEM_PRESETS"] ?? "").split(separator: ":").map(String.init)
+    let exe = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    folders.append(exe.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("share/tandem/presets").path)
+    return folders
 }
 
 struct RunCommand: ParsableCommand {
@@ -41,9 +54,10 @@ struct RunCommand: ParsableCommand {
     var noView = false
 
     func run() throws {
-        let signals = SignalWatcher.install()
         let view = LiveView(json: json, enabled: !noView)
         server.bootstrapLogging(quieter: view.mode == .terminal || view.mode == .json)
+        let systemd = ServiceNotifications()      // reads and clears $NOTIFY_SOCKET before any thread starts
+        let signals = SignalWatcher.install()
         let logger = Logger(label: "tandem.session")
         let path = resolvePreset(preset)
         var overrides = set
@@ -79,17 +93,25 @@ struct RunCommand: ParsableCommand {
         }
         var code: Int32 = 0
         var lastMeters = Date.distantPast
+        systemd.ready(session)
         loop: while true {
             signals.wakeup.wait(seconds: 0.02)
             if signals.take(SIGINT) > 0 || signals.take(SIGTERM) > 0 { break }
             if signals.take(SIGHUP) > 0 {
+                systemd.reloading()
                 let (next, problems) = PresetLoader.load(path: path, overrides: overrides)
                 if let next {
-                    do { try session.apply(next) } catch {
+                    do {
+                        let report = try session.apply(next)
+                        logger.info("reloaded \(path): \(report.graphChanges) graph changes (\(report))")
+                        systemd.reloaded(session, report: report)
+                    } catch {
                         logger.error("reload failed", metadata: ["error": "\(error)"])
+                        systemd.reloaded(session, report: nil, problem: "\(error)")
                     }
                 } else {
                     for p in problems { logger.error("reload refused: \(p)") }
+                    systemd.reloaded(session, report: nil, problem: "\(problems.count) problem(s) in \(path)")
                 }
             }
             if signals.take(SIGUSR1) > 0 { session.startTake() }
@@ -110,7 +132,9 @@ struct RunCommand: ParsableCommand {
                 code = c
                 break loop
             }
+            systemd.tick(session)
         }
+        systemd.stopping()
         view.finish()
         let costs = session.cycleCosts()
         session.close()
