@@ -68,7 +68,7 @@ struct RunCommand: ParsableCommand {
             fail(.badInput, "\(problems.count) problem(s) in \(path); nothing started")
         }
         if initial.session.onServerLoss == .resume && initial.session.serverWaitSeconds > 0 {
-            waitForServer(initial.session, signals: signals, logger: logger)
+            waitForServer(initial.session, signals: signals, logger: logger, systemd: systemd)
         }
         let session = Session(logger: logger)
         do {
@@ -147,11 +147,13 @@ struct RunCommand: ParsableCommand {
 extension RunCommand {
     /// Waits up to the preset's `server_wait` for its JACK server to come up, as a session waits for one that went
     /// away; SIGINT/SIGTERM end the wait (exit 0, nothing started), the limit ends it with exit 3.
-    func waitForServer(_ session: SessionSection, signals: SignalWatcher, logger: Logger) {
+    func waitForServer(_ session: SessionSection, signals: SignalWatcher, logger: Logger,
+                       systemd: ServiceNotifications? = nil) {
         let name = JackServer.effectiveName(session.server)
         if JackServer.probe(name) { return }
         logger.warning("JACK server '\(name)' is not running yet; waiting for it",
                        metadata: ["limit": "\(Limits.number(session.serverWaitSeconds)) s"])
+        systemd?.waitingForServer(name, seconds: session.serverWaitSeconds)
         let deadline = Date().addingTimeInterval(session.serverWaitSeconds)
         var pause = 0.05
         while Date() < deadline {

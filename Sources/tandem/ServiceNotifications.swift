@@ -76,6 +76,14 @@ final class ServiceNotifications {
         }
     }
 
+    /// Before the first apply, while `tandem run` may wait for its server (`session.server_wait`): says so, and
+    /// stretches systemd's start timeout to cover the wait (`EXTEND_TIMEOUT_USEC`), so a long wait is not a failure.
+    func waitingForServer(_ name: String, seconds: Double) {
+        guard let n = notifier, seconds.isFinite, seconds > 0, seconds < 1e9 else { return }
+        n.send(["STATUS=waiting for JACK server '\(name)' (up to \(Limits.number(seconds)) s)",
+                "EXTEND_TIMEOUT_USEC=\(UInt64((seconds + 30) * 1_000_000))"])
+    }
+
     /// Before a SIGHUP re-apply.
     func reloading() { notifier?.reloading() }
 

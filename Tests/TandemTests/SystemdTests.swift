@@ -132,6 +132,38 @@ import Glibc
             """.write(toFile: "/tmp/tandem-watchdog-measurement.txt", atomically: true, encoding: .utf8)
     }
 
+    /// A server that is not up yet: STATUS says so and EXTEND_TIMEOUT_USEC stretches the start timeout over
+    /// server_wait; READY=1 follows once the server is there and the preset applied.
+    @Test func waitingForTheServerIsToldAndExtendsTheStartTimeout() throws {
+        let name = JackServer.uniqueName("t-sdwait")
+        let dir = TestEnvironment.temporaryDirectory("sdwait")
+        var preset = try writePreset(dir, prefix: "sdw\(getpid() % 100000)")
+        let text = try String(contentsOfFile: preset, encoding: .utf8)
+            .replacingOccurrences(of: "[session]\n", with: "[session]\nserver = \"\(name)\"\nserver_wait = 120\n")
+        preset = dir.appendingPathComponent("wait.toml").path
+        try text.write(toFile: preset, atomically: true, encoding: .utf8)
+        let socketName = "@tandem-test-wait-\(getpid())-\(UUID().uuidString.prefix(8))"
+        let listener = try NotifyListener(socketName)
+        let log = dir.appendingPathComponent("run.log").path
+        let tandem = try ChildProcess([TestEnvironment.product("tandem"), "run", preset, "--no-view", "--control-port", "0"],
+                                      environment: ["NOTIFY_SOCKET": socketName, "JACK_NO_START_SERVER": "1"],
+                                      outputPath: log)
+        defer { if tandem.isRunning { _ = tandem.stop(SIGKILL) } }
+        func output() -> String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+        let waiting = try #require(listener.receive(timeout: 10), "\(output())")
+        #expect(waiting == "STATUS=waiting for JACK server '\(name)' (up to 120 s)\nEXTEND_TIMEOUT_USEC=150000000")
+        let server = try TestEnvironment.server(named: name)
+        defer { server.stop() }
+        var ready: String?
+        let deadline = Date().addingTimeInterval(10)
+        while ready == nil, Date() < deadline {
+            if let m = listener.receive(timeout: 0.5), m.hasPrefix("READY=1") { ready = m }
+        }
+        #expect(ready != nil, "\(output())")
+        tandem.signal(SIGTERM)
+        #expect(tandem.wait(timeout: 15) == 0)
+    }
+
     /// A NOTIFY_SOCKET that does not exist: one clear log line, and the session records as ever.
     @Test func aMissingNotifySocketIsOneLogLineAndTheSessionGoesOn() throws {
         let server = try TestEnvironment.server("sdmissing")
@@ -166,7 +198,7 @@ import Glibc
             let stream = matching ? "\(st.st_dev):\(st.st_ino)" : "\(st.st_dev):\(st.st_ino + 1)"
             let tandem = try TandemProcess(["run", preset, "--no-view", "--control-port", "0"],
                                            server: server, extraEnvironment: ["JOURNAL_STREAM": stream], log: log)
-            #expect(tandem.waitFor("take 1 recording"), "\(tandem.output)")
+            #expect(tandem.waitFor(" recording: "), "\(tandem.output)")
             tandem.process.signal(SIGHUP)           // an info line ("reloaded …")
             #expect(tandem.waitFor("reloaded"), "\(tandem.output)")
             tandem.process.signal(SIGTERM)
