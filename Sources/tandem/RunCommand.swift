@@ -54,10 +54,11 @@ struct RunCommand: ParsableCommand {
     var noView = false
 
     func run() throws {
+        let signals = SignalWatcher.install()
         let view = LiveView(json: json, enabled: !noView)
         server.bootstrapLogging(quieter: view.mode == .terminal || view.mode == .json)
-        let systemd = ServiceNotifications()      // reads and clears $NOTIFY_SOCKET before any thread starts
-        let signals = SignalWatcher.install()
+        // Reads and clears $NOTIFY_SOCKET while the signal thread (which never reads the environment) is the only other.
+        let systemd = ServiceNotifications()
         let logger = Logger(label: "tandem.session")
         let path = resolvePreset(preset)
         var overrides = set

@@ -23,7 +23,8 @@ final class ServiceNotifications {
     static let statusEvery = 2.0
 
     /// Reads the environment, then removes `NOTIFY_SOCKET`, `WATCHDOG_USEC` and `WATCHDOG_PID` from it, so a process
-    /// Tandem starts (a JACK server, a rack) never speaks to systemd in Tandem's name. Call before other threads start.
+    /// Tandem starts (a JACK server, a rack) never speaks to systemd in Tandem's name. Call before threads that read the
+    /// environment start.
     init(logger: Logger = Logger(label: "tandem.systemd")) {
         self.logger = logger
         notifier = SystemdNotifier.fromEnvironment(logger: logger)
