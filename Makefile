@@ -1,11 +1,11 @@
 # Tandem: the two commands that matter are `make demo` and `make test` (see README.md).
 SHELL := /bin/bash
 SWIFT ?= swift
-APT_PACKAGES := libjack-jackd2-dev jackd2 libsndfile1-dev libsoxr-dev liblo-dev liblo-tools jack-capture sndfile-tools sox libsox-fmt-all \
+APT_PACKAGES := libjack-jackd2-dev jackd2 dpkg-dev man-db libsndfile1-dev libsoxr-dev liblo-dev liblo-tools jack-capture sndfile-tools sox libsox-fmt-all \
                 jack-tools tmux pkg-config liblilv-dev lv2-dev swh-lv2 x42-plugins
 TEST_FLAGS ?=
 
-.PHONY: deps build release demo test test-tsan bench soak clean
+.PHONY: deps build release demo test test-tsan bench soak clean man completions install install-files uninstall deb deb-check
 
 # Installs what is missing with apt (idempotent). As non-root it prints the exact command instead.
 deps:
@@ -50,3 +50,83 @@ soak: release
 
 clean:
 	rm -rf .build .build-tsan
+
+# ---- Install and package (docs/DEPLOYMENT.md) ----
+# `make install PREFIX=/usr/local DESTDIR=` installs the self-contained release binary, the man page and shell
+# completions generated from the argument parser, the systemd unit template, the presets and the docs.
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR := $(PREFIX)/bin
+DATADIR := $(PREFIX)/share
+MAN1DIR := $(DATADIR)/man/man1
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+# Debian's zsh reads vendor-completions under /usr and site-functions under /usr/local.
+ZSHDIR ?= $(if $(filter /usr,$(PREFIX)),$(DATADIR)/zsh/vendor-completions,$(DATADIR)/zsh/site-functions)
+GENERATED := .build/generated
+RELEASE_BIN := .build/release/tandem
+# The installed binary is stripped (80 MB -> 61 MB; names in crash backtraces go). `make install STRIP=true` keeps them.
+STRIP ?= strip
+
+# The man page comes from swift-argument-parser's generate-manual plugin (it works offline: the tool is part of the
+# argument-parser package). The plugin builds the package first; it is told to use the debug build, because its
+# default release build would relink .build/release/tandem without --static-swift-stdlib. Its generic EXIT STATUS is
+# replaced by packaging/tandem.1.tail (exit codes, environment, files).
+man: deps $(GENERATED)/tandem.1
+$(GENERATED)/tandem.1: $(shell find Sources -name '*.swift') packaging/tandem.1.tail
+	@mkdir -p $(GENERATED)
+	$(SWIFT) package generate-manual --configuration debug --authors "the Tandem authors"
+	sed '/^\.Sh "EXIT STATUS"/,$$d' .build/plugins/GenerateManual/outputs/tandem/tandem.1 > $@.tmp
+	cat packaging/tandem.1.tail >> $@.tmp
+	mv $@.tmp $@
+
+completions: release
+	@mkdir -p $(GENERATED)
+	$(RELEASE_BIN) --generate-completion-script bash > $(GENERATED)/tandem.bash
+	$(RELEASE_BIN) --generate-completion-script zsh > $(GENERATED)/_tandem
+	$(RELEASE_BIN) --generate-completion-script fish > $(GENERATED)/tandem.fish
+
+install: man release completions
+	$(MAKE) --no-print-directory install-files
+
+# Copies what `install` built; no build step (run as root after building as yourself).
+install-files:
+	install -Dm755 $(RELEASE_BIN) $(DESTDIR)$(BINDIR)/tandem
+	$(STRIP) $(DESTDIR)$(BINDIR)/tandem
+	install -d $(DESTDIR)$(MAN1DIR)
+	gzip -9n < $(GENERATED)/tandem.1 > $(DESTDIR)$(MAN1DIR)/tandem.1.gz
+	install -Dm644 $(GENERATED)/tandem.bash $(DESTDIR)$(DATADIR)/bash-completion/completions/tandem
+	install -Dm644 $(GENERATED)/_tandem $(DESTDIR)$(ZSHDIR)/_tandem
+	install -Dm644 $(GENERATED)/tandem.fish $(DESTDIR)$(DATADIR)/fish/vendor_completions.d/tandem.fish
+	install -d $(DESTDIR)$(UNITDIR)
+	sed 's|/usr/local|$(PREFIX)|g' packaging/tandem@.service > $(DESTDIR)$(UNITDIR)/tandem@.service
+	chmod 644 $(DESTDIR)$(UNITDIR)/tandem@.service
+	install -d $(DESTDIR)$(DATADIR)/tandem/presets/media
+	install -m644 Presets/*.toml $(DESTDIR)$(DATADIR)/tandem/presets/
+	install -m644 Presets/media/* $(DESTDIR)$(DATADIR)/tandem/presets/media/
+	install -d $(DESTDIR)$(DATADIR)/doc/tandem
+	install -m644 README.md docs/*.md $(DESTDIR)$(DATADIR)/doc/tandem/
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/tandem $(DESTDIR)$(MAN1DIR)/tandem.1.gz \
+	  $(DESTDIR)$(DATADIR)/bash-completion/completions/tandem $(DESTDIR)$(ZSHDIR)/_tandem \
+	  $(DESTDIR)$(DATADIR)/fish/vendor_completions.d/tandem.fish $(DESTDIR)$(UNITDIR)/tandem@.service
+	rm -rf $(DESTDIR)$(DATADIR)/tandem $(DESTDIR)$(DATADIR)/doc/tandem
+
+# A Debian package of the same files under /usr, built with dpkg-deb; its Depends come from dpkg-shlibdeps on the
+# binary (the library packages it links). Writes .build/tandem_VERSION_ARCH.deb.
+deb: man release completions
+	rm -rf .build/deb
+	$(MAKE) --no-print-directory install-files PREFIX=/usr DESTDIR=$(CURDIR)/.build/deb/root
+	scripts/build-deb.sh .build/deb/root .build
+
+# What CI does with the package (as root): install it with dpkg, check the unit with systemd-analyze where it exists,
+# run the installed `tandem demo` (exit 0 only when its take verifies) and render `man tandem`, then purge it.
+deb-check: deb
+	@deb=$$(ls -t .build/tandem_*.deb | head -1); set -e; \
+	dpkg -i "$$deb"; \
+	if command -v systemd-analyze >/dev/null; then systemd-analyze verify /usr/lib/systemd/system/tandem@.service; fi; \
+	demo=$$(mktemp -d); (cd "$$demo" && /usr/bin/tandem demo --seconds 4); \
+	MANPAGER=cat man tandem > "$$demo/man.txt"; grep -q "tandem run podcast" "$$demo/man.txt"; \
+	echo "deb-check: man tandem rendered $$(wc -l < "$$demo/man.txt") lines"; \
+	dpkg --purge tandem >/dev/null; rm -rf "$$demo"; \
+	echo "deb-check: $$deb installed, its tandem demo verified its take, man page rendered; purged again"

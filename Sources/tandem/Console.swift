@@ -33,9 +33,13 @@ enum Console {
     @discardableResult
     static func out(_ text: String) -> Bool { write(text, fd: STDOUT_FILENO) }
 
-    /// Writes `text` to stderr. False when it was not (all) written.
+    /// Writes `text` to stderr. False when it was not (all) written. When stderr is the journal, each line without a
+    /// priority gets one: `tandem: note:` lines are notices, the rest errors.
     @discardableResult
-    static func err(_ text: String) -> Bool { write(text, fd: STDERR_FILENO) }
+    static func err(_ text: String) -> Bool {
+        guard Journal.isStderr else { return write(text, fd: STDERR_FILENO) }
+        return write(Journal.prefixed(text, priority: text.hasPrefix("tandem: note:") ? 5 : 3), fd: STDERR_FILENO)
+    }
 
     private static func isGone(_ fd: Int32) -> Bool {
         fd == STDOUT_FILENO ? stdoutHasGone.load(ordering: .relaxed) : stderrHasGone.load(ordering: .relaxed)
@@ -101,6 +105,12 @@ struct ConsoleLogHandler: LogHandler {
         if let provided = metadataProvider?.get() { all.merge(provided) { _, new in new } }
         if let extra = event.metadata { all.merge(extra) { _, new in new } }
         let meta = all.isEmpty ? "" : " " + all.sorted { $0.key < $1.key }.map { "\($0)=\($1)" }.joined(separator: " ")
+        if Journal.isStderr {
+            // The journal stamps the time itself and keeps the level as the syslog priority.
+            Console.err(Journal.prefixed("\(event.level) \(label) :\(meta) \(event.message)\n",
+                                         priority: Journal.priority(event.level)))
+            return
+        }
         Console.err("\(Self.timestamp()) \(event.level) \(label) :\(meta) \(event.message)\n")
     }
 
@@ -111,5 +121,49 @@ struct ConsoleLogHandler: LogHandler {
         var buffer = [Int8](repeating: 0, count: 32)
         let n = strftime(&buffer, buffer.count, "%Y-%m-%dT%H:%M:%S%z", &parts)
         return String(decoding: buffer.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+
+/// systemd's journal as stderr: when `$JOURNAL_STREAM` names stderr's device and inode (systemd.exec(5)), every line
+/// starts with its syslog priority, `<3>` error … `<7>` debug, which journald strips and keeps as the entry's
+/// priority (`journalctl -p warning`). A `JOURNAL_STREAM` inherited by a process whose stderr was redirected
+/// elsewhere does not match, and the lines stay plain.
+enum Journal {
+    static let isStderr: Bool = matches(ProcessInfo.processInfo.environment["JOURNAL_STREAM"], fd: STDERR_FILENO)
+
+    /// Whether `value` ("DEVICE:INODE", decimal) is the device and inode of `fd`.
+    static func matches(_ value: String?, fd: Int32) -> Bool {
+        guard let parts = value?.split(separator: ":"), parts.count == 2,
+              let device = UInt64(parts[0]), let inode = UInt64(parts[1]) else { return false }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return false }
+        return UInt64(st.st_dev) == device && UInt64(st.st_ino) == inode
+    }
+
+    static func priority(_ level: Logger.Level) -> Int {
+        switch level {
+        case .trace, .debug: 7
+        case .info: 6
+        case .notice: 5
+        case .warning: 4
+        case .error: 3
+        case .critical: 2
+        }
+    }
+
+    /// `text` with `<priority>` before each line that has none (journald reads one entry per line).
+    static func prefixed(_ text: String, priority: Int) -> String {
+        var out = ""
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            if line.offset > 0 { out += "\n" }
+            if line.element.isEmpty { continue }
+            if line.element.first == "<", line.element.dropFirst().first?.isNumber == true,
+               line.element.dropFirst(2).first == ">" {
+                out += line.element
+            } else {
+                out += "<\(priority)>" + line.element
+            }
+        }
+        return out
     }
 }

@@ -6,12 +6,25 @@ import Logging
 import Presets
 import Control
 
-/// Finds a preset: a path, or a name in ./Presets (with or without .toml).
+/// Finds a preset: a path, or a name in ./Presets, in the folders of `$TANDEM_PRESETS` (colon-separated; the systemd
+/// unit sets it), or in the presets installed beside the binary (PREFIX/share/tandem/presets), with or without .toml.
 func resolvePreset(_ name: String) -> String {
     let fm = FileManager.default
     if fm.fileExists(atPath: name) { return name }
     for candidate in ["Presets/\(name)", "Presets/\(name).toml"] where fm.fileExists(atPath: candidate) { return candidate }
+    guard !name.contains("/") else { return name }
+    for folder in presetFolders() {
+        for candidate in ["\(folder)/\(name)", "\(folder)/\(name).toml"] where fm.fileExists(atPath: candidate) { return candidate }
+    }
     return name
+}
+
+/// `$TANDEM_PRESETS`, then PREFIX/share/tandem/presets for a binary installed as PREFIX/bin/tandem.
+func presetFolders() -> [String] {
+    var folders = (ProcessInfo.processInfo.environment["TANDEM_PRESETS"] ?? "").split(separator: ":").map(String.init)
+    let exe = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    folders.append(exe.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("share/tandem/presets").path)
+    return folders
 }
 
 struct RunCommand: ParsableCommand {
@@ -44,6 +57,8 @@ struct RunCommand: ParsableCommand {
         let signals = SignalWatcher.install()
         let view = LiveView(json: json, enabled: !noView)
         server.bootstrapLogging(quieter: view.mode == .terminal || view.mode == .json)
+        // Reads and clears $NOTIFY_SOCKET while the signal thread (which never reads the environment) is the only other.
+        let systemd = ServiceNotifications()
         let logger = Logger(label: "tandem.session")
         let path = resolvePreset(preset)
         var overrides = set
@@ -63,7 +78,7 @@ struct RunCommand: ParsableCommand {
             Console.err("tandem: on_plugin_error = \"bypass\": running without what failed\n")
         }
         if initial.session.onServerLoss == .resume && initial.session.serverWaitSeconds > 0 {
-            waitForServer(initial.session, signals: signals, logger: logger)
+            waitForServer(initial.session, signals: signals, logger: logger, systemd: systemd)
         }
         let session = Session(logger: logger)
         do {
@@ -88,17 +103,25 @@ struct RunCommand: ParsableCommand {
         }
         var code = ExitStatus.ok
         var lastMeters = Date.distantPast
+        systemd.ready(session)
         loop: while true {
             signals.wakeup.wait(seconds: 0.02)
             if signals.take(SIGINT) > 0 || signals.take(SIGTERM) > 0 { break }
             if signals.take(SIGHUP) > 0 {
+                systemd.reloading()
                 let (next, problems) = PresetLoader.load(path: path, overrides: overrides)
                 if let next {
-                    do { try session.apply(next) } catch {
+                    do {
+                        let report = try session.apply(next)
+                        logger.info("reloaded \(path): \(report.graphChanges) graph changes (\(report))")
+                        systemd.reloaded(session, report: report)
+                    } catch {
                         logger.error("reload failed", metadata: ["error": "\(error)"])
+                        systemd.reloaded(session, report: nil, problem: "\(error)")
                     }
                 } else {
                     for p in problems { logger.error("reload refused: \(p)") }
+                    systemd.reloaded(session, report: nil, problem: "\(problems.count) problem(s) in \(path)")
                 }
             }
             if signals.take(SIGUSR1) > 0 { session.startTake() }
@@ -119,7 +142,9 @@ struct RunCommand: ParsableCommand {
                 code = ExitStatus(end)
                 break loop
             }
+            systemd.tick(session)
         }
+        systemd.stopping()
         view.finish()
         let costs = session.cycleCosts()
         session.close()
@@ -132,11 +157,13 @@ struct RunCommand: ParsableCommand {
 extension RunCommand {
     /// Waits up to the preset's `server_wait` for its JACK server to come up, as a session waits for one that went
     /// away; SIGINT/SIGTERM end the wait (exit 0, nothing started), the limit ends it with exit 3.
-    func waitForServer(_ session: SessionSection, signals: SignalWatcher, logger: Logger) {
+    func waitForServer(_ session: SessionSection, signals: SignalWatcher, logger: Logger,
+                       systemd: ServiceNotifications? = nil) {
         let name = JackServer.effectiveName(session.server)
         if JackServer.probe(name) { return }
         logger.warning("JACK server '\(name)' is not running yet; waiting for it",
                        metadata: ["limit": "\(Limits.number(session.serverWaitSeconds)) s"])
+        systemd?.waitingForServer(name, seconds: session.serverWaitSeconds)
         let deadline = Date().addingTimeInterval(session.serverWaitSeconds)
         var pause = 0.05
         while Date() < deadline {
