@@ -47,6 +47,8 @@ final class RawChild {
         if newSession { flags |= 0x80 }     // POSIX_SPAWN_SETSID (glibc 2.26): the pty becomes the controlling terminal
         posix_spawnattr_setflags(&attr, Int16(flags))
         var env = ProcessInfo.processInfo.environment
+        // No backtracer: a trap ends the process at once (exit 132/133), not seconds later while it symbolicates.
+        env["SWIFT_BACKTRACE"] = "enable=no"
         if let server { env["JACK_DEFAULT_SERVER"] = server.name; env["JACK_NO_START_SERVER"] = "1" }
         for (k, v) in environment { env[k] = v }
         let argv = arguments.map { strdup($0) } + [nil]
