@@ -470,7 +470,7 @@ public final class OSCFlood: @unchecked Sendable {
                 if socket.send(p.bytes, to: port) { _ = sent.add(1) }
                 ping += 1
                 if ping % 16 == 0 { socket.send(OSCWire.message("/tandem/ping", []), to: port) }
-                while let _ = socket.receive(timeout: 0) {}
+                for _ in 0..<64 { guard socket.receive(timeout: 0) != nil else { break } }
             }
         }
     }
