@@ -5,7 +5,7 @@ APT_PACKAGES := libjack-jackd2-dev jackd2 dpkg-dev man-db libsndfile1-dev libsox
                 jack-tools tmux pkg-config liblilv-dev lv2-dev swh-lv2 x42-plugins
 TEST_FLAGS ?=
 
-.PHONY: deps build release demo test test-tsan bench soak clean man completions install install-files uninstall deb deb-check
+.PHONY: deps build release demo test test-tsan fuzz bench soak clean man completions install install-files uninstall deb deb-check
 
 # Installs what is missing with apt (idempotent). As non-root it prints the exact command instead.
 deps:
@@ -33,6 +33,21 @@ test: deps
 	@scripts/clean-jack-shm.sh
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --no-parallel $(TEST_FLAGS)
+
+# The adversarial checks at any size (they run CI-sized in `make test`): the OSC fuzzer at a recording session and
+# the preset fuzzer fed to both `preset check` and `run`. SEED is one seed or a comma-separated list (COUNT packets
+# in total, split over the seeds); e.g. `make fuzz SEED=1,2,3,4,5 COUNT=20000 PRESET_COUNT=300`. Summaries:
+# /tmp/tandem-osc-fuzz.txt and /tmp/tandem-preset-run-fuzz.txt.
+SEED ?= 1568802
+COUNT ?= 20000
+PRESET_SEED ?= 1547870
+PRESET_COUNT ?= 200
+fuzz: deps
+	@scripts/clean-jack-shm.sh
+	$(SWIFT) build --build-tests
+	TANDEM_FUZZ_SEEDS=$(SEED) TANDEM_FUZZ_COUNT=$(COUNT) TANDEM_PRESET_FUZZ_SEED=$(PRESET_SEED) \
+	  TANDEM_PRESET_FUZZ_COUNT=$(PRESET_COUNT) \
+	  $(SWIFT) test --skip-build --no-parallel --filter 'OSCFuzzTests|PresetRunFuzzTests' $(TEST_FLAGS)
 
 # The lock-free ring under ThreadSanitizer (its own build folder).
 test-tsan: deps

@@ -172,54 +172,42 @@ import TestSupport
         #expect(problems.allSatisfy { $0.description.hasPrefix("test.toml:") })
     }
 
-    /// 5,000 presets mutated from the shipped ones (seeded, repeatable): none crashes or hangs the loader, every
-    /// rejection carries a message, every acceptance carries none.
+    /// 5,000 presets mutated from the shipped ones (seeded, repeatable, TestSupport's PresetMutator): none crashes or
+    /// hangs the loader; the verdict and every message are the same when the same text is read again; a rejection
+    /// lists problems that each carry a message and a line inside the text (or none, for the file as a whole); an
+    /// acceptance carries none; and the mutations reach both verdicts (a mutator that always broke the syntax, or
+    /// never changed anything, would prove nothing).
     @Test func mutationFuzzerNeverCrashesAndAlwaysExplains() throws {
         let folder = Self.shippedPresetsFolder
         let texts = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".toml") }
             .sorted().map { try String(contentsOfFile: folder.appendingPathComponent($0).path, encoding: .utf8) }
-        var state: UInt64 = 0xF022_5EED
-        func next(_ n: Int) -> Int {
-            state ^= state << 13; state ^= state >> 7; state ^= state << 17
-            return Int(state % UInt64(max(1, n)))
-        }
-        let alphabet = Array("[]{}=\"',.#\n \t0123456789abcdefghijklmnopqrstuvwxyz_-:/*\\é")
-        var accepted = 0, rejected = 0
+        var mutator = PresetMutator(seed: 0xF022_5EED)
+        var accepted = 0, rejected = 0, unchanged = 0
         let started = Date()
         for _ in 0..<5000 {
-            var chars = Array(texts[next(texts.count)])
-            for _ in 0...next(3) {
-                switch next(6) {
-                case 0 where !chars.isEmpty: chars.remove(at: next(chars.count))
-                case 1: chars.insert(alphabet[next(alphabet.count)], at: next(chars.count + 1))
-                case 2 where !chars.isEmpty: chars[next(chars.count)] = alphabet[next(alphabet.count)]
-                case 3:
-                    var lines = String(chars).split(separator: "\n", omittingEmptySubsequences: false)
-                    if !lines.isEmpty { lines.insert(lines[next(lines.count)], at: next(lines.count)) }
-                    chars = Array(lines.joined(separator: "\n"))
-                case 4:
-                    var lines = String(chars).split(separator: "\n", omittingEmptySubsequences: false)
-                    if !lines.isEmpty { lines.remove(at: next(lines.count)) }
-                    chars = Array(lines.joined(separator: "\n"))
-                default:
-                    if let eq = chars.firstIndex(of: "=") {
-                        chars.insert(contentsOf: Array(["99999", "-1", "\"\"", "[]", "{}", "1e400", "true"][next(7)]),
-                                     at: min(chars.count, eq + 2))
-                    }
-                }
-            }
-            let (preset, problems) = PresetLoader.parse(String(chars), file: "fuzz.toml", baseDirectory: folder.path)
+            let original = mutator.random.pick(texts)
+            let text = mutator.mutate(original)
+            if text == original { unchanged += 1 }
+            let (preset, problems) = PresetLoader.parse(text, file: "fuzz.toml", baseDirectory: folder.path)
+            let (again, problemsAgain) = PresetLoader.parse(text, file: "fuzz.toml", baseDirectory: folder.path)
+            #expect((preset == nil) == (again == nil) && problems == problemsAgain, "not repeatable: \(text.debugDescription)")
+            let lines = text.split(separator: "\n", omittingEmptySubsequences: false).count
             if preset != nil {
-                #expect(problems.isEmpty)
+                #expect(problems.isEmpty, "accepted with problems: \(problems)")
                 accepted += 1
             } else {
-                #expect(!problems.isEmpty && problems.allSatisfy { !$0.message.isEmpty })
+                #expect(!problems.isEmpty, "rejected without a reason: \(text.debugDescription)")
+                for p in problems {
+                    #expect(!p.message.isEmpty && p.file == "fuzz.toml", "\(p)")
+                    #expect(p.line.map { (1...lines).contains($0) } ?? true, "line \(p.line ?? 0) of \(lines): \(p)")
+                }
                 rejected += 1
             }
         }
-        #expect(accepted + rejected == 5000)
+        #expect(accepted >= 250 && rejected >= 250, "both verdicts reached: \(accepted) accepted, \(rejected) rejected")
+        #expect(unchanged < 250, "\(unchanged) mutations changed nothing")
         #expect(Date().timeIntervalSince(started) < 60, "no hang")
-        try? "fuzz: \(accepted) accepted, \(rejected) rejected in \(Date().timeIntervalSince(started)) s\n"
+        try? "fuzz: \(accepted) accepted, \(rejected) rejected, \(unchanged) unchanged in \(Date().timeIntervalSince(started)) s\n"
             .write(toFile: "/tmp/tandem-fuzz.txt", atomically: true, encoding: .utf8)
     }
 }

@@ -1,0 +1,493 @@
+import Foundation
+import Realtime
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A small, fast, seedable PRNG (SplitMix64): the same seed gives the same stream on every machine.
+public struct SeededRandom: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+
+    public init(seed: UInt64) { state = seed }
+
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// A uniform integer in 0..<n (0 when n <= 0).
+    public mutating func below(_ n: Int) -> Int { n <= 0 ? 0 : Int(next() % UInt64(n)) }
+
+    /// True with probability `p`.
+    public mutating func chance(_ p: Double) -> Bool { Double(next() >> 11) / Double(1 << 53) < p }
+
+    public mutating func pick<T>(_ items: [T]) -> T { items[below(items.count)] }
+}
+
+/// One OSC argument as it goes on the wire: any OSC 1.0 type, including ones Tandem never uses.
+public enum OSCArgument: CustomStringConvertible, Sendable {
+    case int(Int32)
+    case long(Int64)
+    case float(Float)
+    case double(Double)
+    case string(String)
+    case symbol(String)
+    case blob([UInt8])
+    case char(UInt8)
+    case timetag(UInt64)
+    case midi(UInt32)
+    case `true`, `false`, `nil`, infinitum
+
+    public var tag: Character {
+        switch self {
+        case .int: "i"
+        case .long: "h"
+        case .float: "f"
+        case .double: "d"
+        case .string: "s"
+        case .symbol: "S"
+        case .blob: "b"
+        case .char: "c"
+        case .timetag: "t"
+        case .midi: "m"
+        case .true: "T"
+        case .false: "F"
+        case .nil: "N"
+        case .infinitum: "I"
+        }
+    }
+
+    public var description: String {
+        func short(_ s: String) -> String {
+            let escaped = s.unicodeScalars.map { $0.value < 32 || $0.value > 126 ? "\\u{\(String($0.value, radix: 16))}" : String($0) }
+                .joined()
+            return escaped.count > 60 ? "\"\(escaped.prefix(40))…\" (\(s.utf8.count) bytes)" : "\"\(escaped)\""
+        }
+        switch self {
+        case .int(let v): return "i:\(v)"
+        case .long(let v): return "h:\(v)"
+        case .float(let v): return "f:\(v)"
+        case .double(let v): return "d:\(v)"
+        case .string(let s): return "s:" + short(s)
+        case .symbol(let s): return "S:" + short(s)
+        case .blob(let b): return "b:[\(b.count) bytes]"
+        case .char(let c): return "c:\(c)"
+        case .timetag(let t): return "t:\(t)"
+        case .midi(let m): return "m:\(m)"
+        case .true: return "T"
+        case .false: return "F"
+        case .nil: return "N"
+        case .infinitum: return "I"
+        }
+    }
+}
+
+/// Raw OSC 1.0 encoding, written out here (not with liblo) so that the fuzzer can also build what liblo refuses to:
+/// strings with NUL inside, tags that disagree with the data, truncated and oversized packets.
+public enum OSCWire {
+    /// A string with its terminating NUL, padded to a multiple of 4 bytes.
+    public static func padded(_ bytes: [UInt8]) -> [UInt8] {
+        var out = bytes
+        out.append(0)
+        while out.count % 4 != 0 { out.append(0) }
+        return out
+    }
+
+    static func bigEndian<T: FixedWidthInteger>(_ v: T) -> [UInt8] {
+        withUnsafeBytes(of: v.bigEndian) { Array($0) }
+    }
+
+    /// Encodes one message. `tags` overrides the type tag string (without it: the arguments' own, with a comma).
+    public static func message(_ address: String, _ arguments: [OSCArgument], tags: String? = nil) -> [UInt8] {
+        var out = padded(Array(address.utf8))
+        out += padded(Array((tags ?? ("," + String(arguments.map(\.tag)))).utf8))
+        for a in arguments {
+            switch a {
+            case .int(let v): out += bigEndian(v)
+            case .long(let v): out += bigEndian(v)
+            case .float(let v): out += bigEndian(v.bitPattern)
+            case .double(let v): out += bigEndian(v.bitPattern)
+            case .string(let s), .symbol(let s): out += padded(Array(s.utf8))
+            case .blob(let b):
+                out += bigEndian(Int32(truncatingIfNeeded: b.count)) + b
+                while out.count % 4 != 0 { out.append(0) }
+            case .char(let c): out += [0, 0, 0, c]
+            case .timetag(let t): out += bigEndian(t)
+            case .midi(let m): out += bigEndian(m)
+            case .true, .false, .nil, .infinitum: break
+            }
+        }
+        return out
+    }
+
+    /// The address and string arguments of a reply, read leniently (nil when it is not an OSC message).
+    public static func decodeStrings(_ bytes: [UInt8]) -> (address: String, strings: [String])? {
+        var i = 0
+        func readString() -> String? {
+            guard i < bytes.count, let end = bytes[i...].firstIndex(of: 0) else { return nil }
+            let s = String(decoding: bytes[i..<end], as: UTF8.self)
+            i = (end + 4) & ~3
+            return s
+        }
+        guard let address = readString(), address.hasPrefix("/"), let tags = readString(), tags.hasPrefix(",") else {
+            return nil
+        }
+        var strings: [String] = []
+        for t in tags.dropFirst() {
+            switch t {
+            case "s", "S": guard let s = readString() else { return (address, strings) }; strings.append(s)
+            case "i", "f", "c", "m", "r": i += 4
+            case "h", "d", "t": i += 8
+            case "b":
+                guard i + 4 <= bytes.count else { return (address, strings) }
+                let n = Int(UInt32(bytes[i]) << 24 | UInt32(bytes[i + 1]) << 16 | UInt32(bytes[i + 2]) << 8 | UInt32(bytes[i + 3]))
+                i = (i + 4 + n + 3) & ~3
+            default: break
+            }
+        }
+        return (address, strings)
+    }
+}
+
+/// A type-aware OSC fuzzer for Tandem's control protocol (docs/CONTROL.md): every command with right and wrong
+/// types, counts and values (huge, negative, NaN, infinities, 1e15, empty, huge and NUL-holding strings, paths that
+/// leave the session folder, subscriptions to the session's own port), plus raw garbage, truncated, bit-flipped,
+/// oversized packets and bundles. The same seed gives the same packets.
+public struct OSCFuzzer {
+    /// Every command of the protocol and the argument types it takes (the same notation as
+    /// `ControlProtocol.commands`; a test checks the two lists are equal, so a new command gets fuzzed too).
+    public static let commands: [String: String] = [
+        "/tandem/ping": "", "/tandem/status": "", "/tandem/record/start": "", "/tandem/record/stop": "",
+        "/tandem/record/arm": "", "/tandem/record/rotate": "", "/tandem/play/play": "", "/tandem/play/pause": "",
+        "/tandem/play/stop": "", "/tandem/play/next": "", "/tandem/play/seek": "f", "/tandem/play/gain": "f",
+        "/tandem/play/load": "s...", "/tandem/preset/apply": "s", "/tandem/subscribe": "[s] [f]",
+        "/tandem/unsubscribe": "[s]", "/tandem/plugin/set": "sssf", "/tandem/plugin/get": "sss",
+        "/tandem/plugin/save": "",
+    ]
+
+    /// What the fuzzer knows about its target.
+    public struct Target: Sendable {
+        /// The session's own control port (for self-subscription).
+        public var controlPort: Int
+        /// File names inside the session folder (presets, audio) that remote paths may name.
+        public var sessionFiles: [String]
+        /// Plugin names and control symbols that exist, to reach past the lookup into the value path.
+        public var plugins: [(engine: String, name: String, symbol: String)]
+
+        public init(controlPort: Int, sessionFiles: [String] = [], plugins: [(engine: String, name: String, symbol: String)] = []) {
+            self.controlPort = controlPort
+            self.sessionFiles = sessionFiles
+            self.plugins = plugins
+        }
+    }
+
+    public var random: SeededRandom
+    public let target: Target
+    /// How many packets of each kind were made (for the summary).
+    public private(set) var kinds: [String: Int] = [:]
+    private let addresses: [String]
+
+    public init(seed: UInt64, target: Target) {
+        random = SeededRandom(seed: seed)
+        self.target = target
+        addresses = Self.commands.keys.sorted()
+    }
+
+    /// One generated packet and a short description of it (for a failure message).
+    public struct Packet: CustomStringConvertible, Sendable {
+        public var bytes: [UInt8]
+        public var kind: String
+        public var summary: String
+        public var description: String { "\(kind): \(summary) [\(bytes.count) bytes]" }
+    }
+
+    // MARK: Values
+
+    static let hugeNumbers: [Double] = [1e15, -1e15, 1.9e14, 2e14, 9.3e18, -9.3e18, 1e300, -1e300, 1e308, .greatestFiniteMagnitude,
+                                        -.greatestFiniteMagnitude, .leastNonzeroMagnitude, -0.0, .nan, -.nan, .infinity,
+                                        -.infinity, Double(Int64.max), Double(Int32.max), 4294967296, 1e-300]
+    static let edgeNumbers: [Double] = [0, -1, 0.5, 1, 12.5, 24, 24.0001, -120, -120.0001, 60, 60.0001, 0.02, 0.0199,
+                                        3600, 86400, -0.5, 1e9, 44100, 48000]
+
+    mutating func number() -> Double {
+        switch random.below(3) {
+        case 0: return random.pick(Self.hugeNumbers)
+        case 1: return random.pick(Self.edgeNumbers)
+        default: return (Double(random.next() >> 11) / Double(1 << 53) - 0.5) * pow(10, Double(random.below(20)))
+        }
+    }
+
+    /// A numeric argument of a random OSC number type.
+    mutating func numeric() -> OSCArgument {
+        let v = number()
+        switch random.below(5) {
+        case 0: return .float(Float(v))
+        case 1: return .double(v)
+        case 2: return .int(v.isFinite && abs(v) < 2.1e9 ? Int32(v) : random.pick([Int32.max, Int32.min, -1, 0]))
+        case 3: return .long(v.isFinite && abs(v) < 9e18 ? Int64(v) : random.pick([Int64.max, Int64.min, -1]))
+        default: return .double(v)
+        }
+    }
+
+    mutating func text() -> String {
+        let port = target.controlPort
+        var choices = [
+            "", " ", "a", "..", "../", "../../../../etc/passwd", "/etc/passwd", "/proc/self/mem", "/dev/zero", "/",
+            "./", "sub/../../x.wav", "%s%s%n", "\u{0}", "a\u{0}b", "é€😀", String(repeating: "x", count: 300),
+            String(repeating: "/..", count: 200), "recorder", "player", "nosuch", "gain", "2",
+            "osc.udp://127.0.0.1:\(port)/", "osc.udp://localhost:\(port)/", "127.0.0.1:\(port)", "\(port)",
+            "osc.udp://127.0.0.1:0/", "osc.udp://127.0.0.1:65536/", "osc.udp://10.0.0.1:9000/", "osc.tcp://127.0.0.1:9/",
+            "osc.udp://127.0.0.1:9/", "osc.udp://127.255.255.255:\(port)/", ":::", "-1", "1e15", "nan",
+        ]
+        choices += target.sessionFiles
+        choices += target.sessionFiles.map { "../" + $0 }
+        choices += target.sessionFiles.map { "./" + $0 + "/" }
+        switch random.below(10) {
+        case 0: return String(repeating: random.pick(["a", "/", ".", "é"]), count: 1000 + random.below(7000))
+        case 1:
+            let n = random.below(40)
+            return String(decoding: (0..<n).map { _ in UInt8(1 + random.below(255)) }, as: UTF8.self)
+        default: return random.pick(choices)
+        }
+    }
+
+    mutating func anyArgument() -> OSCArgument {
+        switch random.below(12) {
+        case 0, 1, 2: return numeric()
+        case 3, 4, 5: return .string(text())
+        case 6: return .symbol(text())
+        case 7: return .blob((0..<random.below(64)).map { _ in UInt8(random.below(256)) })
+        case 8: return .char(UInt8(random.below(256)))
+        case 9: return .timetag(random.next())
+        case 10: return .midi(UInt32(truncatingIfNeeded: random.next()))
+        default: return random.pick([.true, .false, .nil, .infinitum])
+        }
+    }
+
+    // MARK: Messages
+
+    /// A message that follows the command's signature, with values chosen to hurt.
+    mutating func wellTyped(_ address: String) -> [OSCArgument] {
+        switch address {
+        case "/tandem/play/seek", "/tandem/play/gain": return [numeric()]
+        case "/tandem/play/load": return (0..<(1 + random.below(3))).map { _ in .string(text()) }
+        case "/tandem/preset/apply": return [.string(text())]
+        case "/tandem/subscribe":
+            var args: [OSCArgument] = []
+            if random.chance(0.7) { args.append(.string(text())) }
+            if random.chance(0.5) { args.append(numeric()) }
+            return args
+        case "/tandem/unsubscribe": return random.chance(0.6) ? [.string(text())] : []
+        case "/tandem/plugin/set", "/tandem/plugin/get":
+            var names: [OSCArgument]
+            if let p = target.plugins.isEmpty || random.chance(0.3) ? nil : random.pick(target.plugins) {
+                names = [.string(p.engine), .string(p.name), .string(p.symbol)]
+                if random.chance(0.3) { names[random.below(3)] = .string(text()) }
+            } else {
+                names = [.string(random.pick(["recorder", "player", text()])), .string(text()), .string(text())]
+            }
+            return address.hasSuffix("set") ? names + [numeric()] : names
+        default: return []
+        }
+    }
+
+    /// The next packet.
+    public mutating func next() -> Packet {
+        let address = random.pick(addresses)
+        let packet: Packet
+        switch random.below(100) {
+        case 0..<30:
+            let args = wellTyped(address)
+            packet = Packet(bytes: OSCWire.message(address, args), kind: "typed", summary: Self.show(address, args))
+        case 30..<50:
+            // Wrong types and counts: any arguments, any number of them.
+            let args = (0..<random.pick([0, 1, 1, 2, 3, 4, 5, 9])).map { _ in anyArgument() }
+            packet = Packet(bytes: OSCWire.message(address, args), kind: "types", summary: Self.show(address, args))
+        case 50..<56:
+            let own = target.controlPort
+            let url = random.pick(["osc.udp://127.0.0.1:\(own)/", "osc.udp://localhost:\(own)/", "127.0.0.1:\(own)", "\(own)"])
+            let args: [OSCArgument] = random.chance(0.5) ? [.string(url)] : [.string(url), .double(random.pick([0.02, 0.1, 60]))]
+            let a = random.chance(0.8) ? "/tandem/subscribe" : "/tandem/unsubscribe"
+            packet = Packet(bytes: OSCWire.message(a, args), kind: "self-subscribe", summary: Self.show(a, args))
+        case 56..<64:
+            let a = mutatedAddress(address)
+            let args = random.chance(0.5) ? wellTyped(address) : []
+            packet = Packet(bytes: OSCWire.message(a, args), kind: "address", summary: Self.show(a, args))
+        case 64..<72:
+            let n = random.pick([0, 1, 2, 3, 4, 5, 7, 8, 16, 64, 200, 1000])
+            let bytes = (0..<n).map { _ in UInt8(random.below(256)) }
+            packet = Packet(bytes: bytes, kind: "garbage", summary: "\(n) random bytes")
+        case 72..<80:
+            let args = wellTyped(address)
+            var bytes = OSCWire.message(address, args)
+            let cut = random.below(bytes.count)
+            bytes.removeLast(bytes.count - cut)
+            packet = Packet(bytes: bytes, kind: "truncated", summary: Self.show(address, args) + " cut at \(cut)")
+        case 80..<86:
+            let args = wellTyped(address)
+            var bytes = OSCWire.message(address, args)
+            for _ in 0...random.below(4) where !bytes.isEmpty {
+                bytes[random.below(bytes.count)] ^= UInt8(1 << random.below(8))
+            }
+            packet = Packet(bytes: bytes, kind: "bitflip", summary: Self.show(address, args) + " with bits flipped")
+        case 86..<90:
+            // Tags that disagree with the data that follows.
+            let args = wellTyped(address)
+            let tags = random.pick([",", "", "ffff", ",s", ",fffffffff", ",b", ",i", ",x", ",[ff]", ",ss" + String(repeating: "s", count: 50)])
+            packet = Packet(bytes: OSCWire.message(address, args, tags: tags), kind: "tags",
+                            summary: Self.show(address, args) + " tags '\(tags)'")
+        case 90..<95:
+            // Over the 8192-byte limit (up to a large UDP datagram).
+            let size = random.pick([8189, 8192, 8193, 8200, 16_384, 60_000])
+            let args: [OSCArgument] = [.string(String(repeating: "z", count: size))]
+            packet = Packet(bytes: OSCWire.message(address, args), kind: "oversized", summary: "\(address) with a \(size)-byte string")
+        default:
+            var bytes = OSCWire.padded(Array("#bundle".utf8)) + OSCWire.bigEndian(UInt64(1))
+            let inner = OSCWire.message(address, wellTyped(address))
+            bytes += OSCWire.bigEndian(Int32(random.chance(0.8) ? inner.count : random.pick([-1, 0, 1 << 30]))) + inner
+            packet = Packet(bytes: bytes, kind: "bundle", summary: "bundle of \(address)")
+        }
+        kinds[packet.kind, default: 0] += 1
+        return packet
+    }
+
+    mutating func mutatedAddress(_ address: String) -> String {
+        switch random.below(9) {
+        case 0: return address + "/"
+        case 1: return address.uppercased()
+        case 2: return "/" + address
+        case 3: return String(address.dropLast(random.below(address.count)))
+        case 4: return address.replacingOccurrences(of: "tandem", with: "*")
+        case 5: return "/tandem/{play,record}/" + random.pick(["stop", "start", "seek"])
+        case 6: return address + String(repeating: "/x", count: random.below(2000))
+        case 7: return "tandem" + address
+        default:
+            var chars = Array(address.utf8)
+            chars[random.below(chars.count)] = UInt8(1 + random.below(255))
+            return String(decoding: chars, as: UTF8.self)
+        }
+    }
+
+    static func show(_ address: String, _ args: [OSCArgument]) -> String {
+        let a = address.count > 80 ? "\(address.prefix(60))… (\(address.utf8.count) bytes)" : address
+        return ([a] + args.map(\.description)).joined(separator: " ")
+    }
+}
+
+/// A UDP socket on 127.0.0.1 for a test to talk to a control port: send, receive with a time limit.
+///
+/// Threads: one owner.
+public final class LoopbackUDP: @unchecked Sendable {
+    public let fd: Int32
+    public let port: Int
+
+    public init() throws {
+        let s = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard s >= 0 else { throw ChildError("socket: \(String(cString: strerror(errno)))") }
+        var addr = Self.address(port: 0)
+        let rc = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(s, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard rc == 0 else {
+            let why = String(cString: strerror(errno))
+            close(s)
+            throw ChildError("bind: \(why)")
+        }
+        var bound = sockaddr_in()
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &bound) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(s, $0, &len) }
+        }
+        var size: Int32 = 4 << 20
+        setsockopt(s, SOL_SOCKET, SO_RCVBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size))
+        fd = s
+        port = Int(UInt16(bigEndian: bound.sin_port))
+    }
+
+    deinit { close(fd) }
+
+    /// A free UDP port on 127.0.0.1 (bound, read, released).
+    public static func freePort() -> Int { (try? LoopbackUDP().port) ?? 0 }
+
+    static func address(port: Int) -> sockaddr_in {
+        var a = sockaddr_in()
+        a.sin_family = sa_family_t(AF_INET)
+        a.sin_port = in_port_t(UInt16(truncatingIfNeeded: port).bigEndian)
+        a.sin_addr.s_addr = in_addr_t(UInt32(0x7F00_0001).bigEndian)
+        return a
+    }
+
+    /// Sends one datagram; false when the kernel refused it (too large, buffer full).
+    @discardableResult
+    public func send(_ bytes: [UInt8], to port: Int) -> Bool {
+        var a = Self.address(port: port)
+        let n = bytes.withUnsafeBytes { b in
+            withUnsafePointer(to: &a) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    sendto(fd, b.baseAddress, b.count, Int32(MSG_DONTWAIT), $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+        }
+        return n == bytes.count
+    }
+
+    /// The next datagram, waiting up to `timeout` seconds; nil when none came.
+    public func receive(timeout: Double) -> [UInt8]? {
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&p, 1, Int32(max(0, timeout * 1000))) > 0 else { return nil }
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+        guard n >= 0 else { return nil }
+        return Array(buffer.prefix(n))
+    }
+}
+
+struct ChildError: Error, CustomStringConvertible {
+    let description: String
+    init(_ d: String) { description = d }
+}
+
+/// Sends fuzzed packets to a port from its own thread as fast as the socket takes them, until stopped: the "flood"
+/// during which a stop signal must still be honoured.
+public final class OSCFlood: @unchecked Sendable {
+    private let stopFlag = AtomicCounter.allocate(0)
+    private let sentCount = AtomicCounter.allocate(0)
+    private var thread: OSThread?
+
+    /// `exclude`: packets whose description contains one of these fragments are not sent.
+    public init(port: Int, seed: UInt64, target: OSCFuzzer.Target, exclude: [String] = []) throws {
+        let socket = try LoopbackUDP()
+        let stop = stopFlag, sent = sentCount
+        thread = OSThread(name: "osc-flood") {
+            var fuzzer = OSCFuzzer(seed: seed, target: target)
+            var ping = 0
+            while stop.load() == 0 {
+                var p = fuzzer.next()
+                while exclude.contains(where: { p.description.contains($0) }) { p = fuzzer.next() }
+                if socket.send(p.bytes, to: port) { _ = sent.add(1) }
+                ping += 1
+                if ping % 16 == 0 { socket.send(OSCWire.message("/tandem/ping", []), to: port) }
+                for _ in 0..<64 { guard socket.receive(timeout: 0) != nil else { break } }
+            }
+        }
+    }
+
+    /// Packets sent so far.
+    public var sent: Int { sentCount.load() }
+
+    /// Stops the thread and waits for it.
+    public func stop() {
+        stopFlag.store(1)
+        thread?.join()
+        thread = nil
+    }
+
+    deinit {
+        stop()
+        stopFlag.deallocate()
+        sentCount.deallocate()
+    }
+}
