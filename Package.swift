@@ -33,7 +33,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "SoundFile", dependencies: ["CSndFile", "CSoxr"]),
-        .target(name: "Presets", dependencies: ["SoundFile"]),
+        .target(name: "Presets", dependencies: ["SoundFile", "Realtime"]),
         .target(name: "Plugins", dependencies: [
             "CLilv", "LV2Host", "Realtime", "Presets",
             .product(name: "Logging", package: "swift-log"),

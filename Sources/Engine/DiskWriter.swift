@@ -467,6 +467,7 @@ final class DiskWriter: @unchecked Sendable {
 
     private func openChunk(_ t: ActiveTake) {
         let rotating = rotateFrames != nil || config.rotateBytes != nil
+        let (previousIndex, previousStart) = (t.chunkIndex, t.chunkStart)
         t.chunkIndex += 1
         t.chunkStart = t.framesWritten
         let chunk: Int? = rotating ? t.chunkIndex : nil
@@ -499,8 +500,14 @@ final class DiskWriter: @unchecked Sendable {
                 } catch where error.code == .alreadyExists && attempt < 999 {
                     attempt += 1    // never overwrite: take the next free variant of the name
                 } catch {
+                    // Nothing was opened: the chunk before stays the last one, with its frames (it used to be taken
+                    // for an empty chunk opened at the end and removed, files and all).
                     t.failed = error.description
-                    for w in writers { try? w.close() }
+                    for w in writers {
+                        try? w.close()
+                        unlink(w.path)
+                    }
+                    (t.chunkIndex, t.chunkStart) = (previousIndex, previousStart)
                     return
                 }
             }

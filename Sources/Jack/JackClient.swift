@@ -1,5 +1,6 @@
 import CJack
 import Logging
+import Realtime
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -31,6 +32,15 @@ public final class JackClient: @unchecked Sendable {
         self.logger = logger
         var status = jack_status_t(0)
         let options = jack_options_t(JackNoStartServer.rawValue | JackUseExactName.rawValue)
+        let effective = JackServer.effectiveName(server)
+        guard JackServer.isUsableName(effective) else {
+            throw JackError(.openFailed, "cannot open JACK client '\(name)': the server name is \(effective.utf8.count) bytes "
+                            + "long (at most \(JackNames.serverBytes))")
+        }
+        guard !name.isEmpty, name.utf8.count <= JackNames.clientBytes else {
+            throw JackError(.openFailed, "cannot open JACK client: its name is \(name.utf8.count) bytes long "
+                            + "(1 to \(JackNames.clientBytes))")
+        }
         let opened: OpaquePointer? = name.withCString { cname in
             if let server {
                 return server.withCString { tandem_jack_client_open(cname, options, &status, $0) }

@@ -4,6 +4,7 @@ import Glibc
 import CJack
 import Foundation
 import Synchronization
+import Realtime
 
 /// A private JACK server (`jackd -n NAME -d dummy`) that this process starts, owns and stops.
 ///
@@ -72,8 +73,14 @@ public final class JackServer: @unchecked Sendable {
         return "default"
     }
 
+    /// Whether libjack can be handed `name` as a server name (a longer one overflows a buffer inside it).
+    public static func isUsableName(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count <= JackNames.serverBytes && !name.utf8.contains(0)
+    }
+
     /// Whether a client named `client` is on the server named `name` (false when the server cannot be reached).
     public static func hasClient(named client: String, on name: String) -> Bool {
+        guard isUsableName(name) else { return false }
         var status = jack_status_t(0)
         let options = jack_options_t(JackNoStartServer.rawValue)
         guard let c = tandem_jack_client_open("tandem-probe", options, &status, name) else { return false }
@@ -85,6 +92,7 @@ public final class JackServer: @unchecked Sendable {
 
     /// Whether a client can connect to the server named `name` now.
     public static func probe(_ name: String) -> Bool {
+        guard isUsableName(name) else { return false }
         var status = jack_status_t(0)
         let options = jack_options_t(JackNoStartServer.rawValue)
         guard let c = tandem_jack_client_open("tandem-probe", options, &status, name) else { return false }

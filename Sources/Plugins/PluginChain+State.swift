@@ -112,7 +112,9 @@ extension PluginChain {
 
     /// Applies an LV2 preset (by URI). Call inside `host.locked`, while the instances do not run.
     func applyPreset(_ uri: String, to s: Stage) throws(PluginError) {
-        let node = host.node(uri)
+        guard let node = host.checkedNode(uri) else {
+            throw PluginError(.preset, plugin: s.spec.name, "'\(uri)' is not a URI lilv accepts")
+        }
         defer { lilv_node_free(node) }
         lilv_world_load_resource(host.world, node)
         guard let state = lilv_state_new_from_world(host.world, host.map, node) else {

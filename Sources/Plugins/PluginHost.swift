@@ -33,11 +33,18 @@ public final class PluginHost: @unchecked Sendable {
     var unmap: UnsafeMutablePointer<LV2_URID_Unmap> { lv2host_urids_unmap(urids) }
     public func urid(_ uri: String) -> UInt32 { lv2host_urid(urids, uri) }
 
-    /// A new URI node (the caller frees it).
+    /// A new URI node (the caller frees it). For the host's own vocabulary (always valid URIs).
     func node(_ uri: String) -> OpaquePointer { lilv_new_uri(world, uri) }
 
-    func withNode<T>(_ uri: String, _ body: (OpaquePointer) -> T) -> T {
-        let n = node(uri)
+    /// A new URI node for a URI from outside (a preset, the command line), or nil when lilv refuses it as a URI
+    /// ("23:59" is one: lilv's nil is not left to trap in Swift).
+    func checkedNode(_ uri: String) -> OpaquePointer? {
+        let n: OpaquePointer? = lilv_new_uri(world, uri)
+        return n
+    }
+
+    func withNode<T>(_ uri: String, _ body: (OpaquePointer) -> T?) -> T? {
+        guard let n = checkedNode(uri) else { return nil }
         defer { lilv_node_free(n) }
         return body(n)
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Realtime
 
 /// The one source of every limit on a value that comes from outside (command line, OSC, preset, sidecar), and the
 /// checked conversions that turn such values into frame counts. The preset loader, the engine configs, the command
@@ -33,7 +34,9 @@ public enum Limits {
     /// The OSC control port (0 turns it off on the command line).
     public static let controlPort: ClosedRange<Int> = 1024...65535
     /// Session and client names: JACK allows 64 bytes for a client name; a session name goes into file names.
-    public static let clientNameBytes: ClosedRange<Int> = 1...63
+    public static let clientNameBytes: ClosedRange<Int> = 1...JackNames.clientBytes
+    /// A JACK server name (longer ones overflow a buffer inside libjack).
+    public static let serverNameBytes: ClosedRange<Int> = 1...JackNames.serverBytes
     public static let sessionNameBytes: ClosedRange<Int> = 1...128
     /// The longest file name most Linux file systems take (NAME_MAX).
     public static let fileNameBytes = 255

@@ -323,6 +323,9 @@ struct Validator {
         }
         if let (server, line) = string(t, "server", s) {
             if server.isEmpty { problem("session.server", line, "must not be empty (leave it out for the default server)") }
+            else if let why = Limits.nameProblem(server, what: "the server name", bytes: Limits.serverNameBytes) {
+                problem("session.server", line, why)
+            }
             out.server = server
         }
         out.createDirectory = bool(t, "create_directory", s) ?? false

@@ -165,7 +165,8 @@ public struct OSCFuzzer {
         "/tandem/play/stop": "", "/tandem/play/next": "", "/tandem/play/seek": "f", "/tandem/play/gain": "f",
         "/tandem/play/load": "s...", "/tandem/preset/apply": "s", "/tandem/subscribe": "[s] [f]",
         "/tandem/unsubscribe": "[s]", "/tandem/plugin/set": "sssf", "/tandem/plugin/get": "sss",
-        "/tandem/plugin/save": "",
+        "/tandem/plugin/save": "", "/tandem/engines": "", "/tandem/plugin/list": "[s]",
+        "/tandem/plugin/preset": "sss", "/tandem/preset/save": "s", "/tandem/takes": "",
     ]
 
     /// What the fuzzer knows about its target.

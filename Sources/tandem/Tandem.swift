@@ -1,5 +1,6 @@
 import ArgumentParser
 import Engine
+import Presets
 import Foundation
 import Jack
 import Realtime
@@ -54,6 +55,12 @@ struct ServerOptions: ParsableArguments {
 
     @Flag(name: .shortAndLong, help: "Log more (lifecycle details).")
     var verbose = false
+
+    func validate() throws {
+        if let server, let why = Limits.nameProblem(server, what: "--server", bytes: Limits.serverNameBytes) {
+            throw ValidationError(why)
+        }
+    }
 
     @Flag(name: .shortAndLong, help: "Log only warnings and errors.")
     var quiet = false
