@@ -292,6 +292,8 @@ public final class Session: @unchecked Sendable {
     /// whose rule is gone. Connections made by others are never touched.
     private func applyRules(_ report: inout ApplyReport) {
         guard let c = patchClient, let p = preset else { return }
+        // Read before the ports: a change while this pass runs (a net driver re-creating its ports) makes another.
+        let generationAtStart = generation(c)
         let desired = desiredConnections(p.connections, client: c)
         var connected: [String: Set<String>] = [:]
         func isConnected(_ x: Connection) -> Bool {
@@ -328,7 +330,7 @@ public final class Session: @unchecked Sendable {
                 patchLogger.warning("cannot connect", metadata: ["error": "\(error)"])
             }
         }
-        graphGeneration = generation(c)
+        graphGeneration = generationAtStart
     }
 
     /// Every connection the rules ask for among the ports that exist now.

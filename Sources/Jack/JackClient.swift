@@ -60,8 +60,18 @@ public final class JackClient: @unchecked Sendable {
             }
             throw JackError(.openFailed, "cannot open JACK client '\(name)' on \(where_)", status: status)
         }
+        // PipeWire's libjack ignores JackUseExactName: it opens a clashing name and renames the client's ports to
+        // NAME-<id>:… while jack_get_client_name still says NAME. Refuse that as jackd2 does, else this client's
+        // ports and every rule naming them would be another program's: the name must belong to this client.
+        let given = String(cString: jack_get_client_name(opened))
+        if given != name || !Self.nameIsOwn(name, opened) {
+            jack_client_close(opened)
+            throw JackError(.nameTaken, "cannot open JACK client '\(name)' on JACK server "
+                            + "'\(JackServer.effectiveName(server))': a client of that name is already there (another "
+                            + "Tandem, or another program): choose another client name")
+        }
         handle = opened
-        self.name = String(cString: jack_get_client_name(opened))
+        self.name = given
         self.serverName = server
         notifications = JackNotifications.allocate()
         notificationContext = notifications.install(on: opened)
@@ -70,6 +80,15 @@ public final class JackClient: @unchecked Sendable {
     deinit {
         close()
         notifications.deallocate()
+    }
+
+    /// Whether the server's client called `name` is `client` itself (not another one of the same name).
+    private static func nameIsOwn(_ name: String, _ client: OpaquePointer) -> Bool {
+        guard let own = jack_client_get_uuid(client) else { return true }
+        defer { jack_free(own) }
+        guard let holder = name.withCString({ jack_get_uuid_for_client_name(client, $0) }) else { return true }
+        defer { jack_free(holder) }
+        return strcmp(own, holder) == 0
     }
 
     private func live() throws(JackError) -> OpaquePointer {
@@ -172,10 +191,32 @@ public final class JackClient: @unchecked Sendable {
 
     /// The latency range JACK computed for a port: capture latency for inputs of ours (how old the audio is),
     /// playback latency for outputs (how long until it is heard).
+    ///
+    /// For a connected port on the upstream side of the question (an input's capture latency, an output's playback
+    /// latency) the range is taken from its connections, as JACK itself computes it (the lowest minimum and the
+    /// highest maximum of the ports across): JACK stores that value only when the client's latency callback has
+    /// run after a graph change, which happens asynchronously, so a take started right after its connections were
+    /// made read 0 (seen with `tandem run` over NetJACK2).
     public func latency(of portName: String, capture: Bool) -> LatencyRange? {
         guard let handle, let port = jack_port_by_name(handle, portName) else { return nil }
+        let mode = capture ? JackCaptureLatency : JackPlaybackLatency
+        let isInput = jack_port_flags(port) & Int32(JackPortIsInput.rawValue) != 0
         var range = jack_latency_range_t()
-        jack_port_get_latency_range(port, capture ? JackCaptureLatency : JackPlaybackLatency, &range)
+        if isInput == capture, let list = jack_port_get_all_connections(handle, port) {
+            defer { jack_free(UnsafeMutableRawPointer(mutating: list)) }
+            var low = UInt32.max, high: UInt32 = 0
+            var i = 0
+            while let name = list[i] {
+                if let other = jack_port_by_name(handle, name) {
+                    jack_port_get_latency_range(other, mode, &range)
+                    low = min(low, range.min)
+                    high = max(high, range.max)
+                }
+                i += 1
+            }
+            if low <= high { return LatencyRange(min: low, max: high) }
+        }
+        jack_port_get_latency_range(port, mode, &range)
         return LatencyRange(min: range.min, max: range.max)
     }
 

@@ -53,7 +53,7 @@ public struct JackNotifications: BitwiseCopyable, @unchecked Sendable {
 
     /// The shutdown reason JACK gave, if the server shut this client down. Control side.
     public var shutdownReason: String? {
-        count(.shutdown) > 0 ? String(cString: reason) : nil
+        count(.shutdown) > 0 && reason[0] != 0 ? String(cString: reason) : nil
     }
 
     @inline(__always)
@@ -71,6 +71,11 @@ public struct JackNotifications: BitwiseCopyable, @unchecked Sendable {
         jack_set_xrun_callback(client, { arg in
             arg!.load(as: JackNotifications.self).note(.xrun)
             return 0
+        }, arg)
+        // Both shutdown callbacks: jackd2 calls the info one (with a reason) when it is set, PipeWire's libjack
+        // (0.3.65) only ever calls the plain one. Either counts as the server shutting this client down.
+        jack_on_shutdown(client, { arg in
+            arg!.load(as: JackNotifications.self).note(.shutdown)
         }, arg)
         jack_on_info_shutdown(client, { _, reason, arg in
             let n = arg!.load(as: JackNotifications.self)
