@@ -33,7 +33,7 @@ import TestSupport
             """.write(toFile: preset, atomically: true, encoding: .utf8)
         let tandem = try TandemProcess(["run", "--no-view", preset], server: server, log: dir.appendingPathComponent("run.log").path)
         defer { tandem.process.stop(SIGINT) }
-        #expect(tandem.waitFor("connected"), "\(tandem.output)")
+        #expect(tandem.waitFor("control protocol listening") && tandem.waitFor("connected system:capture_2"), "\(tandem.output)")
         func ctl(_ words: String...) throws -> (code: Int32, output: String) {
             try TestEnvironment.run([TestEnvironment.product("tandem"), "ctl", "--port", "\(port)"] + words, timeout: 20)
         }

@@ -268,7 +268,10 @@ import TestSupport
         var code: Int32?
         var text = ""
         for attempt in 1...2 {
-            let p = try ChildProcess([TestEnvironment.product("tandem"), "demo", "--seconds", "3", "-d", dir.path],
+            // Each run in a folder of its own: the demo never overwrites the signal file the run before wrote.
+            let runDir = dir.appendingPathComponent("run-\(attempt)")
+            try FileManager.default.createDirectory(at: runDir, withIntermediateDirectories: true)
+            let p = try ChildProcess([TestEnvironment.product("tandem"), "demo", "--seconds", "3", "-d", runDir.path],
                                      environment: ["JACK_DEFAULT_SERVER": absent], outputPath: log)
             code = p.wait(timeout: 30)
             text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
