@@ -11,6 +11,22 @@ extension ChainHolder {
                                           period: client.bufferSize, label: label, savedState: savedState)
     }
 
+    /// Installs the chain an engine starts with. With `strict` (a plugin that cannot run is fatal) returns why the
+    /// engine cannot start, having freed the chain (the caller closes the rest); otherwise logs each problem (the
+    /// chain runs without what failed) and returns nil. Control thread, before activation.
+    func installForStart(_ specs: [PluginSpec], client: JackClient, channels: Int, label: String, savedState: String?,
+                         strict: Bool, logger: Logger) -> String? {
+        install(Self.chain(specs, client: client, channels: channels, label: label, savedState: savedState))
+        if strict, let why = PluginChain.startFailure(chain, engine: label) {
+            close()
+            return why
+        }
+        for p in chain?.problems ?? [] {
+            logger.error("plugin problem: \(PluginChain.bypassLine(p))", metadata: ["chain": "\(label)"])
+        }
+        return nil
+    }
+
     /// Builds the chain `specs` asks for here, off the process thread, and swaps it in for the running one.
     func rebuild(_ specs: [PluginSpec], client: JackClient, channels: Int, label: String, savedState: String?,
                  logger: Logger) {

@@ -51,12 +51,7 @@ public final class Player: @unchecked Sendable {
         guard problems.isEmpty else { throw EngineError(.badConfig, problems.joined(separator: "; ")) }
         self.config = config
         self.logger = logger
-        do {
-            client = try JackClient(name: config.clientName, server: server, logger: logger)
-        } catch {
-            // A taken name is the user's to change (exit 2); the rest is the server's (exit 3).
-            throw EngineError(error.code == .nameTaken ? .badConfig : .jack, error.description)
-        }
+        client = try EngineError.openClient(config.clientName, server: server, logger: logger)
         let registered = try EngineError.registerPorts(config.ports, direction: .output, on: client)
         ports = registered
         let rate = client.sampleRate
@@ -70,16 +65,11 @@ public final class Player: @unchecked Sendable {
         plugins = holder
         state = PlayerState.allocate(client: client.handle!, ports: registered, chain: holder.slot,
                                      ringFrames: ringFrames, wakeSpace: max(client.bufferSize, 8192), notify: notify)
-        holder.install(ChainHolder.chain(config.plugins, client: client, channels: registered.count, label: "player",
-                                         savedState: config.pluginState))
-        if strictPlugins, let why = PluginChain.startFailure(holder.chain, engine: "player") {
-            holder.close()
+        if let why = holder.installForStart(config.plugins, client: client, channels: registered.count, label: "player",
+                                            savedState: config.pluginState, strict: strictPlugins, logger: logger) {
             client.close()
             PlayerState.free(state)
             throw EngineError(.badConfig, why)
-        }
-        for p in holder.chain?.problems ?? [] {
-            logger.error("plugin problem: \(PluginChain.bypassLine(p))", metadata: ["chain": "player"])
         }
         latency = JackLatency(client: client, ports: registered, outputs: true)
         state.pointee.set(.gainTarget, Int(config.gain.bitPattern))

@@ -17,6 +17,16 @@ public struct EngineError: Error, CustomStringConvertible, Sendable {
     }
     public var description: String { message }
 
+    /// Opens an engine's JACK client. A taken name is the user's to change (`badConfig`, exit 2); the rest is the
+    /// server's (`jack`, exit 3).
+    static func openClient(_ name: String, server: String?, logger: Logger) throws(EngineError) -> JackClient {
+        do {
+            return try JackClient(name: name, server: server, logger: logger)
+        } catch {
+            throw EngineError(error.code == .nameTaken ? .badConfig : .jack, error.description)
+        }
+    }
+
     /// Registers an engine's ports in order; on failure closes the client and throws with JACK's words.
     static func registerPorts(_ names: [String], direction: PortDirection, on client: JackClient)
         throws(EngineError) -> [JackPort] {
@@ -73,12 +83,7 @@ public final class Recorder: @unchecked Sendable {
         }
         self.config = config
         self.logger = logger
-        do {
-            client = try JackClient(name: config.clientName, server: server, logger: logger)
-        } catch {
-            // A taken name is the user's to change (exit 2); the rest is the server's (exit 3).
-            throw EngineError(error.code == .nameTaken ? .badConfig : .jack, error.description)
-        }
+        client = try EngineError.openClient(config.clientName, server: server, logger: logger)
         let rate = client.sampleRate
         if let e = config.format.check(channels: config.stems ? 1 : config.recordedChannelNames.count, sampleRate: rate) {
             client.close()
@@ -99,16 +104,11 @@ public final class Recorder: @unchecked Sendable {
         state = RecorderState.allocate(client: client.handle!, ports: registered, recordDry: config.recordDry,
                                        chain: holder.slot, ringFrames: ringFrames, wakeFrames: wakeFrames,
                                        sampleRate: rate)
-        holder.install(ChainHolder.chain(config.plugins, client: client, channels: registered.count, label: "recorder",
-                                         savedState: config.pluginState))
-        if strictPlugins, let why = PluginChain.startFailure(holder.chain, engine: "recorder") {
-            holder.close()
+        if let why = holder.installForStart(config.plugins, client: client, channels: registered.count, label: "recorder",
+                                            savedState: config.pluginState, strict: strictPlugins, logger: logger) {
             client.close()
             RecorderState.free(state)
             throw EngineError(.badConfig, why)
-        }
-        for p in holder.chain?.problems ?? [] {
-            logger.error("plugin problem: \(PluginChain.bypassLine(p))", metadata: ["chain": "recorder"])
         }
         latency = JackLatency(client: client, ports: registered, outputs: false)
         let notifications = client.notifications
