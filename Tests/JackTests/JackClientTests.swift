@@ -62,9 +62,28 @@ import TestSupport
     }
 
     /// Two Tandem clients in one process, connected to each other and to a real peer (jack_capture): the audio that
-    /// arrives at both is checked sample by sample.
+    /// arrives at both is checked sample by sample. A run in which the server had xruns (the VM delayed a client, and
+    /// both receivers lost the same period) proves nothing about the clients and is run once more.
     @Test(.enabled(if: TestEnvironment.hasProgram("jack_capture")))
     func audioArrivesBitExactAtOurClientAndAtJackCapture() throws {
+        for attempt in 1...2 {
+            let (ours, theirs, xruns) = try loopRun()
+            let exact = ours.matchedFrames == 48000 && ours.mismatchedFrames == 0
+                && theirs.matchedFrames == 48000 && theirs.mismatchedFrames == 0 && theirs.extraFrames == 0
+            if exact { return }
+            if attempt == 1 && xruns > 0 {
+                print("loop run 1 had \(xruns) server xruns and lost audio (ours \(ours), jack_capture \(theirs)); once more")
+                continue
+            }
+            #expect(ours.matchedFrames == 48000 && ours.mismatchedFrames == 0, "\(ours), xruns \(xruns)")
+            #expect(theirs.matchedFrames == 48000 && theirs.mismatchedFrames == 0 && theirs.extraFrames == 0,
+                    "\(theirs), xruns \(xruns)")
+            return
+        }
+    }
+
+    /// One loop: returns what our recorder and jack_capture received, and the server's xruns meanwhile.
+    func loopRun() throws -> (ours: Alignment, theirs: Alignment, xruns: Int) {
         let server = try TestEnvironment.server("loop")
         defer { server.stop() }
         let channels = 2
@@ -111,12 +130,11 @@ import TestSupport
         let nonSilent = recorded.firstIndex { $0 != 0 }.map { $0 / channels }
         let ourAlignment = AudioCompare.align(source: noise, recorded: recorded, channels: channels)
         let ours = try #require(ourAlignment, "recorded \(got.frames) frames, first non-silent \(String(describing: nonSilent))")
-        #expect(ours.matchedFrames == 48000 && ours.mismatchedFrames == 0, "\(ours)")
 
         let peerAudio = try TestEnvironment.readAudio(capturePath)
         #expect(peerAudio.channels == channels)
         let theirAlignment = AudioCompare.align(source: noise, recorded: peerAudio.samples, channels: channels)
         let theirs = try #require(theirAlignment)
-        #expect(theirs.matchedFrames == 48000 && theirs.mismatchedFrames == 0 && theirs.extraFrames == 0, "\(theirs)")
+        return (ours, theirs, player.notifications.count(.xrun) + recorder.notifications.count(.xrun))
     }
 }
