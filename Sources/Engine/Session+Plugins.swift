@@ -59,7 +59,7 @@ extension Session {
         recorder?.refreshPluginLatency()
         player?.refreshPluginLatency()
         let dirty = ChainEngine.allCases.contains { chain($0)?.dirty == true }
-        guard dirty, Date().timeIntervalSince(lastPluginSave) >= 1 else { return }
+        guard dirty, preset?.session.savePlugins == true, Date().timeIntervalSince(lastPluginSave) >= 1 else { return }
         lastPluginSave = Date()
         do {
             try savePlugins()

@@ -34,6 +34,15 @@ public enum ServerLossPolicy: String, Sendable, CaseIterable {
     case stop
 }
 
+/// When a session ends by itself, beyond the rule that always holds (a take with a duration or stop time in start
+/// mode `immediately`). `tandem record` and `tandem play` set it from their options.
+public enum SessionExit: String, Sendable, CaseIterable {
+    /// When a take ends by its duration or stop time (whatever the start mode), or the stop time passes.
+    case take
+    /// When the player's queue has played out (and the plugin chain's latency and tail have rung out).
+    case playback
+}
+
 public enum DiskErrorPolicy: String, Sendable, CaseIterable {
     /// Finalize the take and exit with a non-zero code.
     case stop
@@ -148,11 +157,16 @@ public struct SessionSection: Sendable, Equatable {
     public var controlPort: Int?
     /// Bring back plugin state and control values saved by an earlier run of this session.
     public var restorePlugins = true
+    /// Save plugin state into the session folder when the session stops and after live control changes
+    /// (`tandem record` and `tandem play` leave it off: they write nothing but their takes).
+    public var savePlugins = true
     /// With `onServerLoss == .resume`, how long `tandem run` waits at start for a server that is not up yet (at
     /// boot it often is not); 0 fails at once. After a loss the session waits without limit.
     public var serverWaitSeconds: Double = 60
     /// A plugin that cannot run at start: an error (`fail`) or left out (`bypass`).
     public var onPluginError: PluginErrorPolicy = .fail
+    /// End the session when a take or the playback ends (nil: only by the rule that always holds).
+    public var exitAfter: SessionExit?
     public init() {}
 }
 
@@ -190,7 +204,14 @@ public struct PlayerSection: Sendable, Equatable {
     public var channelMap: [Int]?
     public var quality: ResampleQuality = .high
     public var seekSeconds: Double = 0
+    /// Start at this frame of the first file (instead of `seekSeconds`).
+    public var seekFrame: Int?
     public var start: PlayerStart = .immediately
+    /// With start mode `immediately`: cue, and start at this local time (HH:MM or HH:MM:SS), on the exact frame.
+    public var startAt: String?
+    /// With plugins, how long the chain runs on silence past its latency after the queue has played out, before
+    /// the playback counts as ended (`exit_after = "playback"`).
+    public var tailSeconds: Double = 2
     public var ringSeconds: Double = 2
     /// LV2 insert chain between the ring and the ports, in order.
     public var plugins: [PluginSpec] = []

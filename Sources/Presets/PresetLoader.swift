@@ -304,6 +304,12 @@ struct Validator {
         if let r = p.recorder, let pl = p.player, r.client == pl.client {
             problem("player.client", nil, "the recorder and the player need different client names (both '\(r.client)')")
         }
+        if p.session.exitAfter == .take && p.recorder == nil {
+            problem("session.exit_after", nil, "'take' needs a [recorder] table")
+        }
+        if p.session.exitAfter == .playback && p.player == nil {
+            problem("session.exit_after", nil, "'playback' needs a [player] table")
+        }
         if p.player?.start == .withRecorder && p.recorder == nil {
             problem("player.start", nil, "'with-recorder' needs a [recorder] table")
         }
@@ -313,7 +319,7 @@ struct Validator {
     mutating func session(_ t: TOMLTable) -> SessionSection {
         let s = "session"
         unknownKeys(t, ["name", "server", "directory", "create_directory", "on_server_loss", "on_disk_error", "on_manual_disconnect",
-                        "control_port", "restore_plugins", "server_wait", "on_plugin_error"], section: s)
+                        "control_port", "restore_plugins", "save_plugins", "server_wait", "on_plugin_error", "exit_after"], section: s)
         var out = SessionSection()
         if let (name, line) = string(t, "name", s) {
             if let why = Limits.nameProblem(name, what: "the session name", bytes: Limits.sessionNameBytes) {
@@ -358,11 +364,13 @@ struct Validator {
         out.onManualDisconnect = choice(t, "on_manual_disconnect", s, DisconnectPolicy.self) ?? .respect
         out.controlPort = integer(t, "control_port", s, Limits.controlPort)
         out.restorePlugins = bool(t, "restore_plugins", s) ?? true
+        out.savePlugins = bool(t, "save_plugins", s) ?? true
         out.serverWaitSeconds = number(t, "server_wait", s, Limits.serverWaitSeconds, unit: " seconds") ?? 60
         if t["server_wait"] != nil && out.onServerLoss == .stop {
             problem("session.server_wait", t.keyLines["server_wait"], "waiting for the server needs on_server_loss = \"resume\"")
         }
         out.onPluginError = choice(t, "on_plugin_error", s, PluginErrorPolicy.self) ?? .fail
+        out.exitAfter = choice(t, "exit_after", s, SessionExit.self)
         return out
     }
 
@@ -417,8 +425,8 @@ struct Validator {
 
     mutating func player(_ t: TOMLTable) -> PlayerSection {
         let s = "player"
-        unknownKeys(t, ["client", "channels", "ports", "queue", "loop", "gain", "map", "quality", "seek", "start",
-                        "ring", "plugins"], section: s)
+        unknownKeys(t, ["client", "channels", "ports", "queue", "loop", "gain", "map", "quality", "seek", "seek_frame",
+                        "start", "start_at", "tail", "ring", "plugins"], section: s)
         var p = PlayerSection()
         p.client = client(t, s, default: p.client)
         p.ports = ports(t, s, prefix: "out", default: p.ports)
@@ -455,7 +463,19 @@ struct Validator {
         }
         p.quality = choice(t, "quality", s, ResampleQuality.self) ?? .high
         p.seekSeconds = number(t, "seek", s, Limits.seekSeconds, unit: " seconds") ?? 0
+        p.seekFrame = integer(t, "seek_frame", s, Limits.seekFrames)
+        if t["seek"] != nil && t["seek_frame"] != nil {
+            problem("player.seek_frame", t.keyLines["seek_frame"], "give either seek or seek_frame")
+        }
         p.start = choice(t, "start", s, PlayerStart.self) ?? .immediately
+        if let (at, line) = string(t, "start_at", s) {
+            if Self.clock(at) == nil { problem("player.start_at", line, "'\(at)' is not a time of day (HH:MM or HH:MM:SS)") }
+            if p.start != .immediately {
+                problem("player.start_at", line, "a start time needs start = \"immediately\" (the player is cued until then)")
+            }
+            p.startAt = at
+        }
+        p.tailSeconds = number(t, "tail", s, Limits.tailSeconds, unit: " seconds") ?? 2
         p.ringSeconds = number(t, "ring", s, Limits.playerRingSeconds, unit: " seconds") ?? 2
         (p.plugins, p.pluginSources) = plugins(t, s)
         return p

@@ -23,9 +23,12 @@ public extension Preset {
         }
         if let port = session.controlPort { out.integer("control_port", port) }
         if session.restorePlugins != d.restorePlugins { out.bool("restore_plugins", session.restorePlugins) }
+        if session.savePlugins != d.savePlugins { out.bool("save_plugins", session.savePlugins) }
         if session.onServerLoss == .resume && session.serverWaitSeconds != d.serverWaitSeconds {
             out.number("server_wait", session.serverWaitSeconds)
         }
+        if session.onPluginError != d.onPluginError { out.raw("on_plugin_error", session.onPluginError.rawValue) }
+        if let exit = session.exitAfter { out.raw("exit_after", exit.rawValue) }
 
         if let r = recorder {
             let d = RecorderSection()
@@ -59,7 +62,10 @@ public extension Preset {
             if let map = p.channelMap { out.line("map = [" + map.map(String.init).joined(separator: ", ") + "]") }
             if p.quality != d.quality { out.raw("quality", p.quality.rawValue) }
             if p.seekSeconds != d.seekSeconds { out.number("seek", p.seekSeconds) }
+            if let frame = p.seekFrame { out.integer("seek_frame", frame) }
             if p.start != d.start { out.raw("start", p.start.rawValue) }
+            if let at = p.startAt { out.string("start_at", at) }
+            if p.tailSeconds != d.tailSeconds { out.number("tail", p.tailSeconds) }
             if p.ringSeconds != d.ringSeconds { out.number("ring", p.ringSeconds) }
             out.plugins(p.plugins, section: "player")
         }

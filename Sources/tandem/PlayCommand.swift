@@ -62,6 +62,11 @@ struct PlayCommand: ParsableCommand {
 
     @OptionGroup var plugins: PluginOptions
 
+    @Option(name: .long, help: "When the JACK server goes away: stop (exit 3) or resume (wait for it, then go on where playback was).")
+    var onServerLoss = "stop"
+
+    @OptionGroup var controlOptions: ControlOptions
+
     @Option(name: .long, help: "With --plugin: after the queue has played, keep the chain running this many seconds past its reported latency, so a delay's or reverb's tail rings out before the exit.")
     var tail: Double = 2
 
@@ -89,6 +94,9 @@ struct PlayCommand: ParsableCommand {
             throw ValidationError("--start-at '\(startAt)' is not a time of day (HH:MM or HH:MM:SS)")
         }
         if startAt != nil && wait { throw ValidationError("give either --wait or --start-at") }
+        if ServerLossPolicy(rawValue: onServerLoss) == nil {
+            throw ValidationError("unknown --on-server-loss '\(onServerLoss)' (stop, resume)")
+        }
         if !(tail >= 0 && tail <= 600) { throw ValidationError("--tail must be 0 to 600 seconds") }
     }
 
@@ -114,92 +122,78 @@ struct PlayCommand: ParsableCommand {
         return c
     }
 
+    /// The session this command runs: a preset with one player, built from the options (what `run` would read
+    /// from a file saying the same).
+    func makePreset() -> Preset {
+        let c = makeConfig()
+        var p = Preset()
+        p.session.name = "play"
+        p.session.server = server.server
+        p.session.onServerLoss = ServerLossPolicy(rawValue: onServerLoss) ?? .stop
+        p.session.onPluginError = plugins.strict ? .fail : .bypass
+        p.session.controlPort = controlOptions.controlPort
+        p.session.restorePlugins = false
+        p.session.savePlugins = false
+        p.session.serverWaitSeconds = 0
+        p.session.exitAfter = .playback
+        var pl = PlayerSection()
+        pl.client = c.clientName
+        pl.ports = c.ports
+        pl.queue = c.queue
+        pl.loop = c.loop
+        pl.gainDB = c.gainDB
+        pl.channelMap = c.channelMap
+        pl.quality = c.resampleQuality
+        pl.seekSeconds = seek ?? 0
+        pl.seekFrame = seekFrame
+        pl.start = wait ? .command : .immediately
+        pl.startAt = startAt
+        pl.tailSeconds = tail
+        pl.ringSeconds = c.ringSeconds
+        pl.plugins = c.plugins
+        p.player = pl
+        return p
+    }
+
     func run() throws {
-        let signals = SignalWatcher.install()
-        server.bootstrapLogging()
-        let config = makeConfig()
-        let problems = config.problems()
+        let runner = SessionRunner(server: server, json: controlOptions.json, noView: controlOptions.noView,
+                                   liveViewOnPipes: false, printer: EventPrinter(playStyle: true))
+        let problems = makeConfig().problems()
         if !problems.isEmpty { fail(.badInput, problems.joined(separator: "; ")) }
-        let player: Player
-        do {
-            player = try Player(config: config, server: server.server, logger: Logger(label: "tandem.play"),
-                                notify: signals.wakeup, strictPlugins: plugins.strict)
-        } catch {
-            fail(error.code == .jack ? .jackUnavailable : .badInput, error.message)
-        }
-        PluginOptions.announce(player.plugins.chain, engine: "player")
-        do {
-            try Patching.connectDestinations(connect, from: player.ports.map(\.name), client: player.client)
-        } catch {
-            player.close()
-            fail(.badInput, "\(error)")
-        }
+        var preset = makePreset()
+        // Connected before anything plays, so nothing is played into the void: cued by the first apply, started
+        // after the second.
+        let start = preset.player?.start
+        preset.player?.start = connect.isEmpty ? start ?? .immediately : .command
+        runner.start(preset)
+        guard let player = runner.session.player else { fail(.failure, "the player did not start") }
         if connect.isEmpty {
-            Console.err("tandem: note: \(player.ports.count) output port(s) \(player.client.name):\(config.ports.first ?? "")... "
+            Console.err("tandem: note: \(player.ports.count) output port(s) \(player.client.name):\(player.ports.first?.shortName ?? "")... "
                         + "are not connected: the sound goes nowhere until a patchbay or jack_connect connects them "
                         + "(or give --connect 'system:playback_.*')\n")
-        }
-        var startFrame = seekFrame ?? 0
-        if let seek, let r = try? SoundFileReader(path: files[0]) {
-            startFrame = Limits.frames(seconds: seek, rate: Double(r.sampleRate)) ?? 0
-        }
-        if startFrame > 0 { player.seek(item: 0, frame: startFrame) }
-        player.waitForFill(seconds: 5)
-        var startDeadline = startAt.flatMap(Preset.secondsOfDay).map { Preset.nextOccurrence(ofSecondsOfDay: $0) }
-        if !wait && startDeadline == nil { player.play() }
-
-        var failed = false
-        loop: while true {
-            // Signals and the player's events post the wakeup; the timeout is for a scheduled start and for noticing
-            // the server going away.
-            signals.wakeup.wait(seconds: startDeadline.map { $0.timeIntervalSinceNow < 1 ? 0.02 : 0.25 } ?? 0.25)
-            if signals.take(SIGINT) > 0 || signals.take(SIGTERM) > 0 { break }
-            if signals.take(SIGUSR1) > 0 { player.play() }
-            if let deadline = startDeadline, Date().addingTimeInterval(0.1) >= deadline {
-                // Sample-accurate: the JACK frame that corresponds to the requested moment.
-                let ahead = max(0, deadline.timeIntervalSinceNow)
-                player.play(atFrameTime: player.client.frameTime &+ UInt32(ahead * Double(player.sampleRate)))
-                startDeadline = nil
+        } else {
+            do {
+                preset.connections = try runner.session.orderedRules(connect, ports: player.ports.map(\.name), towardUs: false)
+            } catch {
+                runner.session.close()
+                fail(.badInput, "\(error)")
             }
-            if signals.take(SIGUSR2) > 0 { player.pause() }
-            if player.client.wasShutDown {
-                player.close()
-                fail(.jackUnavailable, "the JACK server shut the player down")
-            }
-            for event in player.drainEvents() {
-                switch event {
-                case .itemStarted(let item, let path):
-                    let p = player.position
-                    say("playing \(item + 1)/\(files.count): \(path) (\(String(format: "%.3f", p.duration)) s)")
-                case .itemFailed(_, let path, let message):
-                    failed = true
-                    Console.err("tandem: cannot play '\(path)': \(message)\n")
-                case .queueFinished:
-                    // The last frames went out in the cycle that consumed them, and the clients after us read them
-                    // in that graph run. Two more of our cycles mean the run is over (JACK starts the next one
-                    // when it is); a fixed pause lost the end when the machine was late.
-                    // With plugins, the chain keeps running on silence for its latency plus the tail time, so the
-                    // output of the last frames (and a reverb's or delay's tail) goes out before the exit.
-                    let chain = player.plugins.chain.flatMap { $0.isEmpty ? nil : $0 }
-                    let ringOut = chain.map { $0.latency + Int((tail * Double(player.sampleRate)).rounded()) } ?? 0
-                    let period = max(1, player.client.bufferSize)
-                    let after = player.cycles + 2 + (ringOut + period - 1) / period
-                    let pause = UInt32(period * 1_000_000 / max(1, player.sampleRate))
-                    let deadline = Date().addingTimeInterval(1 + Double(ringOut) / Double(max(1, player.sampleRate)))
-                    while player.cycles < after && Date() < deadline {
-                        if signals.take(SIGINT) > 0 || signals.take(SIGTERM) > 0 { break }
-                        usleep(pause)
-                    }
-                    say("finished: \(player.playedFrames) frames played, \(player.underrunFrames) underrun frames, "
-                        + "\(player.missedFrames) frames of skipped cycles, \(player.xruns) xruns"
-                        + (chain == nil ? "" : ", \(ringOut) frames of plugin latency and tail rung out"))
-                    break loop
-                }
-            }
+            preset.player?.start = start ?? .immediately
+            runner.reapply(preset)
+            if start == .immediately && startAt == nil { runner.session.playNow() }
         }
-        let (cost, period, rate) = (player.cycleCost, player.client.bufferSize, player.sampleRate)
-        player.close()
-        say(cycleCostLine(cost, period: period, rate: rate))
-        if failed { Foundation.exit(ExitStatus.badInput.rawValue) }
+        runner.openControl(explicit: controlOptions.controlPort, fallback: nil)
+        let end = runner.loop()
+        if case .playbackComplete = end, let p = runner.session.player {
+            let ringOut = runner.session.playbackRingOut ?? 0
+            say("finished: \(p.playedFrames) frames played, \(p.underrunFrames) underrun frames, "
+                + "\(p.missedFrames) frames of skipped cycles, \(p.xruns) xruns"
+                + (p.plugins.chain.map { $0.isEmpty } ?? true ? "" : ", \(ringOut) frames of plugin latency and tail rung out"))
+        }
+        let failed = runner.session.failedItems
+        let costs = runner.finish()
+        for c in costs { say(cycleCostLine(c.cost, period: c.period, rate: c.rate)) }
+        if let end, ExitStatus(end) != .ok { Foundation.exit(ExitStatus(end).rawValue) }
+        if failed > 0 { Foundation.exit(ExitStatus.badInput.rawValue) }
     }
 }

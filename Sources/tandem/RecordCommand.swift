@@ -77,6 +77,14 @@ struct RecordCommand: ParsableCommand {
     @Flag(name: .long, help: "Also record the unprocessed input, as extra channels after the processed ones (needs --plugin).")
     var dry = false
 
+    @Option(name: .long, help: "When the JACK server goes away: stop (finalize, exit 3) or resume (wait for it, then a new take).")
+    var onServerLoss = "stop"
+
+    @Option(name: .long, help: "On a disk error: stop (finalize, exit 4) or continue (finalize, stay armed).")
+    var onDiskError = "stop"
+
+    @OptionGroup var controlOptions: ControlOptions
+
     func validate() throws {
         if let channels, !Limits.channels.contains(channels) { throw ValidationError("--channels must be 1 to \(Limits.channels.upperBound)") }
         if channels != nil && !port.isEmpty { throw ValidationError("give either --channels or --port, not both") }
@@ -91,6 +99,12 @@ struct RecordCommand: ParsableCommand {
         }
         if let stopAt, Preset.secondsOfDay(stopAt) == nil {
             throw ValidationError("--stop-at '\(stopAt)' is not a time of day (HH:MM or HH:MM:SS)")
+        }
+        if ServerLossPolicy(rawValue: onServerLoss) == nil {
+            throw ValidationError("unknown --on-server-loss '\(onServerLoss)' (stop, resume)")
+        }
+        if DiskErrorPolicy(rawValue: onDiskError) == nil {
+            throw ValidationError("unknown --on-disk-error '\(onDiskError)' (stop, continue)")
         }
         let problems = makeConfig().problems()
         if !problems.isEmpty { throw ValidationError(problems.joined(separator: "\n")) }
@@ -117,83 +131,66 @@ struct RecordCommand: ParsableCommand {
         return c
     }
 
+    /// The session this command runs: a preset with one recorder, built from the options (what `run` would read
+    /// from a file saying the same).
+    func makePreset() -> Preset {
+        let c = makeConfig()
+        var p = Preset()
+        p.session.name = session
+        p.session.server = server.server
+        p.session.directory = dir
+        p.session.onServerLoss = ServerLossPolicy(rawValue: onServerLoss) ?? .stop
+        p.session.onDiskError = DiskErrorPolicy(rawValue: onDiskError) ?? .stop
+        p.session.onPluginError = plugins.strict ? .fail : .bypass
+        p.session.controlPort = controlOptions.controlPort
+        p.session.restorePlugins = false
+        p.session.savePlugins = false
+        p.session.serverWaitSeconds = 0
+        p.session.exitAfter = duration != nil || stopAt != nil ? .take : nil
+        var r = RecorderSection()
+        r.client = c.clientName
+        r.ports = c.ports
+        r.format = c.format
+        r.template = c.template
+        r.stems = c.stems
+        r.rotateSeconds = c.rotateSeconds
+        r.rotateBytes = c.rotateBytes
+        r.prerollSeconds = c.prerollSeconds
+        r.maxDurationSeconds = c.maxDurationSeconds
+        r.stopAt = stopAt
+        r.start = armed ? .armed : .immediately
+        r.ringSeconds = c.ringSeconds
+        r.plugins = c.plugins
+        r.recordDry = c.recordDry
+        p.recorder = r
+        return p
+    }
+
     func run() throws {
-        let signals = SignalWatcher.install()
-        server.bootstrapLogging()
-        let logger = Logger(label: "tandem.rec")
-        let recorder: Recorder
-        do {
-            recorder = try Recorder(config: makeConfig(), server: server.server, logger: logger,
-                                    strictPlugins: plugins.strict)
-        } catch {
-            fail(error.code == .jack ? .jackUnavailable : .badInput, error.message)
-        }
-        PluginOptions.announce(recorder.plugins.chain, engine: "recorder")
+        let runner = SessionRunner(server: server, json: controlOptions.json, noView: controlOptions.noView, liveViewOnPipes: false)
+        var preset = makePreset()
+        runner.start(preset)
+        guard let recorder = runner.session.recorder else { fail(.failure, "the recorder did not start") }
         for r in recorder.recovered {
             say("recovered interrupted take \(r.report.take): \(r.report.frames) frames; report \(r.sidecar)")
-        }
-        do {
-            try Patching.connectSources(connect, to: recorder.ports.map(\.name), client: recorder.client)
-        } catch {
-            recorder.close()
-            fail(.badInput, "\(error)")
         }
         if connect.isEmpty {
             Console.err("tandem: note: \(recorder.ports.count) input port(s) \(recorder.client.name):\(recorder.ports.first?.shortName ?? "")... "
                         + "are not connected: silence is recorded until a patchbay or jack_connect connects them "
                         + "(or give --connect 'system:capture_.*')\n")
-        }
-        if !armed { recorder.startTake() }
-        let stopDeadline = stopAt.flatMap(Preset.secondsOfDay).map { Preset.nextOccurrence(ofSecondsOfDay: $0) }
-        var status = ExitStatus.ok
-        var stopReason: TakeEnd = .stopped
-        loop: while true {
-            signals.wakeup.wait(seconds: 0.05)
-            if signals.take(SIGINT) > 0 || signals.take(SIGTERM) > 0 { break }
-            if signals.take(SIGUSR1) > 0 { recorder.startTake() }
-            if signals.take(SIGUSR2) > 0 { recorder.stopTake() }
-            if let stopDeadline, Date() >= stopDeadline {
-                stopReason = .stopTimeReached
-                break
+        } else {
+            do {
+                preset.connections = try runner.session.orderedRules(connect, ports: recorder.ports.map(\.name), towardUs: true)
+            } catch {
+                runner.session.close()
+                fail(.badInput, "\(error)")
             }
-            if recorder.client.wasShutDown {
-                logger.error("JACK server shut the recorder down",
-                             metadata: ["reason": "\(recorder.client.notifications.shutdownReason ?? "-")"])
-                stopReason = .serverLost
-                status = .jackUnavailable
-                break
-            }
-            var done = false
-            for event in recorder.drainEvents() {
-                switch report(event) {
-                case .diskError:
-                    status = .diskError
-                    done = true
-                case .finished(let end) where end == .durationReached:
-                    done = true
-                default: break
-                }
-            }
-            if done { break loop }
+            runner.reapply(preset)
         }
-        let (cost, period, rate) = (recorder.cycleCost, recorder.client.bufferSize, recorder.sampleRate)
-        recorder.close(end: stopReason)
-        for event in recorder.drainEvents() {
-            if case .diskError = report(event) { status = .diskError }
-        }
-        say(cycleCostLine(cost, period: period, rate: rate))
-        if status != .ok { Foundation.exit(status.rawValue) }
-    }
-
-    enum Outcome { case none, diskError, finished(TakeEnd) }
-
-    /// Prints an event and says what it means for the run.
-    func report(_ event: RecorderEvent) -> Outcome {
-        EventPrinter().printRecorder(event)
-        switch event {
-        case .takeFinished(let r, _): return .finished(r.ended)
-        case .diskError: return .diskError
-        default: return .none
-        }
+        runner.openControl(explicit: controlOptions.controlPort, fallback: nil)
+        let end = runner.loop()
+        let costs = runner.finish()
+        for c in costs { say(cycleCostLine(c.cost, period: c.period, rate: c.rate)) }
+        if let end, ExitStatus(end) != .ok { Foundation.exit(ExitStatus(end).rawValue) }
     }
 }

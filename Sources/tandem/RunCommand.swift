@@ -54,12 +54,7 @@ struct RunCommand: ParsableCommand {
     var noView = false
 
     func run() throws {
-        let signals = SignalWatcher.install()
-        let view = LiveView(json: json, enabled: !noView)
-        server.bootstrapLogging(quieter: view.mode == .terminal || view.mode == .json)
-        // Reads and clears $NOTIFY_SOCKET while the signal thread (which never reads the environment) is the only other.
-        let systemd = ServiceNotifications()
-        let logger = Logger(label: "tandem.session")
+        let runner = SessionRunner(server: server, json: json, noView: noView)
         let path = resolvePreset(preset)
         var overrides = set
         if let s = server.server { overrides.append("session.server=\"\(s)\"") }
@@ -78,79 +73,16 @@ struct RunCommand: ParsableCommand {
             Console.err("tandem: on_plugin_error = \"bypass\": running without what failed\n")
         }
         if initial.session.onServerLoss == .resume && initial.session.serverWaitSeconds > 0 {
-            waitForServer(initial.session, signals: signals, logger: logger, systemd: systemd)
+            waitForServer(initial.session, signals: runner.signals, logger: runner.logger, systemd: runner.systemd)
         }
-        let session = Session(logger: logger)
-        do {
-            try session.apply(initial)
-        } catch {
-            session.close()
-            fail(error.code == .jack ? .jackUnavailable : .badInput, error.message)
-        }
-        let printer = EventPrinter()
-        var control: ControlProtocol?
-        let port = controlPort ?? initial.session.controlPort ?? 9951
-        if port > 0 {
-            do {
-                control = try ControlProtocol(session: session, port: port)
-            } catch {
-                if controlPort != nil || initial.session.controlPort != nil {
-                    session.close()
-                    fail(.badInput, "\(error)")
-                }
-                logger.warning("control protocol not available (is another Tandem running?)", metadata: ["error": "\(error)"])
-            }
-        }
-        var code = ExitStatus.ok
-        var lastMeters = Date.distantPast
-        systemd.ready(session)
-        loop: while true {
-            signals.wakeup.wait(seconds: 0.02)
-            if signals.take(SIGINT) > 0 || signals.take(SIGTERM) > 0 { break }
-            if signals.take(SIGHUP) > 0 {
-                systemd.reloading()
-                let (next, problems) = PresetLoader.load(path: path, overrides: overrides)
-                if let next {
-                    do {
-                        let report = try session.apply(next)
-                        logger.info("reloaded \(path): \(report.graphChanges) graph changes (\(report))")
-                        systemd.reloaded(session, report: report)
-                    } catch {
-                        logger.error("reload failed", metadata: ["error": "\(error)"])
-                        systemd.reloaded(session, report: nil, problem: "\(error)")
-                    }
-                } else {
-                    for p in problems { logger.error("reload refused: \(p)") }
-                    systemd.reloaded(session, report: nil, problem: "\(problems.count) problem(s) in \(path)")
-                }
-            }
-            if signals.take(SIGUSR1) > 0 { session.startTake() }
-            if signals.take(SIGUSR2) > 0 { session.stopTake() }
-            let outcome = session.poll()
-            if Date().timeIntervalSince(lastMeters) >= 0.05 {
-                session.sampleMeters()
-                lastMeters = Date()
-            }
-            let events = session.drainEvents()
-            control?.poll(events: events)
-            if view.mode == .off {
-                printer.print(events)
-            } else {
-                view.update(session.status(), events: printer.lines(events))
-            }
-            if case .finished(let end) = outcome {
-                code = ExitStatus(end)
-                break loop
-            }
-            systemd.tick(session)
-        }
-        systemd.stopping()
-        view.finish()
-        let costs = session.cycleCosts()
-        session.close()
-        printer.print(session.drainEvents())
-        for c in costs { say("\(c.engine) " + cycleCostLine(c.cost, period: c.period, rate: c.rate)) }
-        if code != .ok { Foundation.exit(code.rawValue) }
+        runner.start(initial)
+        runner.openControl(explicit: controlPort ?? initial.session.controlPort, fallback: 9951)
+        let end = runner.loop(reload: {
+            let (next, problems) = PresetLoader.load(path: path, overrides: overrides)
+            return (next, problems, path)
+        })
+        for c in runner.finish() { say("\(c.engine) " + cycleCostLine(c.cost, period: c.period, rate: c.rate)) }
+        if let end, ExitStatus(end) != .ok { Foundation.exit(ExitStatus(end).rawValue) }
     }
 }
 
@@ -233,18 +165,27 @@ struct PresetCommand: ParsableCommand {
 
 /// Turns session, recorder and player events into lines a person and a script can read (errors go to stderr).
 final class EventPrinter {
-    func print(_ events: [SessionEvent]) {
-        for line in lines(events) { say(line) }
+    /// `tandem play` names each file as "playing N/TOTAL: PATH (SECONDS s)"; a session as "playing item N: PATH".
+    var playStyle = false
+
+    init(playStyle: Bool = false) { self.playStyle = playStyle }
+
+    func print(_ events: [SessionEvent], session: Session? = nil) {
+        for line in lines(events, session: session) { say(line) }
     }
 
     /// The stdout lines for `events`; error events are written to stderr at once.
-    func lines(_ events: [SessionEvent]) -> [String] {
+    func lines(_ events: [SessionEvent], session: Session? = nil) -> [String] {
         var out: [String] = []
         for e in events {
             switch e {
             case .recorder(let r): if let line = recorderLine(r) { out.append(line) }
             case .player(let p):
                 switch p {
+                case .itemStarted(let item, let path) where playStyle:
+                    let total = session?.player?.queue.count ?? 0
+                    let seconds = session?.player?.position.duration ?? 0
+                    out.append("playing \(item + 1)/\(total): \(path) (\(String(format: "%.3f", seconds)) s)")
                 case .itemStarted(let item, let path): out.append("playing item \(item + 1): \(path)")
                 case .itemFailed(_, let path, let message):
                     Console.err("tandem: cannot play '\(path)': \(message)\n")

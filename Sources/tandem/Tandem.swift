@@ -21,6 +21,7 @@ enum ExitStatus: Int32 {
         case .takeComplete: self = .ok
         case .serverLost: self = .jackUnavailable
         case .diskError: self = .diskError
+        case .playbackComplete(let failed): self = failed > 0 ? .badInput : .ok
         }
     }
 }

@@ -1,0 +1,140 @@
+import Foundation
+import Presets
+
+/// One connection, output to input.
+public struct Connection: Hashable, Comparable, Sendable, CustomStringConvertible {
+    public var source: String
+    public var destination: String
+
+    public init(_ source: String, _ destination: String) {
+        self.source = source
+        self.destination = destination
+    }
+
+    public static func < (a: Connection, b: Connection) -> Bool {
+        (a.source, a.destination) < (b.source, b.destination)
+    }
+
+    public var description: String { "\(source) -> \(destination)" }
+}
+
+/// The session's connection bookkeeping as a plain value: which connections the rules want among the ports that
+/// exist, which of them this session made (and so owns), and which someone else removed and the session keeps
+/// removed. It decides; the session carries its decisions out on JACK. Testable without a server.
+///
+/// Two promises hold whatever the rules say: a connection someone else made is never removed, and a connection this
+/// session made is removed only when its rule is gone.
+///
+/// Threads: a value; the session's control thread owns it.
+public struct Patchbay: Sendable, Equatable {
+    /// Rule connections that exist and this session owns.
+    public private(set) var made = Set<Connection>()
+    /// Rule connections someone else removed, kept removed while their rule stays (`on_manual_disconnect =
+    /// "respect"`).
+    public private(set) var suppressed = Set<Connection>()
+    /// Whether a removed rule connection is made again (`on_manual_disconnect = "repair"`).
+    public var repair = false
+
+    public init(repair: Bool = false) { self.repair = repair }
+
+    /// Every connection `rules` ask for among `outputs` and `inputs` (`pairs`: first with first in natural name
+    /// order; `all`: every source to every destination).
+    public static func desired(_ rules: [ConnectionRule], outputs: [String], inputs: [String]) -> Set<Connection> {
+        var out = Set<Connection>()
+        for rule in rules {
+            let sources = outputs.filter(rule.from.matches).sorted(by: portOrder)
+            let destinations = inputs.filter(rule.to.matches).sorted(by: portOrder)
+            switch rule.mode {
+            case .pairs:
+                for (s, d) in zip(sources, destinations) { out.insert(Connection(s, d)) }
+            case .all:
+                for s in sources { for d in destinations { out.insert(Connection(s, d)) } }
+            }
+        }
+        return out
+    }
+
+    /// What brings the graph to `desired`: the connections to remove (made by this session, rule gone) and the
+    /// ones to make (wanted, missing, not kept removed), both in a stable order. Connections that are already there
+    /// are adopted. Call `didConnect` for each connection made.
+    public mutating func plan(desired: Set<Connection>,
+                              isConnected: (Connection) -> Bool) -> (disconnect: [Connection], connect: [Connection]) {
+        var disconnect: [Connection] = []
+        for x in made.sorted() where !desired.contains(x) {
+            made.remove(x)
+            if isConnected(x) { disconnect.append(x) }
+        }
+        suppressed.formIntersection(desired)
+        var connect: [Connection] = []
+        for x in desired.sorted() where !suppressed.contains(x) {
+            if isConnected(x) { made.insert(x) } else { connect.append(x) }
+        }
+        return (disconnect, connect)
+    }
+
+    public mutating func didConnect(_ x: Connection) { made.insert(x) }
+
+    /// After a graph change: the connections this session made that are gone. One whose ports both still exist was
+    /// removed by someone: kept removed, or made again at the next `plan` (`repaired`); one whose port went away is
+    /// forgotten (made again when the port returns).
+    public mutating func noticeRemovals(isConnected: (Connection) -> Bool,
+                                        exists: (String) -> Bool) -> [(connection: Connection, repaired: Bool)] {
+        var out: [(Connection, Bool)] = []
+        for x in made.sorted() where !isConnected(x) {
+            made.remove(x)
+            guard exists(x.source) && exists(x.destination) else { continue }
+            if !repair { suppressed.insert(x) }
+            out.append((x, repair))
+        }
+        return out
+    }
+
+    /// Forgets everything (the clients were closed).
+    public mutating func reset() {
+        made.removeAll()
+        suppressed.removeAll()
+    }
+
+    /// Orders "x:out_2" before "x:out_10".
+    public static func portOrder(_ a: String, _ b: String) -> Bool {
+        a.compare(b, options: .numeric) == .orderedAscending
+    }
+
+    /// Exact rules that connect the ports `patterns` name, in order, to `ours` (the one-shot commands' `--connect`): each pattern is a
+    /// port name in `existing`, or a regular expression naming several in natural order. Fewer sources than inputs is
+    /// fine; more, or a pattern that names nothing, is an error. With `towardUs` false it is the other way round:
+    /// `ours` are our outputs and the patterns name destinations.
+    public static func orderedRules(_ patterns: [String], ours: [String], existing: [String],
+                                    towardUs: Bool) throws(PatchError) -> [ConnectionRule] {
+        var expanded: [String] = []
+        for p in patterns {
+            if existing.contains(p) {
+                expanded.append(p)
+                continue
+            }
+            guard let regex = try? NSRegularExpression(pattern: p) else {
+                throw PatchError(message: "'\(p)' is neither a port nor a regular expression")
+            }
+            let matches = existing.filter {
+                regex.firstMatch(in: $0, range: NSRange($0.startIndex..., in: $0)) != nil
+            }
+            if matches.isEmpty {
+                throw PatchError(message: "no \(towardUs ? "output" : "input") port matches '\(p)'")
+            }
+            expanded += matches.sorted(by: portOrder)
+        }
+        if expanded.count > ours.count {
+            throw PatchError(message: "\(expanded.count) \(towardUs ? "source" : "destination") ports for "
+                             + "\(ours.count) \(towardUs ? "inputs" : "outputs")")
+        }
+        return zip(expanded, ours).map { other, mine in
+            towardUs ? ConnectionRule(from: .exact(other), to: .exact(mine))
+                     : ConnectionRule(from: .exact(mine), to: .exact(other))
+        }
+    }
+}
+
+public struct PatchError: Error, CustomStringConvertible {
+    public let message: String
+    public var description: String { message }
+}

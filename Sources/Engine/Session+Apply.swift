@@ -1,0 +1,177 @@
+import Foundation
+import Jack
+import Logging
+import Presets
+import SoundFile
+
+// Applying a preset by diff: what differs is changed, what is the same is left alone (0 graph changes for the same
+// setup).
+extension Session {
+    /// Whether an engine created now must refuse to start when a plugin cannot run.
+    var strictPlugins: Bool { !started && preset?.session.onPluginError != .bypass }
+
+    func applyDiff(_ wanted: Preset, notes: [String]) throws(EngineError) -> ApplyReport {
+        var report = ApplyReport()
+        if let old = preset, old.session.server != wanted.session.server {
+            logger.info("server changed: closing both clients", metadata: ["server": "\(JackServer.effectiveName(wanted.session.server))"])
+            closeEngines(&report, end: .stopped)
+        }
+        preset = wanted
+
+        // Recorder.
+        let wantRecorder = wanted.recorder.map { RecorderConfig(section: $0, session: wanted.session) }
+        if let r = recorder, let current = recorderConfig {
+            if let want = wantRecorder, current.sameClient(as: want) {
+                if current != want {
+                    if Self.applyPlugins(current: current.plugins, want: want.plugins, chain: r.plugins.chain,
+                                         replace: { r.replacePlugins($0, savedState: nil) }) {
+                        report.reconfigured.append("recorder plugins")
+                    }
+                    if !current.differsOnlyInPlugins(from: want) {
+                        r.reconfigure(want)
+                        report.reconfigured.append("recorder")
+                        logger.info("recorder settings changed; they apply from the next take")
+                    }
+                    recorderConfig = want
+                }
+            } else {
+                r.close(end: .stopped, detail: "the preset changed the recorder's client or ports")
+                recorder = nil
+                recorderConfig = nil
+                report.clientsClosed += 1
+                workers.finish("take")
+            }
+        }
+        var newRecorder = false
+        if recorder == nil, var want = wantRecorder {
+            want.firstTake = lastTake + 1
+            if wanted.session.createDirectory && !FileManager.default.fileExists(atPath: want.directory) {
+                do {
+                    try FileManager.default.createDirectory(atPath: want.directory, withIntermediateDirectories: true)
+                } catch {
+                    throw EngineError(.badDirectory, "cannot create output directory '\(want.directory)': \(error.localizedDescription)")
+                }
+            }
+            recorder = try Recorder(config: want, server: server, logger: Logger(label: "tandem.rec"),
+                                    strictPlugins: strictPlugins)
+            want.firstTake = 1
+            recorderConfig = want
+            report.clientsOpened += 1
+            report.portsRegistered += want.ports.count
+            newRecorder = true
+        }
+
+        // Player.
+        let wantPlayer = wanted.player.map { PlayerConfig(section: $0, session: wanted.session) }
+        if let pl = player, let current = playerConfig {
+            if let want = wantPlayer, current.sameClient(as: want) {
+                if current != want {
+                    if Self.applyPlugins(current: current.plugins, want: want.plugins, chain: pl.plugins.chain,
+                                         replace: { pl.replacePlugins($0, savedState: nil) }) {
+                        report.reconfigured.append("player plugins")
+                    }
+                    if current.gainDB != want.gainDB { pl.setGain(dB: want.gainDB) }
+                    if current.loop != want.loop || current.channelMap != want.channelMap
+                        || current.resampleQuality != want.resampleQuality {
+                        pl.reconfigure(loop: want.loop, map: want.channelMap, quality: want.resampleQuality)
+                    }
+                    if current.queue != want.queue { pl.load(want.queue) }
+                    if !current.differsOnlyInPlugins(from: want) { report.reconfigured.append("player") }
+                    playerConfig = want
+                }
+            } else {
+                pl.close()
+                player = nil
+                playerConfig = nil
+                report.clientsClosed += 1
+                workers.finish("playback")
+            }
+        }
+        var newPlayer = false
+        if player == nil, var want = wantPlayer {
+            want.startImmediately = false
+            do {
+                player = try Player(config: want, server: server, logger: Logger(label: "tandem.play"),
+                                    strictPlugins: strictPlugins)
+            } catch {
+                // Nothing started: the recorder this apply opened goes too.
+                if newRecorder, let r = recorder {
+                    r.close(end: .stopped, detail: "the player could not start")
+                    recorder = nil
+                    recorderConfig = nil
+                }
+                throw error
+            }
+            playerConfig = want
+            report.clientsOpened += 1
+            report.portsRegistered += want.ports.count
+            newPlayer = true
+            // Cued (the reader has taken the jump) before anything plays: no stale frame from the top goes out.
+            if let frame = wanted.player?.seekFrame, frame > 0 {
+                _ = player?.cue(item: 0, frame: frame)
+            } else if let seek = wanted.player?.seekSeconds, seek > 0, let first = want.queue.first,
+                      let rate = try? SoundFileReader(path: first).sampleRate {
+                _ = player?.cue(item: 0, frame: Limits.frames(seconds: seek, rate: Double(rate)) ?? 0)
+            }
+            cueResumedPlayer()
+        }
+
+        applyRules(&report)
+        start(newRecorder: newRecorder, newPlayer: newPlayer, notes: notes)
+        if report.graphChanges > 0 || !report.reconfigured.isEmpty {
+            logger.info("preset applied", metadata: ["changes": "\(report)"])
+        } else {
+            logger.info("preset applied: nothing changed")
+        }
+        return report
+    }
+
+    func closeEngines(_ report: inout ApplyReport, end: TakeEnd, detail: String? = nil) {
+        if let r = recorder {
+            r.close(end: end, detail: detail)
+            forward(r.drainEvents())
+            report.clientsClosed += 1
+        }
+        if let p = player {
+            p.close()
+            report.clientsClosed += 1
+        }
+        recorder = nil
+        player = nil
+        recorderConfig = nil
+        playerConfig = nil
+        patchbay.reset()
+        workers.finish("take")
+        workers.finish("playback")
+    }
+
+    /// Starts what the start modes ask for, on engines created by this apply.
+    func start(newRecorder: Bool, newPlayer: Bool, notes: [String]) {
+        let recStart = preset?.recorder?.start
+        let playStart = preset?.player?.start
+        if let r = recorder, let p = player, newRecorder || newPlayer, playStart == .withRecorder {
+            // Record-while-playing: both start on the same frame, a few periods ahead.
+            p.waitForFill(seconds: 5)
+            let at = p.client.frameTime &+ UInt32(4 * max(64, p.client.bufferSize))
+            r.startTake(atFrameTime: at, notes: notes,
+                        playback: PlaybackAlignment(files: p.queue, startFrameTime: at, from: p.position))
+            p.play(atFrameTime: at)
+            return
+        }
+        if newRecorder, recStart == .immediately, let r = recorder { r.startTake(at: r.streamPosition, notes: notes) }
+        if newRecorder, preset?.session.exitAfter == .take, let stop = preset?.recorder?.stopAt,
+           let s = Preset.secondsOfDay(stop) {
+            stopDeadline = Preset.nextOccurrence(ofSecondsOfDay: s)
+        }
+        if newPlayer, playerResume == nil, let at = preset?.player?.startAt, let s = Preset.secondsOfDay(at) {
+            // Cued until then; `tickSchedule` starts it on the frame that corresponds to the moment.
+            playerStartAt = Preset.nextOccurrence(ofSecondsOfDay: s)
+            player?.waitForFill(seconds: 5)
+            return
+        }
+        if newPlayer, playsOnStart(playStart), let p = player {
+            p.waitForFill(seconds: 5)
+            p.play()
+        }
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import Jack
+import Logging
+import Presets
+
+// The loop's heartbeat, server loss and return, and JACK transport.
+extension Session {
+    /// Reacts to everything that happened since the last call: server loss and return, graph changes, transport,
+    /// worker deadlines, engine events. Call it every few tens of milliseconds from the control loop.
+    public func poll() -> SessionOutcome {
+        guard outcome == .running else { return outcome }
+        if lost {
+            retryServer()
+            return outcome
+        }
+        if let reason = lostReason() {
+            serverLost(reason)
+            return outcome
+        }
+        if let c = patchClient, generation(c) != graphGeneration { graphChanged() }
+        pollTransport()
+        workers.tick()
+        tickSchedule()
+        tickPlugins()
+        announcePluginProblems()
+        if let r = recorder { handleRecorderEvents(r.drainEvents()) }
+        if let p = player { handlePlayerEvents(p.drainEvents()) }
+        return outcome
+    }
+
+    func lostReason() -> String? {
+        for c in [recorder?.client, player?.client].compactMap({ $0 }) where c.wasShutDown {
+            return c.notifications.shutdownReason ?? "the JACK server shut the client down"
+        }
+        return nil
+    }
+
+    func serverLost(_ reason: String) {
+        logger.error("JACK server lost", metadata: ["reason": "\(reason)"])
+        events.append(.serverLost(reason))
+        rememberPlayer()
+        var report = ApplyReport()
+        closeEngines(&report, end: .serverLost, detail: reason)
+        lostAt = Date()
+        if preset?.session.onServerLoss == .stop {
+            outcome = .finished(.serverLost)
+            return
+        }
+        lost = true
+        backoff = 0.05
+        retryAt = Date()
+        workers.start("reconnect", detail: "waiting for JACK server '\(JackServer.effectiveName(server))'")
+    }
+
+    func retryServer() {
+        guard Date() >= retryAt, let p = preset else { return }
+        let name = JackServer.effectiveName(server)
+        guard JackServer.probe(name) else {
+            backoff = min(backoff * 2, 0.4)
+            retryAt = Date().addingTimeInterval(backoff)
+            return
+        }
+        lost = false
+        workers.finish("reconnect")
+        let lostText = lostAt.map { ISO8601DateFormatter().string(from: $0) } ?? "earlier"
+        do {
+            preset = nil
+            _ = try applyDiff(p, notes: ["resumed after the JACK server was lost at \(lostText); the gap between "
+                                           + "the previous take's end and this take's start was not recorded"])
+            playerResume = nil
+            events.append(.serverBack)
+            logger.info("JACK server is back: clients, ports and connections restored")
+        } catch {
+            logger.error("JACK server is back but the session could not be restored", metadata: ["error": "\(error)"])
+            lost = true
+            retryAt = Date().addingTimeInterval(0.5)
+        }
+    }
+
+    func pollTransport() {
+        let recTransport = preset?.recorder?.start == .transport
+        let playTransport = preset?.player?.start == .transport
+        guard recTransport || playTransport, let c = patchClient else { return }
+        let now = c.transportRolling
+        if now == rolling { return }
+        rolling = now
+        if now {
+            if recTransport { _ = startTake() }
+            if playTransport { player?.play() }
+        } else {
+            if recTransport { stopTake() }
+            if playTransport { player?.pause() }
+        }
+    }
+}

@@ -1,0 +1,57 @@
+import Foundation
+import Presets
+
+/// What a session reports to its owner (the command line prints these).
+public enum SessionEvent: Sendable {
+    case recorder(RecorderEvent)
+    case player(PlayerEvent)
+    case connected(String, String)
+    case disconnected(String, String)
+    /// Someone removed a connection a rule made: kept removed (respect) or made again (repair).
+    case manualDisconnect(String, String, repaired: Bool)
+    case serverLost(String)
+    case serverBack
+    case refused(String)
+    /// A plugin of an engine's chain could not run as asked: left out (`bypassed`: the chain runs without it) or
+    /// one of its settings ignored. Sent whenever a chain is built with problems (at start with
+    /// `on_plugin_error = "bypass"`, after a server restart, when a re-applied preset rebuilds it).
+    case pluginProblem(engine: String, plugin: String, bypassed: Bool, message: String)
+}
+
+/// What one `apply` changed in the JACK graph and in the engines.
+public struct ApplyReport: Sendable, Equatable, CustomStringConvertible {
+    public var clientsOpened = 0
+    public var clientsClosed = 0
+    public var portsRegistered = 0
+    public var connected = 0
+    public var disconnected = 0
+    /// Engines whose settings changed without touching the graph ("recorder", "player").
+    public var reconfigured: [String] = []
+
+    public var graphChanges: Int { clientsOpened + clientsClosed + portsRegistered + connected + disconnected }
+
+    public var description: String {
+        "clients +\(clientsOpened)/-\(clientsClosed), ports +\(portsRegistered), connections +\(connected)/-\(disconnected)"
+            + (reconfigured.isEmpty ? "" : ", reconfigured: " + reconfigured.joined(separator: ", "))
+    }
+}
+
+/// What the owner should do after `poll`.
+public enum SessionOutcome: Equatable, Sendable {
+    case running
+    /// The session is done, for this reason (the command line maps it to an exit code).
+    case finished(SessionEnd)
+}
+
+/// Why a session ended by itself.
+public enum SessionEnd: Equatable, Sendable {
+    /// A take with a duration or stop time ended (start mode immediately).
+    case takeComplete
+    /// The server went away and the preset says `on_server_loss = "stop"`.
+    case serverLost
+    /// A disk error ended a take and the preset says `on_disk_error = "stop"`.
+    case diskError
+    /// The player's queue played out and the preset says `exit_after = "playback"`; `failedItems` files of it
+    /// could not be played.
+    case playbackComplete(failedItems: Int)
+}

@@ -1,0 +1,146 @@
+import ArgumentParser
+import Control
+import Engine
+import Foundation
+import Jack
+import Logging
+import Presets
+import Realtime
+
+/// The one control loop every command runs its session in (`run` from a preset file, `record` and `play` from a
+/// preset built from their options): signals, the session's poll, the live view or JSON status, the OSC control
+/// protocol, systemd notifications, and one typed outcome that only `ExitStatus` turns into an exit code.
+///
+/// Threads: the main thread only (the session it owns is single-threaded).
+final class SessionRunner {
+    let signals: SignalWatcher
+    let view: LiveView
+    let printer: EventPrinter
+    let logger: Logger
+    let systemd: ServiceNotifications
+    private(set) var session = Session()
+    private var control: ControlProtocol?
+
+    /// Installs the signal handlers and logging. `liveViewOnPipes`: the plain status line once a second when stdout
+    /// is not a terminal (`run`); the one-shot commands print only their events there, as documented.
+    init(server: ServerOptions, json: Bool, noView: Bool, liveViewOnPipes: Bool = true, printer: EventPrinter = EventPrinter()) {
+        signals = SignalWatcher.install()
+        let tty = isatty(STDOUT_FILENO) == 1
+        view = LiveView(json: json, enabled: !noView && (liveViewOnPipes || json || tty))
+        server.bootstrapLogging(quieter: view.mode == .terminal || view.mode == .json)
+        // Reads and clears $NOTIFY_SOCKET while the signal thread (which never reads the environment) is the only other.
+        systemd = ServiceNotifications()
+        logger = Logger(label: "tandem.session")
+        self.printer = printer
+        session = Session(logger: logger)
+    }
+
+    /// Applies the first preset; a failure closes what started and exits (3 without a server, else 2).
+    func start(_ preset: Preset) {
+        do {
+            try session.apply(preset)
+        } catch {
+            session.close()
+            fail(error.code == .jack ? .jackUnavailable : .badInput, error.message)
+        }
+    }
+
+    /// Applies a changed preset (extra connection rules after the first start); a failure closes and exits 2.
+    func reapply(_ preset: Preset) {
+        do {
+            try session.apply(preset)
+        } catch {
+            session.close()
+            fail(.badInput, error.message)
+        }
+    }
+
+    /// Opens the OSC control port: `explicit` (from the command line or the preset) must open; `fallback` is tried
+    /// and only warned about.
+    func openControl(explicit: Int?, fallback: Int?) {
+        guard let port = explicit ?? fallback, port > 0 else { return }
+        do {
+            control = try ControlProtocol(session: session, port: port)
+        } catch {
+            if explicit != nil {
+                session.close()
+                fail(.badInput, "\(error)")
+            }
+            logger.warning("control protocol not available (is another Tandem running?)", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Runs until a signal or the session ends it. `reload` re-reads the preset on SIGHUP (nil: SIGHUP is ignored
+    /// like the other one-shot signals). Returns how the session ended (nil: stopped by a signal).
+    func loop(reload: (() -> (Preset?, [PresetProblem], String))? = nil) -> SessionEnd? {
+        var lastMeters = Date.distantPast
+        systemd.ready(session)
+        while true {
+            signals.wakeup.wait(seconds: 0.02)
+            if signals.take(SIGINT) > 0 || signals.take(SIGTERM) > 0 { return nil }
+            if signals.take(SIGHUP) > 0, let reload { self.reload(reload) }
+            if signals.take(SIGUSR1) > 0 { session.startOnSignal() }
+            if signals.take(SIGUSR2) > 0 { session.stopOnSignal() }
+            let outcome = session.poll()
+            if Date().timeIntervalSince(lastMeters) >= 0.05 {
+                session.sampleMeters()
+                lastMeters = Date()
+            }
+            let events = session.drainEvents()
+            control?.poll(events: events)
+            if view.mode == .off {
+                printer.print(events, session: session)
+            } else {
+                view.update(session.status(), events: printer.lines(events, session: session))
+            }
+            if case .finished(let end) = outcome { return end }
+            systemd.tick(session)
+        }
+    }
+
+    private func reload(_ read: () -> (Preset?, [PresetProblem], String)) {
+        systemd.reloading()
+        let (next, problems, path) = read()
+        guard let next else {
+            for p in problems { logger.error("reload refused: \(p)") }
+            systemd.reloaded(session, report: nil, problem: "\(problems.count) problem(s) in \(path)")
+            return
+        }
+        do {
+            let report = try session.apply(next)
+            logger.info("reloaded \(path): \(report.graphChanges) graph changes (\(report))")
+            systemd.reloaded(session, report: report)
+        } catch {
+            logger.error("reload failed", metadata: ["error": "\(error)"])
+            systemd.reloaded(session, report: nil, problem: "\(error)")
+        }
+    }
+
+    /// Ends the session: takes finalized, clients closed, the last events printed; returns the cycle costs measured.
+    func finish() -> [(engine: String, cost: CycleHistogram.Summary, period: Int, rate: Int)] {
+        systemd.stopping()
+        view.finish()
+        let costs = session.cycleCosts()
+        session.close()
+        printer.print(session.drainEvents(), session: session)
+        return costs
+    }
+}
+
+/// The status and control options `record` and `play` share with `run`.
+struct ControlOptions: ParsableArguments {
+    @Option(name: .long, help: "OSC control port on 127.0.0.1, so `tandem status` and `tandem ctl` reach this process (default: none).")
+    var controlPort: Int?
+
+    @Flag(name: .long, help: "Status as JSON lines (every 0.5 s) on stdout, beside the event lines.")
+    var json = false
+
+    @Flag(name: .long, help: "No live view on a terminal, only events.")
+    var noView = false
+
+    func validate() throws {
+        if let controlPort, !Limits.controlPort.contains(controlPort) {
+            throw ValidationError("--control-port must be \(Limits.controlPort.lowerBound) to \(Limits.controlPort.upperBound)")
+        }
+    }
+}
