@@ -187,7 +187,14 @@ extension Session {
     // MARK: Commands for the control protocol
 
     /// Plays (or resumes). False when there is no player.
-    @discardableResult public func play() -> Bool { player.map { $0.play(); return true } ?? false }
+    /// Plays the cued or paused player once its ring is full (a start time still waiting is cancelled).
+    @discardableResult public func play() -> Bool {
+        guard let p = player else { return false }
+        playerStartAt = nil
+        p.waitForFill(seconds: 5)
+        p.play()
+        return true
+    }
     @discardableResult public func pause() -> Bool { player.map { $0.pause(); return true } ?? false }
     @discardableResult public func stopPlayback() -> Bool { player.map { $0.stop(); return true } ?? false }
     @discardableResult public func next() -> Bool { player.map { $0.next(); return true } ?? false }

@@ -112,16 +112,8 @@ public final class Session {
         if recorder != nil {
             startTake()
         } else {
-            playNow()
+            play()
         }
-    }
-
-    /// Plays the cued player once its ring is full (a start time waiting is cancelled).
-    public func playNow() {
-        guard let p = player else { return }
-        playerStartAt = nil
-        p.waitForFill(seconds: 5)
-        p.play()
     }
 
     /// SIGUSR2: ends the take (the recorder stays armed), or (a session without a recorder) pauses.

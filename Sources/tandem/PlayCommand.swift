@@ -180,7 +180,7 @@ struct PlayCommand: ParsableCommand {
             }
             preset.player?.start = start ?? .immediately
             runner.reapply(preset)
-            if start == .immediately && startAt == nil { runner.session.playNow() }
+            if start == .immediately && startAt == nil { runner.session.play() }
         }
         runner.openControl(explicit: controlOptions.controlPort, fallback: nil)
         let end = runner.loop()
