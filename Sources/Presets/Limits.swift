@@ -44,6 +44,8 @@ public enum Limits {
     public static let serverWaitSeconds: ClosedRange<Double> = 0...31_536_000
     /// A plugin chain's tail run out after the last frame.
     public static let tailSeconds: ClosedRange<Double> = 0...600
+    /// A rack's dry/wet mix: 0 is the input alone, 1 the chain's output alone.
+    public static let mix: ClosedRange<Double> = 0...1
 
     /// Whether `value` is a number inside `range` (NaN and infinities never are).
     public static func contains(_ range: ClosedRange<Double>, _ value: Double) -> Bool {

@@ -220,6 +220,33 @@ public struct PlayerSection: Sendable, Equatable {
     public init() {}
 }
 
+/// One `[[rack]]` table: a JACK client that runs an LV2 chain from its input ports to its output ports in the same
+/// cycle.
+public struct RackSection: Sendable, Equatable {
+    /// The rack's name (unique in the preset): OSC messages and the status name the rack by it.
+    public var name = "rack"
+    /// JACK client name (default: the name).
+    public var client = "rack"
+    /// Input and output port names (nil: `in_1..in_N` / `out_1..out_M` with the counts the chain needs).
+    public var inputs: [String]?
+    public var outputs: [String]?
+    /// Output gain in dB, and the dry/wet mix (0: only the input, 1: only the chain's output).
+    public var gainDB: Double = 0
+    public var mix: Double = 1
+    /// Run in a child process the session supervises (nil: whenever the session also records).
+    public var isolate: Bool?
+    public var plugins: [PluginSpec] = []
+    public var pluginSources: [PluginSource] = []
+    /// The line of the `[[rack]]` header.
+    public var line: Int?
+    public init() {}
+
+    public static func == (a: RackSection, b: RackSection) -> Bool {
+        a.name == b.name && a.client == b.client && a.inputs == b.inputs && a.outputs == b.outputs
+            && a.gainDB == b.gainDB && a.mix == b.mix && a.isolate == b.isolate && a.plugins == b.plugins
+    }
+}
+
 /// Where one `[[SECTION.plugins]]` table was written: the lines of its keys, so that a problem found by looking
 /// the plugin up (`tandem preset check`) names file, line and key like every other preset problem. Never part of
 /// equality.
@@ -251,6 +278,8 @@ public struct Preset: Sendable, Equatable {
     public var session = SessionSection()
     public var recorder: RecorderSection?
     public var player: PlayerSection?
+    /// `[[rack]]` tables, in file order.
+    public var racks: [RackSection] = []
     public var connections: [ConnectionRule] = []
     public init() {}
 }

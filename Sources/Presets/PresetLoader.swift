@@ -265,7 +265,7 @@ struct Validator {
     // MARK: Sections
 
     mutating func preset(_ root: TOMLTable) -> Preset {
-        unknownKeys(root, ["session", "recorder", "player", "connect"], section: "")
+        unknownKeys(root, ["session", "recorder", "player", "rack", "connect"], section: "")
         var p = Preset()
         if let v = root["session"] {
             if case .table(let t) = v { p.session = session(t) } else {
@@ -282,6 +282,19 @@ struct Validator {
                 problem("player", v.line, "expected a table [player], found \(v.typeName)")
             }
         }
+        if let v = root["rack"] {
+            if case .array(let items, _) = v {
+                for item in items {
+                    guard case .table(let t) = item else {
+                        problem("rack", item.line, "expected [[rack]] tables, found \(item.typeName)")
+                        continue
+                    }
+                    p.racks.append(rack(t, index: p.racks.count))
+                }
+            } else {
+                problem("rack", v.line, "expected [[rack]] tables (an array of tables), found \(v.typeName)")
+            }
+        }
         if let v = root["connect"] {
             if case .array(let items, _) = v {
                 for item in items {
@@ -295,9 +308,11 @@ struct Validator {
                 problem("connect", v.line, "expected [[connect]] tables (an array of tables), found \(v.typeName)")
             }
         }
-        if p.recorder == nil && p.player == nil && root["recorder"] == nil && root["player"] == nil {
-            problem("", nil, "a preset needs a [recorder] or a [player] table (or both)")
+        if p.recorder == nil && p.player == nil && p.racks.isEmpty && root["recorder"] == nil && root["player"] == nil
+            && root["rack"] == nil {
+            problem("", nil, "a preset needs a [recorder] table, a [player] table or a [[rack]] table")
         }
+        checkEngineNames(p)
         if let r = p.recorder, let why = FileNameTemplate(r.template).lengthProblem(session: p.session.name, channels: r.ports) {
             problem("recorder.template", nil, why)
         }
@@ -314,6 +329,79 @@ struct Validator {
             problem("player.start", nil, "'with-recorder' needs a [recorder] table")
         }
         return p
+    }
+
+    /// `[[rack]]`: name, client, inputs/outputs (a count or port names), gain, mix, isolate, `[[rack.plugins]]`.
+    mutating func rack(_ t: TOMLTable, index: Int) -> RackSection {
+        let s = "rack"
+        unknownKeys(t, ["name", "client", "inputs", "outputs", "gain", "mix", "isolate", "plugins"], section: s)
+        var r = RackSection()
+        r.line = t.line
+        r.name = "rack\(index + 1)"
+        if let (name, line) = string(t, "name", s) {
+            if let why = Limits.nameProblem(name, what: "the rack name", bytes: Limits.clientNameBytes) {
+                problem("rack.name", line, why)
+            } else if name.contains(":") || name.contains(" ") {
+                problem("rack.name", line, "the rack name must not contain ':' or spaces (OSC addresses name it)")
+            }
+            r.name = name
+        }
+        r.client = client(t, s, default: r.name)
+        r.inputs = portCountOrNames(t, "inputs", s, prefix: "in")
+        r.outputs = portCountOrNames(t, "outputs", s, prefix: "out")
+        r.gainDB = number(t, "gain", s, Limits.gainDB, unit: " dB") ?? 0
+        r.mix = number(t, "mix", s, Limits.mix) ?? 1
+        r.isolate = bool(t, "isolate", s)
+        (r.plugins, r.pluginSources) = plugins(t, s)
+        if r.plugins.isEmpty {
+            problem("rack.plugins", t.line, "rack '\(r.name)' has no [[rack.plugins]]: a rack runs a plugin chain")
+        }
+        return r
+    }
+
+    /// A port list given as a count (`2`: `PREFIX_1`, `PREFIX_2`) or as names.
+    mutating func portCountOrNames(_ t: TOMLTable, _ key: String, _ section: String, prefix: String) -> [String]? {
+        guard let v = t[key] else { return nil }
+        switch v {
+        case .integer(let n, let line):
+            guard Limits.channels.contains(n) else {
+                problem("\(section).\(key)", line, "\(n) ports is out of range (1 to \(Limits.channels.upperBound))")
+                return nil
+            }
+            return (1...n).map { "\(prefix)_\($0)" }
+        case .array:
+            guard let (names, line) = strings(t, key, section) else { return nil }
+            if names.isEmpty { problem("\(section).\(key)", line, "at least one port") }
+            var seen = Set<String>()
+            for n in names {
+                if n.isEmpty || n.contains(":") || n.utf8.count > 200 {
+                    problem("\(section).\(key)", line, "bad port name '\(n)' (empty, too long, or contains ':')")
+                }
+                if !seen.insert(n).inserted { problem("\(section).\(key)", line, "duplicate port '\(n)'") }
+            }
+            return names
+        default:
+            problem("\(section).\(key)", v.line, "expected a port count or an array of port names, found \(v.typeName)")
+            return nil
+        }
+    }
+
+    /// Client and rack names must differ across the engines (each is its own JACK client).
+    mutating func checkEngineNames(_ p: Preset) {
+        var clients: [String: String] = [:]
+        if let r = p.recorder { clients[r.client] = "the recorder" }
+        if let pl = p.player, clients[pl.client] == nil { clients[pl.client] = "the player" }
+        var names = Set<String>()
+        for rack in p.racks {
+            if !names.insert(rack.name).inserted {
+                problem("rack.name", rack.line, "two racks are named '\(rack.name)'")
+            }
+            if let other = clients[rack.client] {
+                problem("rack.client", rack.line, "rack '\(rack.name)' and \(other) need different client names (both '\(rack.client)')")
+            } else {
+                clients[rack.client] = "rack '\(rack.name)'"
+            }
+        }
     }
 
     mutating func session(_ t: TOMLTable) -> SessionSection {

@@ -70,6 +70,18 @@ public extension Preset {
             out.plugins(p.plugins, section: "player")
         }
 
+        for rack in racks {
+            out.arrayTable("rack")
+            out.string("name", rack.name)
+            if rack.client != rack.name { out.string("client", rack.client) }
+            if let inputs = rack.inputs { out.portList("inputs", inputs, prefix: "in") }
+            if let outputs = rack.outputs { out.portList("outputs", outputs, prefix: "out") }
+            if rack.gainDB != 0 { out.number("gain", rack.gainDB) }
+            if rack.mix != 1 { out.number("mix", rack.mix) }
+            if let isolate = rack.isolate { out.bool("isolate", isolate) }
+            out.plugins(rack.plugins, section: "rack")
+        }
+
         for rule in connections {
             out.arrayTable("connect")
             out.string("from", rule.from.description)
@@ -109,6 +121,15 @@ struct TOMLText {
             integer("channels", ports.count)
         } else {
             line("ports = [" + ports.map(Self.quoted).joined(separator: ", ") + "]")
+        }
+    }
+
+    /// A rack's `inputs`/`outputs`: a count when the names are the default ones, else the names.
+    mutating func portList(_ key: String, _ ports: [String], prefix: String) {
+        if ports == (1...max(1, ports.count)).map({ "\(prefix)_\($0)" }) {
+            integer(key, ports.count)
+        } else {
+            line("\(key) = [" + ports.map(Self.quoted).joined(separator: ", ") + "]")
         }
     }
 

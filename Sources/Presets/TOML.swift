@@ -352,6 +352,15 @@ public struct TOMLParser {
             switch root[first] {
             case nil: child = TOMLTable(line: line)
             case .table(let t): child = t
+            case .array(var items, let l):
+                // `[[rack.plugins]]` after `[[rack]]`: into the last table of the array.
+                guard case .table(var last)? = items.last else {
+                    throw TOMLError(line: line, message: "'\(first)' is already a value, not a table")
+                }
+                try appendTable(&last, Array(keys.dropFirst()), line: line)
+                items[items.count - 1] = .table(last)
+                root.set(first, .array(items, line: l), line: root.keyLines[first] ?? line)
+                return
             default: throw TOMLError(line: line, message: "'\(first)' is already a value, not a table")
             }
             try appendTable(&child, Array(keys.dropFirst()), line: line)
@@ -374,7 +383,8 @@ public struct TOMLParser {
                 try insert(&t, path: Array(path.dropFirst()), inArray: inArray, keys: keys, value: value, line: line)
                 root.set(first, .table(t), line: root.keyLines[first] ?? line)
             case .array(var items, let l):
-                guard path.count == 1 || !inArray, case .table(var last)? = items.last else {
+                // The last table of an array of tables (`[[rack]]` then `[[rack.plugins]]` or `[rack.x]`).
+                guard case .table(var last)? = items.last else {
                     throw TOMLError(line: line, message: "cannot add keys to '\(first)'")
                 }
                 try insert(&last, path: Array(path.dropFirst()), inArray: inArray, keys: keys, value: value, line: line)

@@ -151,6 +151,7 @@ struct PresetCommand: ParsableCommand {
                     var parts: [String] = []
                     if let r = preset.recorder { parts.append("recorder \(r.client) (\(r.ports.count) ports)") }
                     if let p = preset.player { parts.append("player \(p.client) (\(p.ports.count) ports, \(p.queue.count) files)") }
+                    for rack in preset.racks { parts.append("rack \(rack.name) (\(rack.plugins.count) plugin(s))") }
                     parts.append("\(preset.connections.count) connection rule(s)")
                     say("\(path): ok: " + parts.joined(separator: ", ") + pluginNote)
                 } else {

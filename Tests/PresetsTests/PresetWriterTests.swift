@@ -40,6 +40,9 @@ import TestSupport
             on_manual_disconnect = "repair"
             control_port = 9951
             restore_plugins = false
+            save_plugins = false
+            on_plugin_error = "bypass"
+            exit_after = "take"
             [recorder]
             client = "rec"
             ports = ["a", "b c"]
@@ -90,5 +93,77 @@ import TestSupport
         waiting.session.serverWaitSeconds = 5
         waiting.recorder = RecorderSection()
         try roundTrip(waiting, "server_wait")
+    }
+
+    @Test func racksAndThePlayersClockKeysRoundTrip() throws {
+        let audio = Self.dir.appendingPathComponent("clock.wav").path
+        try TestEnvironment.writeWAV([0, 0], channels: 1, path: audio)
+        let (p, problems) = PresetLoader.parse("""
+            [session]
+            directory = "\(Self.dir.path)"
+            exit_after = "playback"
+            [player]
+            queue = ["\(audio)"]
+            seek_frame = 4800
+            start_at = "07:30:15"
+            tail = 5
+            [[rack]]
+            name = "voice"
+            inputs = 1
+            outputs = ["left", "right"]
+            gain = -3
+            mix = 0.25
+            isolate = true
+            [[rack.plugins]]
+            uri = "http://plugin.org.uk/swh-plugins/amp"
+            controls = { gain = -6 }
+            [[rack.plugins]]
+            uri = "http://plugin.org.uk/swh-plugins/highpass_iir"
+            [[rack]]
+            name = "room"
+            client = "room-client"
+            [[rack.plugins]]
+            uri = "http://plugin.org.uk/swh-plugins/gverb"
+            [[connect]]
+            from = "voice:left"
+            to = "room-client:in_1"
+            """, file: "racks.toml", baseDirectory: Self.dir.path)
+        #expect(problems.isEmpty, "\(problems)")
+        let preset = try #require(p)
+        #expect(preset.racks.map(\.name) == ["voice", "room"])
+        #expect(preset.racks.first?.plugins.count == 2 && preset.racks.last?.plugins.count == 1)
+        #expect(preset.racks.first?.inputs == ["in_1"] && preset.racks.first?.outputs == ["left", "right"])
+        #expect(preset.racks.last?.inputs == nil && preset.racks.last?.client == "room-client")
+        #expect(preset.player?.seekFrame == 4800 && preset.player?.startAt == "07:30:15")
+        try roundTrip(preset, "racks")
+    }
+
+    @Test func badRacksAreNamedWithLineAndKey() {
+        let (p, problems) = PresetLoader.parse("""
+            [recorder]
+            client = "voice"
+            [[rack]]
+            name = "voice"
+            inputs = 0
+            mix = 1.5
+            [[rack.plugins]]
+            uri = "urn:x"
+            [[rack]]
+            name = "voice"
+            client = "other"
+            outputs = "two"
+            [[rack.plugins]]
+            uri = "urn:y"
+            [[rack]]
+            name = "empty"
+            """, file: "bad.toml", baseDirectory: Self.dir.path)
+        #expect(p == nil)
+        let text = problems.map(\.description).joined(separator: "\n")
+        #expect(text.contains("bad.toml:5: rack.inputs: 0 ports is out of range"), "\(text)")
+        #expect(text.contains("bad.toml:6: rack.mix:"), "\(text)")
+        #expect(text.contains("rack.client: rack 'voice' and the recorder need different client names"), "\(text)")
+        #expect(text.contains("rack.name: two racks are named 'voice'"), "\(text)")
+        #expect(text.contains("bad.toml:12: rack.outputs: expected a port count or an array of port names"), "\(text)")
+        #expect(text.contains("rack.plugins: rack 'empty' has no [[rack.plugins]]"), "\(text)")
     }
 }
