@@ -14,24 +14,48 @@ public final class ChildProcess: @unchecked Sendable {
     public let arguments: [String]
     private var exitStatus: Int32?
 
+    /// Where one of the child's file descriptors goes.
+    public enum Stream: Sendable {
+        /// A descriptor of this process, duplicated onto the child's.
+        case fd(Int32)
+        /// A file opened (created if missing) with these flags.
+        case path(String, Int32)
+        /// The slave side of a pty, opened as the controlling terminal of a new session (closing the master hangs
+        /// the child up).
+        case terminal(String)
+    }
+
     /// Spawns `arguments` (the first is looked up in PATH). `environment` entries are added to (or replace) this
     /// process's environment. Standard input is /dev/null unless `stdinFD` is given; stdout and stderr go to
-    /// `outputPath` (appended) or /dev/null.
-    public init(_ arguments: [String], environment: [String: String] = [:], outputPath: String? = nil,
-                stdinFD: Int32? = nil) throws {
-        precondition(!arguments.isEmpty, "ChildProcess needs a program")
+    /// `outputPath` (appended) or /dev/null. `extraFDs`: descriptors of this process the child gets at these numbers
+    /// (fd 3 and up: a heartbeat pipe).
+    public convenience init(_ arguments: [String], environment: [String: String] = [:], outputPath: String? = nil,
+                            stdinFD: Int32? = nil, extraFDs: [Int32: Int32] = [:]) throws {
+        let out = outputPath ?? "/dev/null"
+        var streams: [Int32: Stream] = [0: stdinFD.map { .fd($0) } ?? .path("/dev/null", O_RDONLY),
+                                        1: .path(out, O_WRONLY | O_CREAT | O_APPEND), 2: .fd(-1)]
+        for (child, parent) in extraFDs { streams[child] = .fd(parent) }
+        try self.init(arguments, streams: streams, environment: environment)
+    }
+
+    /// Spawns `arguments` with each listed descriptor of the child set up as given (`.fd(-1)` for 2: the same as 1).
+    public init(_ arguments: [String], streams: [Int32: Stream], environment: [String: String] = [:]) throws {
+        guard let program = arguments.first else { throw ChildProcessError(message: "no program to start") }
         self.arguments = arguments
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        if let stdinFD {
-            posix_spawn_file_actions_adddup2(&actions, stdinFD, 0)
-        } else {
-            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        var newSession = false
+        for (fd, stream) in streams.sorted(by: { $0.key < $1.key }) {
+            switch stream {
+            case .fd(let f) where f < 0 && fd == 2: posix_spawn_file_actions_adddup2(&actions, 1, 2)
+            case .fd(let f): posix_spawn_file_actions_adddup2(&actions, f, fd)
+            case .path(let p, let flags): posix_spawn_file_actions_addopen(&actions, fd, p, flags, 0o644)
+            case .terminal(let p):
+                newSession = true
+                posix_spawn_file_actions_addopen(&actions, fd, p, O_RDWR, 0)
+            }
         }
-        let out = outputPath ?? "/dev/null"
-        posix_spawn_file_actions_addopen(&actions, 1, out, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
 
         var attr = posix_spawnattr_t()
         posix_spawnattr_init(&attr)
@@ -43,7 +67,9 @@ public final class ChildProcess: @unchecked Sendable {
         sigemptyset(&defaults)
         for s in [SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGCHLD, SIGUSR1, SIGUSR2] { sigaddset(&defaults, s) }
         posix_spawnattr_setsigdefault(&attr, &defaults)
-        posix_spawnattr_setflags(&attr, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        var flags = Int32(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)
+        if newSession { flags |= 0x80 }     // POSIX_SPAWN_SETSID (glibc 2.26): the pty becomes the controlling terminal
+        posix_spawnattr_setflags(&attr, Int16(flags))
 
         var env = ProcessInfo.processInfo.environment
         for (k, v) in environment { env[k] = v }
@@ -52,11 +78,11 @@ public final class ChildProcess: @unchecked Sendable {
         var child = pid_t()
         let rc = ChildProcess.withCStrings(arguments) { argv in
             ChildProcess.withCStrings(envStrings) { envp in
-                posix_spawnp(&child, arguments[0], &actions, &attr, argv, envp)
+                posix_spawnp(&child, program, &actions, &attr, argv, envp)
             }
         }
         guard rc == 0 else {
-            throw ChildProcessError(message: "cannot start '\(arguments[0])': \(String(cString: strerror(rc)))")
+            throw ChildProcessError(message: "cannot start '\(program)': \(String(cString: strerror(rc)))")
         }
         pid = child
     }
@@ -66,6 +92,7 @@ public final class ChildProcess: @unchecked Sendable {
         var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
         pointers.append(nil)
         defer { for p in pointers { free(p) } }
+        // Never empty (the nil terminator), so the base address exists.
         return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
     }
 

@@ -6,87 +6,32 @@ import Glibc
 #endif
 
 /// A `tandem` child whose standard streams the test chooses: a pipe, /dev/full, a pty (then in a new session with the
-/// pty as its controlling terminal, so closing the master hangs it up), a file. Signals and reaping as ChildProcess.
+/// pty as its controlling terminal, so closing the master hangs it up), a file. A `ChildProcess` underneath; this only
+/// adds the environment every such test wants.
 final class RawChild {
-    let pid: pid_t
-    private var status: Int32?
-
-    enum Stream {
-        case fd(Int32)
-        case path(String, Int32)
-        /// A terminal: the slave side of a pty, opened as the controlling terminal of a new session.
-        case terminal(String)
-    }
+    typealias Stream = ChildProcess.Stream
+    let child: ChildProcess
+    var pid: pid_t { child.pid }
 
     init(_ arguments: [String], stdin: Stream = .path("/dev/null", O_RDONLY), stdout: Stream, stderr: Stream,
          server: JackServer?, environment: [String: String] = [:]) throws {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        var newSession = false
-        for (fd, stream) in [(Int32(0), stdin), (1, stdout), (2, stderr)] {
-            switch stream {
-            case .fd(let f): posix_spawn_file_actions_adddup2(&actions, f, fd)
-            case .path(let p, let flags): posix_spawn_file_actions_addopen(&actions, fd, p, flags | O_CREAT, 0o644)
-            case .terminal(let p):
-                newSession = true
-                posix_spawn_file_actions_addopen(&actions, fd, p, O_RDWR, 0)
-            }
+        func created(_ s: Stream) -> Stream {
+            if case .path(let p, let flags) = s { return .path(p, flags | O_CREAT) }
+            return s
         }
-        var attr = posix_spawnattr_t()
-        posix_spawnattr_init(&attr)
-        defer { posix_spawnattr_destroy(&attr) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigmask(&attr, &empty)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for s in [SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGCHLD, SIGUSR1, SIGUSR2] { sigaddset(&defaults, s) }
-        posix_spawnattr_setsigdefault(&attr, &defaults)
-        var flags = Int32(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)
-        if newSession { flags |= 0x80 }     // POSIX_SPAWN_SETSID (glibc 2.26): the pty becomes the controlling terminal
-        posix_spawnattr_setflags(&attr, Int16(flags))
-        var env = ProcessInfo.processInfo.environment
         // No backtracer: a trap ends the process at once (exit 132/133), not seconds later while it symbolicates.
-        env["SWIFT_BACKTRACE"] = "enable=no"
+        var env = ["SWIFT_BACKTRACE": "enable=no"]
         if let server { env["JACK_DEFAULT_SERVER"] = server.name; env["JACK_NO_START_SERVER"] = "1" }
         for (k, v) in environment { env[k] = v }
-        let argv = arguments.map { strdup($0) } + [nil]
-        let envp = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { for p in argv + envp { free(p) } }
-        var child = pid_t()
-        let rc = posix_spawnp(&child, arguments[0], &actions, &attr, argv, envp)
-        guard rc == 0 else { throw SpawnError(description: "cannot start \(arguments[0]): \(String(cString: strerror(rc)))") }
-        pid = child
+        child = try ChildProcess(arguments, streams: [0: created(stdin), 1: created(stdout), 2: created(stderr)],
+                                 environment: env)
     }
 
-    func signal(_ sig: Int32) { if status == nil { kill(pid, sig) } }
-
-    var isRunning: Bool {
-        if status != nil { return false }
-        var s: Int32 = 0
-        if waitpid(pid, &s, WNOHANG) == pid { status = s; return false }
-        return true
-    }
-
+    func signal(_ sig: Int32) { child.signal(sig) }
+    var isRunning: Bool { child.isRunning }
     /// Exit code (128 + signal when killed), or nil on time-out.
-    func wait(timeout: Double) -> Int32? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while isRunning {
-            if Date() >= deadline { return nil }
-            usleep(2_000)
-        }
-        return exitCode
-    }
-
-    var exitCode: Int32? {
-        guard let s = status else { return nil }
-        return s & 0x7f == 0 ? (s >> 8) & 0xff : 128 + (s & 0x7f)
-    }
-
-    deinit {
-        if isRunning { kill(pid, SIGKILL); _ = wait(timeout: 5) }
-    }
+    func wait(timeout: Double) -> Int32? { child.wait(timeout: timeout) }
+    var exitCode: Int32? { child.exitCode }
 }
 
 /// A pty pair: the master stays with the test, the slave's path is given to the child.

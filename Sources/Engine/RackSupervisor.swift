@@ -1,0 +1,213 @@
+import Foundation
+import Jack
+import Logging
+import Presets
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What happened to an isolated rack's process.
+public enum RackIncident: Sendable, Equatable {
+    /// The process ended by itself (a plugin crashed it: a signal, or an exit code).
+    case crashed(String)
+    /// Its cycle counter stopped while the server ran: the process was killed.
+    case hung(Double)
+}
+
+/// Runs one rack in a child process (`tandem rack --child …`: Tandem itself, handed the rack's config) and keeps it
+/// running: a plugin that crashes (segfault, abort) or hangs takes down only that process, which comes back with its
+/// last saved plugin state; the session's connection rules connect its ports again as they appear.
+///
+/// Heartbeat: the child writes `ready` once its client is active, then `cycles N` about every 50 ms, to a pipe on
+/// its fd 3. The supervisor reads it without blocking from the session's loop: a process that ended is a crash; a
+/// counter that stops moving for `hangSeconds` while the server's frame time moves is a hang (the process is killed
+/// with SIGKILL, then restarted like a crash).
+///
+/// Threads: the session's control thread (not `Sendable`).
+public final class RackSupervisor {
+    public let rack: RackSection
+    public private(set) var restarts = 0
+    public private(set) var crashes = 0
+    public private(set) var hangs = 0
+    /// The child's cycle counter as last heard, and whether it said it is ready.
+    public private(set) var cycles = 0
+    public private(set) var ready = false
+    /// When the rack went down last, and how long the last restart took (until `ready`).
+    public private(set) var downSince: Date?
+    public private(set) var lastRecoverySeconds: Double?
+    private let arguments: [String]
+    private let logPath: String
+    private let logger: Logger
+    private let hangSeconds: Double
+    private var child: ChildProcess?
+    private var pipeRead: Int32 = -1
+    private var pending = ""
+    private var lastMove = Date()
+    private var restartAt: Date?
+    private var recentCrashes: [Date] = []
+
+    /// `arguments`: the whole child command line (the `tandem` binary first). Nothing starts until `start`.
+    public init(rack: RackSection, arguments: [String], logPath: String, hangSeconds: Double = 1.5,
+                logger: Logger = Logger(label: "tandem.rack")) {
+        self.rack = rack
+        self.arguments = arguments
+        self.logPath = logPath
+        self.hangSeconds = hangSeconds
+        self.logger = logger
+    }
+
+    deinit { stop() }
+
+    public var pid: pid_t? { child?.pid }
+    public var isRunning: Bool { child?.isRunning ?? false }
+
+    /// Spawns the child with the heartbeat pipe on its fd 3.
+    public func start() throws(EngineError) {
+        var fds: [Int32] = [-1, -1]
+        guard pipe(&fds) == 0 else {
+            throw EngineError(.jack, "rack '\(rack.name)': no pipe for its heartbeat: \(String(cString: strerror(errno)))")
+        }
+        // Neither end leaks into other children; the child gets the write end as its fd 3 (dup2 clears the flag).
+        _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
+        _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
+        _ = fcntl(fds[0], F_SETFL, O_NONBLOCK)
+        do {
+            child = try ChildProcess(arguments, environment: ["SWIFT_BACKTRACE": "enable=no"], outputPath: logPath,
+                                     extraFDs: [3: fds[1]])
+        } catch {
+            close(fds[0])
+            close(fds[1])
+            throw EngineError(.badConfig, "rack '\(rack.name)': \(error)")
+        }
+        close(fds[1])
+        if pipeRead >= 0 { close(pipeRead) }
+        pipeRead = fds[0]
+        pending = ""
+        ready = false
+        lastMove = Date()
+        logger.info("rack process started", metadata: ["rack": "\(rack.name)", "pid": "\(child?.pid ?? 0)",
+                                                      "log": "\(logPath)"])
+    }
+
+    /// Reads the heartbeat and decides. `serverMoving`: whether the server's frame time moved since the last call
+    /// (a stopped server stops every client's counter: that is no hang). Returns what happened, if anything; the
+    /// restart itself follows at once (or after a pause when the rack keeps crashing).
+    public func poll(serverMoving: Bool) -> RackIncident? {
+        if let at = restartAt {
+            guard Date() >= at else { return nil }
+            restartAt = nil
+            restarts += 1
+            do {
+                try start()
+            } catch {
+                logger.error("rack could not be restarted", metadata: ["rack": "\(rack.name)", "error": "\(error)"])
+                restartAt = Date().addingTimeInterval(2)
+            }
+            return nil
+        }
+        guard let c = child else { return nil }
+        readHeartbeat()
+        if !c.isRunning {
+            let code = c.exitCode ?? -1
+            let why = code > 128 ? "killed by signal \(code - 128) (\(Self.signalName(code - 128)))" : "exited with code \(code)"
+            return down(.crashed(why))
+        }
+        if ready && serverMoving && Date().timeIntervalSince(lastMove) > hangSeconds {
+            let stalled = Date().timeIntervalSince(lastMove)
+            kill(c.pid, SIGKILL)
+            _ = c.wait(timeout: 2)
+            return down(.hung(stalled))
+        }
+        return nil
+    }
+
+    private func down(_ incident: RackIncident) -> RackIncident {
+        let now = Date()
+        downSince = now
+        switch incident {
+        case .crashed: crashes += 1
+        case .hung: hangs += 1
+        }
+        logger.error("rack process went down; restarting it", metadata: ["rack": "\(rack.name)", "why": "\(incident)"])
+        child = nil
+        // At once, unless it keeps going down: then a pause, so a plugin that crashes on load cannot spin.
+        recentCrashes = recentCrashes.filter { now.timeIntervalSince($0) < 60 } + [now]
+        restartAt = recentCrashes.count > 5 ? now.addingTimeInterval(5) : now
+        return incident
+    }
+
+    private func readHeartbeat() {
+        guard pipeRead >= 0 else { return }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(pipeRead, $0.baseAddress, $0.count) }
+            guard n > 0 else { break }
+            pending += String(decoding: buffer.prefix(n), as: UTF8.self)
+        }
+        while let newline = pending.firstIndex(of: "\n") {
+            let line = String(pending[..<newline])
+            pending = String(pending[pending.index(after: newline)...])
+            if line == "ready" {
+                if !ready, let since = downSince {
+                    lastRecoverySeconds = Date().timeIntervalSince(since)
+                    downSince = nil
+                }
+                ready = true
+                lastMove = Date()
+            } else if line.hasPrefix("cycles "), let n = Int(line.dropFirst(7)) {
+                if n != cycles { lastMove = Date() }
+                cycles = n
+            }
+        }
+        if pending.utf8.count > 65_536 { pending = "" }
+    }
+
+    /// Ends the child (SIGTERM, then SIGKILL after `grace`) and stops supervising.
+    public func stop(grace: Double = 5) {
+        restartAt = nil
+        if let c = child { _ = c.stop(SIGTERM, grace: grace) }
+        child = nil
+        if pipeRead >= 0 {
+            close(pipeRead)
+            pipeRead = -1
+        }
+    }
+
+    static func signalName(_ sig: Int32) -> String {
+        switch sig {
+        case SIGSEGV: return "SIGSEGV"
+        case SIGABRT: return "SIGABRT"
+        case SIGBUS: return "SIGBUS"
+        case SIGFPE: return "SIGFPE"
+        case SIGILL: return "SIGILL"
+        case SIGKILL: return "SIGKILL"
+        case SIGTERM: return "SIGTERM"
+        case SIGTRAP: return "SIGTRAP"
+        default: return "signal \(sig)"
+        }
+    }
+}
+
+/// The child's side of the heartbeat: `ready`, then `cycles N`, written without blocking to the descriptor the
+/// supervisor gave it (a full pipe drops a line; the next one carries the newer count).
+public struct RackHeartbeat {
+    let fd: Int32
+    private var lastBeat = Date.distantPast
+
+    public init(fd: Int32) {
+        self.fd = fd
+        _ = fcntl(fd, F_SETFL, O_NONBLOCK)
+    }
+
+    public mutating func beat(cycles: Int, ready: Bool) {
+        guard ready, Date().timeIntervalSince(lastBeat) >= 0.05 else { return }
+        if lastBeat == .distantPast { write("ready\n") }
+        lastBeat = Date()
+        write("cycles \(cycles)\n")
+    }
+
+    private func write(_ text: String) {
+        var bytes = Array(text.utf8)
+        _ = Glibc.write(fd, &bytes, bytes.count)
+    }
+}
