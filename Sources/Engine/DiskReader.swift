@@ -84,7 +84,7 @@ final class DiskReader: @unchecked Sendable {
     /// Nothing more to read. True until a queue is loaded (then `drainedAt` is left alone: there was no queue).
     private var drained = true
     private var failuresInARow = 0
-    private static let chunkFrames = 4096
+    static let chunkFrames = 4096
     private let fileBuffer: UnsafeMutablePointer<Float>
     private var fileBufferChannels = 0
     private let resampled: UnsafeMutablePointer<Float>

@@ -193,7 +193,7 @@ final class DiskWriter: @unchecked Sendable {
             if case .skippedCycles(let at, let frames)? = note, at <= streamPosition {
                 if frames > 0 {
                     skipEnteredAt = noteGap(frames: frames, cause: .missedCycles, silence: false) ? at : nil
-                } else if let entered = skipEnteredAt, at - entered <= JackPort.maxPeriod {
+                } else if let entered = skipEnteredAt, at - entered <= Period.maxFrames {
                     correctSkip(by: -frames)
                     skipEnteredAt = nil
                 }

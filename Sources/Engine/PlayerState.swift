@@ -1,11 +1,10 @@
-import CJack
 import Jack
 import Plugins
 import Realtime
 
 /// Everything the player's process callback touches, in one value built before activation and reached only
 /// through the callback's context pointer.
-struct PlayerState: BitwiseCopyable {
+struct PlayerState: EngineState {
     /// The player's transport, as the `transport` counter holds it.
     enum Transport: Int {
         /// Silence, nothing consumed.
@@ -49,14 +48,17 @@ struct PlayerState: BitwiseCopyable {
         case announcedDrain
     }
 
-    let client: OpaquePointer
+    /// The JACK client (for the frame time the glue in `process` hands the cycle); `.none` without a server.
+    let client: JackClientHandle
+    /// The output ports (`portCount` of them: `channels`, or 0 for state driven without a server).
     let ports: UnsafeMutablePointer<JackPort>
+    let portCount: Int
     let channels: Int
     /// Where this cycle's audio is written: the port buffers, or the chain's input when a chain runs.
     let buffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
-    /// This cycle's port buffers.
+    /// This cycle's port buffers (set by `process` before the cycle; scratch without a server).
     let outs: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
-    /// The insert chain's input (`channels` buffers of `JackPort.maxPeriod` frames).
+    /// The insert chain's input (`channels` buffers of `Period.maxFrames` frames).
     let chainIn: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
     /// The insert chain the callback runs (or none); owned by the player's `ChainHolder`.
     let chain: ChainSlot
@@ -74,31 +76,39 @@ struct PlayerState: BitwiseCopyable {
     let cycleCost: CycleHistogram
     let wakeSpace: Int
 
-    static func allocate(client: OpaquePointer, ports: [JackPort], chain: ChainSlot, ringFrames: Int, wakeSpace: Int,
-                         notify: Wakeup?) -> UnsafeMutablePointer<PlayerState> {
-        let outs = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: ports.count)
-        let chainIn = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: ports.count)
-        for c in 0..<ports.count {
-            let b = UnsafeMutablePointer<Float>.allocate(capacity: JackPort.maxPeriod)
-            b.initialize(repeating: 0, count: JackPort.maxPeriod)
+    /// Builds the state for `channels` output channels. `ports` are the client's output ports (one per channel), or
+    /// none for state driven without a server (tests call `cycle` and read `outs`). Throws when the playback ring's
+    /// memory cannot be had. Control thread.
+    static func allocate(client: JackClientHandle, ports: [JackPort], channels: Int, chain: ChainSlot, ringFrames: Int,
+                         wakeSpace: Int, notify: Wakeup?) throws(EngineError) -> UnsafeMutablePointer<PlayerState> {
+        precondition(ports.isEmpty || ports.count == channels, "one port per channel, or none")
+        let ring: FrameRing
+        do { ring = try FrameRing.allocate(channels: channels, capacity: ringFrames) } catch {
+            throw EngineError(.memory, "the playback ring (\(ringFrames) frames of \(channels) channels): \(error)")
+        }
+        let outs = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: channels)
+        let chainIn = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: channels)
+        for c in 0..<channels {
+            let b = UnsafeMutablePointer<Float>.allocate(capacity: Period.maxFrames)
+            b.initialize(repeating: 0, count: Period.maxFrames)
             (chainIn + c).initialize(to: b)
         }
-        let p = UnsafeMutablePointer<JackPort>.allocate(capacity: ports.count)
+        let p = UnsafeMutablePointer<JackPort>.allocate(capacity: max(1, ports.count))
         p.initialize(from: ports, count: ports.count)
-        let scratch = UnsafeMutablePointer<Float>.allocate(capacity: JackPort.maxPeriod * ports.count)
-        scratch.initialize(repeating: 0, count: JackPort.maxPeriod * ports.count)
-        let buffers = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: ports.count)
-        let shifted = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: ports.count)
-        for c in 0..<ports.count {
-            (buffers + c).initialize(to: scratch + c * JackPort.maxPeriod)
-            (outs + c).initialize(to: scratch + c * JackPort.maxPeriod)
-            (shifted + c).initialize(to: scratch + c * JackPort.maxPeriod)
+        let scratch = UnsafeMutablePointer<Float>.allocate(capacity: Period.maxFrames * channels)
+        scratch.initialize(repeating: 0, count: Period.maxFrames * channels)
+        let buffers = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: channels)
+        let shifted = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: channels)
+        for c in 0..<channels {
+            (buffers + c).initialize(to: scratch + c * Period.maxFrames)
+            (outs + c).initialize(to: scratch + c * Period.maxFrames)
+            (shifted + c).initialize(to: scratch + c * Period.maxFrames)
         }
         let state = UnsafeMutablePointer<PlayerState>.allocate(capacity: 1)
         state.initialize(to: PlayerState(
-            client: client, ports: p, channels: ports.count, buffers: buffers, outs: outs, chainIn: chainIn,
+            client: client, ports: p, portCount: ports.count, channels: channels, buffers: buffers, outs: outs, chainIn: chainIn,
             chain: chain, shifted: shifted, scratch: scratch,
-            ring: .allocate(channels: ports.count, capacity: ringFrames),
+            ring: ring,
             counters: .allocate(count: Counter.allCases.count), wakeup: .allocate(), notify: notify,
             cycleCost: .allocate(),
             wakeSpace: wakeSpace))
@@ -139,4 +149,10 @@ struct PlayerState: BitwiseCopyable {
 
     func counter(_ c: Counter) -> Int { counters.load(c.rawValue) }
     func set(_ c: Counter, _ v: Int) { counters.store(c.rawValue, v) }
+    var cyclesRun: Int { counter(.cycles) }
+    var missedFrames: Int { counter(.missedFrames) }
+
+    /// The least free ring space (frames) at which the callback wakes the reader: two of its chunks' worth and more
+    /// (a period longer than this raises it to the period).
+    static let minimumWakeSpace = 8192
 }

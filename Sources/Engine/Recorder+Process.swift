@@ -1,4 +1,3 @@
-import CJack
 import Jack
 import Plugins
 import Realtime
@@ -7,20 +6,22 @@ import Realtime
 // and never allocates, locks, logs, throws or waits.
 
 extension RecorderState {
-    /// The JACK process callback. Realtime: safe.
+    /// The JACK process callback: the only part that reads libjack (port buffers, frame time), then the cycle.
+    /// Realtime: safe.
     static let process: JackProcessCallback = { frames, arg in
-        RecorderState.cycle(arg!.assumingMemoryBound(to: RecorderState.self).pointee, frames: frames)
+        let s = arg!.assumingMemoryBound(to: RecorderState.self).pointee
+        for c in 0..<s.portCount { s.buffers[c] = s.ports[c].buffer(frames) ?? s.scratch }
+        RecorderState.cycle(s, frames: Int(frames), frameTime: s.client.lastFrameTime)
         return 0
     }
 
-    /// One cycle: meter, copy into the ring (or drop and count), stamp the stream position, wake the writer.
-    /// Realtime: safe.
+    /// One cycle over `buffers` (this cycle's input, `frames` frames, at most `Period.maxFrames`) that began at JACK
+    /// frame time `frameTime`: run the chain, meter, copy into the ring (or drop and count), stamp the stream
+    /// position, wake the writer. Touches nothing of libjack, so tests drive it cycle by cycle. Realtime: safe.
     @inline(__always)
-    static func cycle(_ s: RecorderState, frames: jack_nframes_t) {
+    static func cycle(_ s: RecorderState, frames n: Int, frameTime: UInt32) {
         let began = monotonicNanoseconds()
-        let n = Int(frames)
         let counters = s.counters
-        let frameTime = jack_last_frame_time(s.client)
         let position = counters.load(Counter.streamFrames.rawValue)
         var pendingFrames = counters.load(Counter.pendingDropFrames.rawValue)
         if pendingFrames > 0 {
@@ -40,10 +41,9 @@ extension RecorderState {
             // count has it).
             if pendingFrames == 0 { _ = s.drops.push(GapNote.skippedCycles(at: position, frames: jump).message) }
         }
-        counters.store(Counter.nextFrameTime.rawValue, Int(frameTime &+ frames))
+        counters.store(Counter.nextFrameTime.rawValue, Int(frameTime &+ UInt32(truncatingIfNeeded: n)))
         counters.store(Counter.cycleStamp.rawValue, Int(frameTime) << 32 | (position & 0xFFFF_FFFF))
 
-        for c in 0..<s.channels { s.buffers[c] = s.ports[c].buffer(frames) ?? s.scratch }
         var latency = 0
         if let chain = s.chain.acquire() {
             ChainState.run(chain.pointee, inputs: s.buffers, outputs: s.wet, frames: n)
