@@ -27,7 +27,7 @@ extension RecorderState {
         if pendingFrames > 0 {
             // A gap must be announced before any frame after it reaches the ring.
             let start = counters.load(Counter.pendingDropStart.rawValue)
-            if s.drops.push(GapNote.overrun(at: start, frames: pendingFrames).message) {
+            if s.drops.push(GapNote.overrun(at: start, frames: pendingFrames)) {
                 counters.store(Counter.pendingDropFrames.rawValue, 0)
                 pendingFrames = 0
             }
@@ -39,7 +39,7 @@ extension RecorderState {
             counters.add(Counter.missedFrames.rawValue, jump)
             // In stream order (so not while a gap is pending, nor when the message ring is full: then only the
             // count has it).
-            if pendingFrames == 0 { _ = s.drops.push(GapNote.skippedCycles(at: position, frames: jump).message) }
+            if pendingFrames == 0 { _ = s.drops.push(GapNote.skippedCycles(at: position, frames: jump)) }
         }
         counters.store(Counter.nextFrameTime.rawValue, Int(frameTime &+ UInt32(truncatingIfNeeded: n)))
         counters.store(Counter.cycleStamp.rawValue, Int(frameTime) << 32 | (position & 0xFFFF_FFFF))
@@ -55,7 +55,7 @@ extension RecorderState {
         // The ring carries one latency at a time, announced at the position it starts from (see `GapNote.latency`).
         let carried = counters.load(Counter.latency.rawValue)
         if latency != carried {
-            if pendingFrames == 0 && s.drops.push(GapNote.latency(at: position, frames: latency).message) {
+            if pendingFrames == 0 && s.drops.push(GapNote.latency(at: position, frames: latency)) {
                 counters.store(Counter.latency.rawValue, latency)
             } else {
                 latency = carried

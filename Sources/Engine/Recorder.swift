@@ -218,7 +218,7 @@ public final class Recorder: @unchecked Sendable {
         let s = state.pointee
         let pending = s.counter(.pendingDropFrames)
         if pending > 0 {
-            s.drops.push(GapNote.overrun(at: s.counter(.pendingDropStart), frames: pending).message)
+            _ = s.drops.push(GapNote.overrun(at: s.counter(.pendingDropStart), frames: pending))
             s.counters.store(RecorderState.Counter.pendingDropFrames.rawValue, 0)
         }
         writer.send(.stop(at: s.counter(.streamFrames), end: end, detail: detail, exact: true))

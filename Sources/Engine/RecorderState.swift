@@ -53,7 +53,7 @@ struct RecorderState: EngineState {
     let ring: FrameRing
     /// Gaps, announced to the writer before any frame that follows them, as `GapNote`s (an overrun: the ring was full;
     /// skipped cycles: take no room in the stream).
-    let drops: MessageRing
+    let drops: GapNoteRing
     let counters: AtomicCounterArray
     /// Per-channel peak since last read, as the bit pattern of a non-negative Float (ordering preserved).
     let peaks: AtomicCounterArray
@@ -127,7 +127,7 @@ struct RecorderState: EngineState {
             client: client, ports: p, portCount: ports.count, channels: channels, recordedChannels: recordedChannels, buffers: buffers,
             wet: wet, recorded: recorded, chain: chain, scratch: scratch,
             ring: ring,
-            drops: .allocate(capacity: 1024),
+            drops: .allocate(capacity: GapNoteRing.capacity),
             counters: .allocate(count: Counter.allCases.count),
             peaks: .allocate(count: channels), sumSquares: .allocate(count: channels),
             wakeup: .allocate(), cycleCost: .allocate(), wakeFrames: wakeFrames,
@@ -226,4 +226,43 @@ enum GapNote: Equatable {
         case .overrun(let at, _), .skippedCycles(let at, _), .latency(let at, _): return at
         }
     }
+}
+
+/// The ring of `GapNote`s from the process callback to the disk writer: typed on both ends, so neither side reads a
+/// kind or a field by number.
+///
+/// Threads: the process thread pushes (Realtime: safe); the disk writer peeks and pops. `allocate`, `reset` and
+/// `deallocate` are control-thread only, while neither side runs.
+struct GapNoteRing: BitwiseCopyable {
+    /// Notes the ring holds: a full ring means the writer is far behind; the callback then keeps the note pending.
+    static let capacity = 1024
+    let messages: MessageRing
+
+    static func allocate(capacity: Int) -> GapNoteRing { GapNoteRing(messages: .allocate(capacity: capacity)) }
+    func deallocate() { messages.deallocate() }
+    func reset() { messages.reset() }
+
+    /// Queues a note; false when the ring is full. Realtime: safe.
+    @inline(__always)
+    func push(_ note: GapNote) -> Bool { messages.push(note.message) }
+
+    /// What the writer finds at the head of the ring.
+    enum Head: Equatable {
+        case empty
+        case note(GapNote)
+        /// A message of a kind this writer does not know: skipped, never taken for a drop.
+        case unknown
+    }
+
+    /// The oldest note, without taking it. Disk writer.
+    func peek() -> Head {
+        guard let m = messages.peek() else { return .empty }
+        return GapNote(m).map { .note($0) } ?? .unknown
+    }
+
+    /// Takes the oldest note. Disk writer.
+    func pop() { _ = messages.pop() }
+
+    /// Notes waiting. Any thread.
+    var count: Int { messages.count }
 }
