@@ -166,7 +166,7 @@ final class DiskReader: @unchecked Sendable {
         pendingMarker = nil
         pendingFrames = 0
         drained = false
-        state.set(.drainedAt, Int.max)
+        state.set(.drainedAt, PlayerState.notDrained)
         state.set(.skipTo, state.ring.totalWritten)
         index = item
         failuresInARow = 0

@@ -89,7 +89,7 @@ public final class Player: @unchecked Sendable {
         let s = state.pointee
         while Date() < deadline {
             let fresh = s.ring.totalWritten - max(s.ring.totalRead, s.counter(.skipTo))
-            if s.ring.capacity - fresh < max(PlayerState.minimumWakeSpace, s.wakeSpace) + DiskReader.chunkFrames || s.counter(.drainedAt) != Int.max {
+            if s.ring.capacity - fresh < max(PlayerState.minimumWakeSpace, s.wakeSpace) + DiskReader.chunkFrames || s.counter(.drainedAt) != PlayerState.notDrained {
                 return true
             }
             usleep(2_000)
@@ -107,7 +107,7 @@ public final class Player: @unchecked Sendable {
 
     /// Starts or resumes playback, at once or at a JACK frame time (sample-accurate).
     public func play(atFrameTime frameTime: UInt32? = nil) {
-        state.pointee.set(.startAt, frameTime.map { Int($0) } ?? -1)
+        state.pointee.set(.startAt, frameTime.map { Int($0) } ?? PlayerState.unset)
         state.pointee.set(.transport, PlayerState.Transport.playing.rawValue)
     }
 
@@ -161,7 +161,7 @@ public final class Player: @unchecked Sendable {
     /// JACK frame time at which the first frame of the current run was played (nil before).
     public var startedAtFrameTime: UInt32? {
         let v = state.pointee.counter(.startedAtFrameTime)
-        return v < 0 ? nil : UInt32(truncatingIfNeeded: v)
+        return v == PlayerState.unset ? nil : UInt32(truncatingIfNeeded: v)
     }
     /// p50 / p99 / max cost of the process callback since activation, in nanoseconds.
     public var cycleCost: CycleHistogram.Summary { engine.cycleCost }
@@ -179,7 +179,7 @@ public final class Player: @unchecked Sendable {
     public var isFinished: Bool {
         let s = state.pointee
         let drained = s.counter(.drainedAt)
-        return drained != Int.max && s.ring.totalRead >= drained && s.counter(.skipTo) <= drained
+        return drained != PlayerState.notDrained && s.ring.totalRead >= drained && s.counter(.skipTo) <= drained
     }
 
     /// The current position.

@@ -10,12 +10,12 @@ extension RecorderState {
     /// Realtime: safe.
     static let process: JackProcessCallback = { frames, arg in
         let s = arg!.assumingMemoryBound(to: RecorderState.self).pointee
-        for c in 0..<s.portCount { s.buffers[c] = s.ports[c].buffer(frames) ?? s.scratch }
+        s.inputs.fetch(frames)
         RecorderState.cycle(s, frames: Int(frames), frameTime: s.client.lastFrameTime)
         return 0
     }
 
-    /// One cycle over `buffers` (this cycle's input, `frames` frames, at most `Period.maxFrames`) that began at JACK
+    /// One cycle over `inputs.buffers` (this cycle's input, `frames` frames, at most `Period.maxFrames`) that began at JACK
     /// frame time `frameTime`: run the chain, meter, copy into the ring (or drop and count), stamp the stream
     /// position, wake the writer. Touches nothing of libjack, so tests drive it cycle by cycle. Realtime: safe.
     @inline(__always)
@@ -46,11 +46,11 @@ extension RecorderState {
 
         var latency = 0
         if let chain = s.chain.acquire() {
-            ChainState.run(chain.pointee, inputs: s.buffers, outputs: s.wet, frames: n)
+            ChainState.run(chain.pointee, inputs: s.inputs.buffers, outputs: s.wet, frames: n)
             for c in 0..<s.channels { s.recorded[c] = s.wet[c] }
             latency = ChainState.latency(chain.pointee, limit: s.latencyLimit)
         } else {
-            for c in 0..<s.channels { s.recorded[c] = s.buffers[c] }
+            for c in 0..<s.channels { s.recorded[c] = s.inputs.buffers[c] }
         }
         // The ring carries one latency at a time, announced at the position it starts from (see `GapNote.latency`).
         let carried = counters.load(Counter.latency.rawValue)
@@ -91,7 +91,7 @@ extension RecorderState {
         let at = position & mask
         let first = min(n, size - at)
         for c in 0..<s.channels {
-            let h = s.dryHistory[c], input = s.buffers[c]
+            let h = s.dryHistory[c], input = s.inputs.buffers[c]
             (h + at).update(from: input, count: first)
             if first < n { h.update(from: input + first, count: n - first) }
             if latency == 0 {

@@ -64,7 +64,8 @@ public final class Recorder: @unchecked Sendable {
                 hint: "shorten ring or preroll")
             return try RecorderState.allocate(client: client.cycleHandle, ports: ports, channels: ports.count,
                                               recordDry: config.recordDry, chain: slot, ringFrames: ringFrames,
-                                              wakeFrames: max(client.bufferSize, rate / 20), sampleRate: rate)
+                                              wakeFrames: RecorderState.wakeFrames(sampleRate: rate, period: client.bufferSize),
+                                              sampleRate: rate)
         })
         let notifications = engine.client.notifications
         writer = DiskWriter(config: config, state: engine.state.pointee, sampleRate: engine.sampleRate,

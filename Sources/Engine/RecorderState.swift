@@ -33,22 +33,17 @@ struct RecorderState: EngineState {
 
     /// The JACK client (for the frame time the glue in `process` hands the cycle); `.none` without a server.
     let client: JackClientHandle
-    /// The input ports (`portCount` of them: `channels`, or 0 for state driven without a server).
-    let ports: UnsafeMutablePointer<JackPort>
-    let portCount: Int
+    /// The input ports and this cycle's input buffers (filled by `process` at the top of each cycle).
+    let inputs: EnginePorts
     let channels: Int
     /// Channels going into the ring: `channels`, or twice that when the dry input is recorded too.
     let recordedChannels: Int
-    /// This cycle's port buffers (filled at the top of each cycle).
-    let buffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
     /// The insert chain's output (`channels` buffers of `Period.maxFrames` frames).
     let wet: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
     /// What goes into the ring this cycle, per recorded channel (chain output or port buffer, then dry).
     let recorded: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
     /// The insert chain the callback runs (or none); owned by the recorder's `ChainHolder`.
     let chain: ChainSlot
-    /// Stands in for port buffers when libjack has none (the warm-up call).
-    let scratch: UnsafeMutablePointer<Float>
     /// Capture ring; the callback owns its writer half, the disk writer its reader half.
     let ring: FrameRing
     /// Gaps, announced to the writer before any frame that follows them, as `GapNote`s (an overrun: the ring was full;
@@ -85,13 +80,15 @@ struct RecorderState: EngineState {
     }
     static let sumSquaresScale = 4_294_967_296.0
 
+    /// The ring fill (frames) at which the callback wakes the writer: about 50 ms of audio, at least a period.
+    static func wakeFrames(sampleRate: Int, period: Int) -> Int { max(period, sampleRate / 20) }
+
     /// Builds the state for `channels` input channels. `ports` are the client's input ports (one per channel), or
     /// none for state driven without a server (tests fill `buffers` and call `cycle`). Throws when the capture ring's
     /// memory cannot be had. Control thread.
     static func allocate(client: JackClientHandle, ports: [JackPort], channels: Int, recordDry: Bool, chain: ChainSlot,
                          ringFrames: Int, wakeFrames: Int, sampleRate: Int)
         throws(EngineError) -> UnsafeMutablePointer<RecorderState> {
-        precondition(ports.isEmpty || ports.count == channels, "one port per channel, or none")
         let recordedChannels = recordDry ? 2 * channels : channels
         let ring: FrameRing
         do { ring = try FrameRing.allocate(channels: recordedChannels, capacity: ringFrames) } catch {
@@ -104,13 +101,8 @@ struct RecorderState: EngineState {
             (wet + c).initialize(to: b)
         }
         let recorded = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: recordedChannels)
-        let p = UnsafeMutablePointer<JackPort>.allocate(capacity: max(1, ports.count))
-        p.initialize(from: ports, count: ports.count)
-        let buffers = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: channels)
-        let scratch = UnsafeMutablePointer<Float>.allocate(capacity: Period.maxFrames)
-        scratch.initialize(repeating: 0, count: Period.maxFrames)
-        buffers.initialize(repeating: scratch, count: channels)
-        recorded.initialize(repeating: scratch, count: recordedChannels)
+        let inputs = EnginePorts.allocate(ports: ports, channels: channels)
+        recorded.initialize(repeating: inputs.scratch, count: recordedChannels)
         let historyFrames = recordDry ? historyFrames(sampleRate: sampleRate) : 0
         let dryHistory = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: max(1, channels))
         let dryDelayed = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: max(1, channels))
@@ -124,8 +116,8 @@ struct RecorderState: EngineState {
         }
         let state = UnsafeMutablePointer<RecorderState>.allocate(capacity: 1)
         state.initialize(to: RecorderState(
-            client: client, ports: p, portCount: ports.count, channels: channels, recordedChannels: recordedChannels, buffers: buffers,
-            wet: wet, recorded: recorded, chain: chain, scratch: scratch,
+            client: client, inputs: inputs, channels: channels, recordedChannels: recordedChannels,
+            wet: wet, recorded: recorded, chain: chain,
             ring: ring,
             drops: .allocate(capacity: GapNoteRing.capacity),
             counters: .allocate(count: Counter.allCases.count),
@@ -146,12 +138,10 @@ struct RecorderState: EngineState {
         s.sumSquares.deallocate()
         s.wakeup.deallocate()
         s.cycleCost.deallocate()
-        s.ports.deallocate()
-        s.buffers.deallocate()
+        s.inputs.deallocate()
         for c in 0..<s.channels { s.wet[c].deallocate() }
         s.wet.deallocate()
         s.recorded.deallocate()
-        s.scratch.deallocate()
         for c in 0..<s.channels {
             s.dryHistory[c].deallocate()
             s.dryDelayed[c].deallocate()

@@ -22,12 +22,18 @@ final class TakeFiles: @unchecked Sendable {
     static let chunkFrames = 8192
     /// Bytes kept free for a WAV/RF64 header when rotation by size is turned into frames.
     static let headerRoom = 4096
+    /// A PCM file's header as the status counts it (bytes per file and chunk; the real one is 44 to 80 bytes).
+    static let statusHeaderBytes = 80
+    /// Name variants tried ("take+1.wav", ...) before a chunk that cannot be named fails the take.
+    static let maxNameVariants = 999
+    /// The take's files are synced after this much audio: what a power loss can take (plus the ring).
+    static let syncSeconds = 1
 
     private(set) var config: RecorderConfig
     let sampleRate: Int
     /// Interleaved channels of the ring (and of a file, unless stems).
     let channels: Int
-    private let portNames: [String]
+    let portNames: [String]
     private let logger: Logger
     private let xruns: @Sendable () -> Int
     private let events = Outbox<RecorderEvent>()
@@ -54,7 +60,7 @@ final class TakeFiles: @unchecked Sendable {
         self.logger = logger
         self.xruns = xruns
         nextTakeNumber = max(1, config.firstTake)
-        syncFrames = sampleRate
+        syncFrames = sampleRate * TakeFiles.syncSeconds
         rotateFrames = TakeFiles.rotationFrames(config, channels: channels, sampleRate: sampleRate)
         silence = .allocate(capacity: TakeFiles.chunkFrames * channels)
         silence.initialize(repeating: 0, count: TakeFiles.chunkFrames * channels)
@@ -87,12 +93,6 @@ final class TakeFiles: @unchecked Sendable {
         case .int24: return 3
         case .int16: return 2
         }
-    }
-
-    /// "name.wav" -> "name+1.wav".
-    static func variant(_ path: String, _ n: Int) -> String {
-        let ns = path as NSString
-        return ns.deletingPathExtension + "+\(n)." + ns.pathExtension
     }
 
     // MARK: Control side
@@ -317,101 +317,6 @@ final class TakeFiles: @unchecked Sendable {
         writeSidecar(t)
     }
 
-    // MARK: Chunks
-
-    private func takeFilesExist(_ number: Int, date: Date) -> Bool {
-        let fm = FileManager.default
-        if fm.fileExists(atPath: path(take: number, date: date, channel: nil, chunk: nil, ext: "json")) { return true }
-        let chunk: Int? = (rotateFrames != nil || config.rotateBytes != nil) ? 1 : nil
-        let channels: [String?] = config.stems ? portNames.map { $0 } : [nil]
-        return channels.contains { fm.fileExists(atPath: path(take: number, date: date, channel: $0, chunk: chunk,
-                                                               ext: config.format.container.fileExtension)) }
-    }
-
-    private func path(take: Int, date: Date, channel: String?, chunk: Int?, ext: String) -> String {
-        let name = FileNameTemplate(config.template).render(
-            .init(session: config.session, take: take, date: date, channel: channel, chunk: chunk), fileExtension: ext)
-        return (config.directory as NSString).appendingPathComponent(name)
-    }
-
-    /// The BWF `bext` of a chunk whose first frame was captured at `date`.
-    private func broadcastInfo(_ t: ActiveTake, date: Date) -> BroadcastInfo {
-        let midnight = Calendar.current.startOfDay(for: date)
-        let dayFormatter = DateFormatter()
-        dayFormatter.locale = Locale(identifier: "en_US_POSIX")
-        dayFormatter.dateFormat = "yyyy-MM-dd"
-        let timeFormatter = DateFormatter()
-        timeFormatter.locale = Locale(identifier: "en_US_POSIX")
-        timeFormatter.dateFormat = "HH:mm:ss"
-        return BroadcastInfo(timeReference: UInt64(max(0, date.timeIntervalSince(midnight) * Double(sampleRate))),
-                             description: "\(config.session) take \(t.number)", originator: "Tandem",
-                             originationDate: dayFormatter.string(from: date),
-                             originationTime: timeFormatter.string(from: date))
-    }
-
-    private func openChunk(_ t: ActiveTake) {
-        let rotating = rotateFrames != nil || config.rotateBytes != nil
-        let (previousIndex, previousStart) = (t.chunkIndex, t.chunkStart)
-        t.chunkIndex += 1
-        t.chunkStart = t.framesWritten
-        let chunk: Int? = rotating ? t.chunkIndex : nil
-        let names: [String?] = config.stems ? portNames.map { $0 } : [nil]
-        let position = t.start - t.compensation + t.framesWritten
-        let bext = broadcastInfo(t, date: t.context.anchor.wallClock(at: position))
-        var writers: [SoundFileWriter] = []
-        for channel in names {
-            let base = path(take: t.number, date: t.date, channel: channel, chunk: chunk,
-                            ext: config.format.container.fileExtension)
-            var attempt = 0
-            while true {
-                let candidate = attempt == 0 ? base : TakeFiles.variant(base, attempt)
-                do {
-                    writers.append(try SoundFileWriter(path: candidate, format: config.format,
-                                                       channels: config.stems ? 1 : channels,
-                                                       sampleRate: sampleRate, broadcast: bext))
-                    break
-                } catch where error.code == .alreadyExists && attempt < 999 {
-                    attempt += 1    // never overwrite: take the next free variant of the name
-                } catch {
-                    // Nothing was opened: the chunk before stays the last one, with its frames (it used to be taken
-                    // for an empty chunk opened at the end and removed, files and all).
-                    t.failed = error.description
-                    for w in writers {
-                        try? w.close()
-                        unlink(w.path)
-                    }
-                    (t.chunkIndex, t.chunkStart) = (previousIndex, previousStart)
-                    return
-                }
-            }
-        }
-        t.writers = writers
-        t.report.chunks.append(.init(files: writers.map(\.path), startFrame: t.framesWritten, frames: 0))
-        t.lastSync = t.framesWritten
-        writeSidecar(t)
-        if t.chunkIndex > 1 { emit(.chunkStarted(take: t.number, chunk: t.chunkIndex, files: writers.map(\.path))) }
-    }
-
-    private func closeChunk(_ t: ActiveTake) {
-        let paths = t.writers.map(\.path)
-        for w in t.writers {
-            do { try w.close() } catch { t.failed = t.failed ?? error.description }
-        }
-        t.closedChunkBytes += ActiveTake.bytesOnDisk(paths)
-        if !t.report.chunks.isEmpty {
-            t.report.chunks[t.report.chunks.count - 1].frames = t.framesWritten - t.chunkStart
-        }
-        t.writers = []
-    }
-
-    /// Starts the next chunk file of the take at its next frame.
-    func rotate(_ t: ActiveTake) {
-        closeChunk(t)
-        t.report.frames = t.framesWritten
-        openChunk(t)
-        if let failure = t.failed { finish(t, end: .diskError, detail: failure) }
-    }
-
     /// Closes the take's files and writes its final report (a disk error overrides `end`).
     func finish(_ t: ActiveTake, end: TakeEnd, detail: String?) {
         guard take === t else { return }
@@ -451,7 +356,8 @@ final class TakeFiles: @unchecked Sendable {
     /// stat() at most once per second of audio otherwise (this runs after every write).
     private func publish(_ t: ActiveTake) {
         if let width = TakeFiles.bytesPerSample(config.format) {
-            t.bytesKnown = t.framesWritten * width * channels + 80 * max(1, t.writers.count) * t.chunkIndex
+            t.bytesKnown = t.framesWritten * width * channels
+                + TakeFiles.statusHeaderBytes * max(1, t.writers.count) * t.chunkIndex
         } else if t.framesWritten - t.bytesCheckedAt >= sampleRate || t.bytesKnown == 0 {
             t.bytesKnown = t.closedChunkBytes + t.fileBytes()
             t.bytesCheckedAt = t.framesWritten
@@ -460,58 +366,5 @@ final class TakeFiles: @unchecked Sendable {
         published.withLock { $0 = s }
     }
 
-    private func emit(_ e: RecorderEvent) { events.post(e) }
-}
-
-/// One take being written. Writer thread only.
-final class ActiveTake {
-    let number: Int
-    /// Stream position of the first frame in the ring (see `resolved`).
-    var start: Int
-    /// Wall-clock time of the first frame (names every chunk of the take).
-    let date: Date
-    let context: TakeContext
-    var report: TakeReport
-    let sidecar: SidecarFile
-    /// Stream position where the take ends (exclusive), once known.
-    var end: Int?
-    /// Whether `start` is final: until the writer reaches it, `start` is the first input frame's stream position;
-    /// then the chain latency the ring carries there (`compensation`) is added (see `DiskWriter.resolveStart`).
-    var resolved = false
-    var compensation = 0
-    var endReason: TakeEnd?
-    var endDetail: String?
-    var writers: [SoundFileWriter] = []
-    var chunkIndex = 0
-    /// Take offset of the current chunk's first frame.
-    var chunkStart = 0
-    var framesWritten = 0
-    var lastSync = 0
-    var failed: String?
-    /// Whether the test-only stall fault has fired for this take.
-    var stalled = false
-    /// Bytes on disk as last computed, and the frame count when they were.
-    var bytesKnown = 0
-    var bytesCheckedAt = 0
-    /// Bytes of the chunks already closed (the status counts the whole take, not only the open chunk).
-    var closedChunkBytes = 0
-
-    init(number: Int, start: Int, date: Date, context: TakeContext, report: TakeReport, sidecar: SidecarFile) {
-        self.number = number
-        self.start = start
-        self.date = date
-        self.context = context
-        self.report = report
-        self.sidecar = sidecar
-    }
-
-    /// Bytes of the current chunk's files on disk (one stat() each).
-    func fileBytes() -> Int { Self.bytesOnDisk(writers.map(\.path)) }
-
-    static func bytesOnDisk(_ paths: [String]) -> Int {
-        paths.reduce(0) { sum, path in
-            var st = stat()
-            return sum + (stat(path, &st) == 0 ? Int(st.st_size) : 0)
-        }
-    }
+    func emit(_ e: RecorderEvent) { events.post(e) }
 }

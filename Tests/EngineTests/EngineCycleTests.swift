@@ -12,7 +12,7 @@ import TestSupport
 @Suite struct EngineCycleTests {
     static let rate = 48_000
 
-    /// A recorder state without ports (the test points `buffers` at its own input).
+    /// A recorder state without ports (the test points `inputs.buffers` at its own input).
     static func recorderState(channels: Int = 2, ringFrames: Int = 4096, chain: ChainSlot)
         throws -> UnsafeMutablePointer<RecorderState> {
         let s = try RecorderState.allocate(client: .none, ports: [], channels: channels, recordDry: false, chain: chain,
@@ -39,7 +39,7 @@ import TestSupport
         func cycle(_ s: RecorderState, at: Int, frames: Int) {
             for c in 0..<channels {
                 for i in 0..<frames { buffers[c][i] = Input.value(at + i, c) }
-                s.buffers[c] = buffers[c]
+                s.inputs.buffers[c] = buffers[c]
             }
         }
     }
@@ -281,25 +281,25 @@ import TestSupport
         let n = 256
         Self.fill(s, frames: 1000)
         PlayerState.cycle(s, frames: n, frameTime: 0)
-        #expect(s.ring.totalRead == 0 && (0..<n).allSatisfy { s.outs[0][$0] == 0 })
+        #expect(s.ring.totalRead == 0 && (0..<n).allSatisfy { s.outputs.buffers[0][$0] == 0 })
         s.set(.startAt, 2 * n + 100)
         s.set(.transport, PlayerState.Transport.playing.rawValue)
         PlayerState.cycle(s, frames: n, frameTime: UInt32(n))
         #expect(s.ring.totalRead == 0, "the start is a cycle ahead")
         PlayerState.cycle(s, frames: n, frameTime: UInt32(2 * n))
-        #expect((0..<100).allSatisfy { s.outs[0][$0] == 0 })
-        #expect((100..<n).allSatisfy { s.outs[0][$0] == Float($0 - 100) && s.outs[1][$0] == -Float($0 - 100) })
+        #expect((0..<100).allSatisfy { s.outputs.buffers[0][$0] == 0 })
+        #expect((100..<n).allSatisfy { s.outputs.buffers[0][$0] == Float($0 - 100) && s.outputs.buffers[1][$0] == -Float($0 - 100) })
         #expect(s.counter(.startedAtFrameTime) == 2 * n + 100)
         #expect(s.counter(.playedFrames) == n - 100)
         PlayerState.cycle(s, frames: n, frameTime: UInt32(3 * n))
-        #expect((0..<n).allSatisfy { s.outs[0][$0] == Float(n - 100 + $0) })
+        #expect((0..<n).allSatisfy { s.outputs.buffers[0][$0] == Float(n - 100 + $0) })
         // 1000 - 412 = 588 frames left: two cycles and 76 frames, then an underrun of 180.
         PlayerState.cycle(s, frames: n, frameTime: UInt32(4 * n))
         PlayerState.cycle(s, frames: n, frameTime: UInt32(5 * n))
         #expect(s.counter(.underrunFrames) == 0)
         PlayerState.cycle(s, frames: n, frameTime: UInt32(6 * n))
         #expect(s.counter(.underrunFrames) == n - 76 && s.counter(.underrunCycles) == 1)
-        #expect(s.outs[0][75] == 999 && (76..<n).allSatisfy { s.outs[0][$0] == 0 })
+        #expect(s.outputs.buffers[0][75] == 999 && (76..<n).allSatisfy { s.outputs.buffers[0][$0] == 0 })
         // Drained: silence after the end is not an underrun.
         s.set(.drainedAt, 1000)
         PlayerState.cycle(s, frames: n, frameTime: UInt32(7 * n))
@@ -321,15 +321,15 @@ import TestSupport
         s.set(.skipTo, 300)
         s.set(.transport, PlayerState.Transport.playing.rawValue)
         PlayerState.cycle(s, frames: n, frameTime: 0)
-        #expect(s.outs[0][0] == 300 && s.outs[0][n - 1] == Float(300 + n - 1))
+        #expect(s.outputs.buffers[0][0] == 300 && s.outputs.buffers[0][n - 1] == Float(300 + n - 1))
         s.set(.gainTarget, Int(Float(0.5).bitPattern))
         PlayerState.cycle(s, frames: n, frameTime: UInt32(n))
         // From gain 1 to 0.5 across the cycle: the last frame is at the target.
-        let last = s.outs[0][n - 1], expected = Float(400 + n - 1) * 0.5
+        let last = s.outputs.buffers[0][n - 1], expected = Float(400 + n - 1) * 0.5
         #expect(abs(last - expected) < 1e-3, "\(last) vs \(expected)")
-        #expect(s.outs[0][0] < 400 && s.outs[0][0] > 399 * 0.99)
+        #expect(s.outputs.buffers[0][0] < 400 && s.outputs.buffers[0][0] > 399 * 0.99)
         PlayerState.cycle(s, frames: n, frameTime: UInt32(2 * n))
-        #expect(s.outs[0][0] == 250 && s.outs[1][n - 1] == -Float(500 + n - 1) * 0.5)
+        #expect(s.outputs.buffers[0][0] == 250 && s.outputs.buffers[1][n - 1] == -Float(500 + n - 1) * 0.5)
     }
 
     // MARK: Chain slot, memory
