@@ -60,10 +60,9 @@ final class DiskReader: @unchecked Sendable {
     private var channelMap: [Int]?
     private var loop: LoopMode
     private var quality: ResampleQuality
-    private let commands = Mutex<[Command]>([])
-    /// Commands sent, and commands the reader has carried out (so the control side can wait for a seek to be taken).
-    private let progress = Mutex<(sent: Int, handled: Int)>((0, 0))
-    private let events = Mutex<[PlayerEvent]>([])
+    /// Commands from the control side, with a count of those carried out (so it can wait for a seek to be taken).
+    private let commands: Mailbox<Command>
+    private let events = Outbox<PlayerEvent>()
     private let markerList = Mutex<[PlaybackMarker]>([])
 
     // Reader-thread state.
@@ -84,7 +83,7 @@ final class DiskReader: @unchecked Sendable {
     /// Nothing more to read. True until a queue is loaded (then `drainedAt` is left alone: there was no queue).
     private var drained = true
     private var failuresInARow = 0
-    private static let chunkFrames = 4096
+    static let chunkFrames = 4096
     private let fileBuffer: UnsafeMutablePointer<Float>
     private var fileBufferChannels = 0
     private let resampled: UnsafeMutablePointer<Float>
@@ -97,6 +96,7 @@ final class DiskReader: @unchecked Sendable {
         self.state = state
         self.sampleRate = sampleRate
         self.logger = logger
+        commands = Mailbox(wakeup: state.wakeup)
         channelMap = config.channelMap
         loop = config.loop
         quality = config.resampleQuality
@@ -113,30 +113,13 @@ final class DiskReader: @unchecked Sendable {
 
     // MARK: Control side
 
-    func send(_ command: Command) {
-        progress.withLock { $0.sent += 1 }
-        commands.withLock { $0.append(command) }
-        state.wakeup.post()
-    }
+    func send(_ command: Command) { commands.send(command) }
 
     /// Waits until every command sent so far has been carried out (up to `seconds`). Returns false on timeout.
     @discardableResult
-    func waitUntilHandled(seconds: Double) -> Bool {
-        let target = progress.withLock { $0.sent }
-        let deadline = Date().addingTimeInterval(seconds)
-        while progress.withLock({ $0.handled }) < target {
-            if Date() >= deadline { return false }
-            usleep(1_000)
-        }
-        return true
-    }
+    func waitUntilHandled(seconds: Double) -> Bool { commands.waitUntilHandled(seconds: seconds) }
 
-    func drainEvents() -> [PlayerEvent] {
-        events.withLock { e in
-            defer { e.removeAll() }
-            return e
-        }
-    }
+    func drainEvents() -> [PlayerEvent] { events.drain() }
 
     /// The markers, oldest first.
     var markers: [PlaybackMarker] { markerList.withLock { $0 } }
@@ -145,9 +128,9 @@ final class DiskReader: @unchecked Sendable {
 
     func run() {
         while !quit {
-            let batch = commands.withLock { c in defer { c.removeAll() }; return c }
+            let batch = commands.take()
             for command in batch { handle(command) }
-            if !batch.isEmpty { progress.withLock { $0.handled += batch.count } }
+            commands.handled(batch.count)
             if quit { break }
             fill()
             // The callback wakes us when there is room; the timeout only covers a chunk larger than its threshold
@@ -183,7 +166,7 @@ final class DiskReader: @unchecked Sendable {
         pendingMarker = nil
         pendingFrames = 0
         drained = false
-        state.set(.drainedAt, Int.max)
+        state.set(.drainedAt, PlayerState.notDrained)
         state.set(.skipTo, state.ring.totalWritten)
         index = item
         failuresInARow = 0
@@ -191,7 +174,7 @@ final class DiskReader: @unchecked Sendable {
     }
 
     private func emit(_ e: PlayerEvent) {
-        events.withLock { $0.append(e) }
+        events.post(e)
         state.notify?.post()
     }
 

@@ -1,4 +1,3 @@
-import CJack
 import Jack
 import Plugins
 import Realtime
@@ -7,33 +6,32 @@ import Realtime
 // JACK's process thread; never allocates, locks, logs, throws or waits.
 
 extension PlayerState {
-    /// The JACK process callback. Realtime: safe.
+    /// The JACK process callback: the only part that reads libjack (port buffers, frame time), then the cycle.
+    /// Realtime: safe.
     static let process: JackProcessCallback = { frames, arg in
-        PlayerState.cycle(arg!.assumingMemoryBound(to: PlayerState.self).pointee, frames: frames)
+        let s = arg!.assumingMemoryBound(to: PlayerState.self).pointee
+        s.outputs.fetch(frames)
+        PlayerState.cycle(s, frames: Int(frames), frameTime: s.client.lastFrameTime)
         return 0
     }
 
-    /// Realtime: safe.
+    /// One cycle into `outputs.buffers` (this cycle's output buffers, `frames` frames, at most `Period.maxFrames`) that began at
+    /// JACK frame time `frameTime`. Touches nothing of libjack, so tests drive it cycle by cycle. Realtime: safe.
     @inline(__always)
-    static func cycle(_ s: PlayerState, frames: jack_nframes_t) {
+    static func cycle(_ s: PlayerState, frames n: Int, frameTime: UInt32) {
         let began = monotonicNanoseconds()
-        let n = Int(frames)
         let c = s.counters
-        let frameTime = jack_last_frame_time(s.client)
         let reader = s.ring.reader
         c.store(Counter.cycleFrameTime.rawValue, Int(frameTime))
         let jump = SkippedCycles.frames(frameTime: frameTime, expected: c.load(Counter.nextFrameTime.rawValue))
         if jump != 0 { c.add(Counter.missedFrames.rawValue, jump) }
-        c.store(Counter.nextFrameTime.rawValue, Int(frameTime &+ frames))
+        c.store(Counter.nextFrameTime.rawValue, Int(frameTime &+ UInt32(truncatingIfNeeded: n)))
         c.store(Counter.cycleRingPosition.rawValue, reader.position)
         let chain = s.chain.acquire()
-        for ch in 0..<s.channels {
-            s.outs[ch] = s.ports[ch].buffer(frames) ?? (s.scratch + ch * JackPort.maxPeriod)
-            s.buffers[ch] = chain == nil ? s.outs[ch] : s.chainIn[ch]
-        }
+        for ch in 0..<s.channels { s.buffers[ch] = chain == nil ? s.outputs.buffers[ch] : s.chainIn[ch] }
         defer {
             // The chain runs every cycle, stopped or not, so effects ring out.
-            if let chain { ChainState.run(chain.pointee, inputs: s.buffers, outputs: s.outs, frames: n) }
+            if let chain { ChainState.run(chain.pointee, inputs: s.buffers, outputs: s.outputs.buffers, frames: n) }
             c.add(Counter.cycles.rawValue, 1)
             // Wake the reader once the ring has room for a chunk, and not again until it has written: an idle or
             // drained reader is not woken every cycle.
@@ -64,16 +62,16 @@ extension PlayerState {
         // A scheduled start: silence until the frame time arrives, then play from that frame of the cycle.
         var offset = 0
         let startAt = c.load(Counter.startAt.rawValue)
-        if startAt >= 0 {
+        if startAt != PlayerState.unset {
             let ahead = Int(Int32(bitPattern: UInt32(truncatingIfNeeded: startAt) &- frameTime))
             if ahead >= n {
                 silence(s, from: 0, frames: n)
                 return
             }
             offset = max(0, ahead)
-            c.compareExchange(Counter.startAt.rawValue, expected: startAt, desired: -1)
+            c.compareExchange(Counter.startAt.rawValue, expected: startAt, desired: PlayerState.unset)
         }
-        if c.load(Counter.startedAtFrameTime.rawValue) < 0 {
+        if c.load(Counter.startedAtFrameTime.rawValue) == PlayerState.unset {
             c.store(Counter.startedAtFrameTime.rawValue, Int(frameTime &+ UInt32(offset)))
         }
         silence(s, from: 0, frames: offset)

@@ -26,19 +26,18 @@ public struct PlayerPosition: Sendable, Equatable {
 /// Threads: control side only (one owner).
 public final class Player: @unchecked Sendable {
     public let config: PlayerConfig
-    public let client: JackClient
-    public let ports: [JackPort]
-    let state: UnsafeMutablePointer<PlayerState>
+    /// The client, its ports, RT state, chain and reader thread (see `EngineClient`).
+    let engine: EngineClient<PlayerState>
     let reader: DiskReader
-    private let thread: OSThread
     private let logger: Logger
-    private var closed = false
-    /// The insert chain (what the callback runs between the ring and the ports).
-    public let plugins: ChainHolder
-    private let latency: JackLatency
     private var announcedMarker = -1
     private var announcedFinish = false
-    private var pendingEvents: [PlayerEvent] = []
+
+    public var client: JackClient { engine.client }
+    public var ports: [JackPort] { engine.ports }
+    /// The insert chain (what the callback runs between the ring and the ports).
+    public var plugins: ChainHolder { engine.plugins }
+    var state: UnsafeMutablePointer<PlayerState> { engine.state }
 
     /// Opens the client, registers the ports, starts the reader thread and activates. Loads `config.queue`, and
     /// starts playing at once when `config.startImmediately` is set. `notify` is posted when there are events to
@@ -51,45 +50,26 @@ public final class Player: @unchecked Sendable {
         guard problems.isEmpty else { throw EngineError(.badConfig, problems.joined(separator: "; ")) }
         self.config = config
         self.logger = logger
-        client = try EngineError.openClient(config.clientName, server: server, logger: logger)
-        let registered = try EngineError.registerPorts(config.ports, direction: .output, on: client)
-        ports = registered
-        let rate = client.sampleRate
-        let ringFrames = Int(config.ringSeconds * Double(rate)) + 2 * JackPort.maxPeriod
-        let ringBytes = ringFrames * config.ports.count * MemoryLayout<Float>.stride
-        guard ResidentMemory.plausible(bytes: ringBytes) else {
-            client.close()
-            throw EngineError(.badConfig, "a playback ring of \(ringBytes >> 20) MiB is more than half this machine's memory")
-        }
-        let holder = ChainHolder()
-        plugins = holder
-        state = PlayerState.allocate(client: client.handle!, ports: registered, chain: holder.slot,
-                                     ringFrames: ringFrames, wakeSpace: max(client.bufferSize, 8192), notify: notify)
-        if let why = holder.installForStart(config.plugins, client: client, channels: registered.count, label: "player",
-                                            savedState: config.pluginState, strict: strictPlugins, logger: logger) {
-            client.close()
-            PlayerState.free(state)
-            throw EngineError(.badConfig, why)
-        }
-        latency = JackLatency(client: client, ports: registered, outputs: true)
-        state.pointee.set(.gainTarget, Int(config.gain.bitPattern))
-        reader = DiskReader(config: config, state: state.pointee, sampleRate: rate, logger: logger)
-        let r = reader
-        thread = OSThread(name: "tandem-disk-reader") { r.run() }
-        let s = state
+        let setup = EngineClient<PlayerState>.Setup(
+            clientName: config.clientName, server: server, ports: config.ports, direction: .output, role: "player",
+            plugins: config.plugins, pluginState: config.pluginState, strictPlugins: strictPlugins)
+        engine = try EngineClient(setup, logger: logger, allocate: { client, ports, slot throws(EngineError) in
+            let ringFrames = try EngineClient<PlayerState>.ringFrames(
+                seconds: config.ringSeconds, rate: client.sampleRate, channels: ports.count, what: "a playback ring",
+                hint: "shorten ring")
+            return try PlayerState.allocate(client: client.cycleHandle, ports: ports, channels: ports.count,
+                                            chain: slot, ringFrames: ringFrames,
+                                            wakeSpace: max(client.bufferSize, PlayerState.minimumWakeSpace),
+                                            notify: notify)
+        })
         let gain = config.gain
-        do {
-            try client.activate(process: PlayerState.process, context: UnsafeMutableRawPointer(state)) {
-                s.pointee.resetAfterWarmUp()
-                s.pointee.set(.gainTarget, Int(gain.bitPattern))
-                s.pointee.set(.gainNow, Int(gain.bitPattern))
-            }
-        } catch {
-            reader.send(.quit)
-            thread.join()
-            client.close()
-            PlayerState.free(state)
-            throw EngineError(.jack, error.description)
+        engine.state.pointee.set(.gainTarget, Int(gain.bitPattern))
+        reader = DiskReader(config: config, state: engine.state.pointee, sampleRate: engine.sampleRate, logger: logger)
+        let r = reader
+        let s = engine.state
+        try engine.activate(worker: (name: "tandem-disk-reader", body: { r.run() }, stop: { r.send(.quit) })) {
+            s.pointee.set(.gainTarget, Int(gain.bitPattern))
+            s.pointee.set(.gainNow, Int(gain.bitPattern))
         }
         if !config.queue.isEmpty { load(config.queue) }
         if config.startImmediately && !config.queue.isEmpty {
@@ -97,14 +77,9 @@ public final class Player: @unchecked Sendable {
             _ = waitForFill(seconds: 2)
             play()
         }
-        logger.info("player ready", metadata: ["client": "\(client.name)", "ports": "\(config.ports.count)",
-                                               "rate": "\(rate)"])
     }
 
-    deinit {
-        close()
-        PlayerState.free(state)
-    }
+    deinit { close() }
 
     /// Waits until the ring is full of frames to play (not stale ones from before a seek, which the callback
     /// discards) or the queue is drained (up to `seconds`).
@@ -114,7 +89,7 @@ public final class Player: @unchecked Sendable {
         let s = state.pointee
         while Date() < deadline {
             let fresh = s.ring.totalWritten - max(s.ring.totalRead, s.counter(.skipTo))
-            if s.ring.capacity - fresh < max(8192, s.wakeSpace) + 4096 || s.counter(.drainedAt) != Int.max {
+            if s.ring.capacity - fresh < max(PlayerState.minimumWakeSpace, s.wakeSpace) + DiskReader.chunkFrames || s.counter(.drainedAt) != PlayerState.notDrained {
                 return true
             }
             usleep(2_000)
@@ -132,7 +107,7 @@ public final class Player: @unchecked Sendable {
 
     /// Starts or resumes playback, at once or at a JACK frame time (sample-accurate).
     public func play(atFrameTime frameTime: UInt32? = nil) {
-        state.pointee.set(.startAt, frameTime.map { Int($0) } ?? -1)
+        state.pointee.set(.startAt, frameTime.map { Int($0) } ?? PlayerState.unset)
         state.pointee.set(.transport, PlayerState.Transport.playing.rawValue)
     }
 
@@ -172,41 +147,39 @@ public final class Player: @unchecked Sendable {
     /// Sets the gain (ramped over one period).
     public func setGain(dB: Double) { state.pointee.set(.gainTarget, Int(Float(pow(10, dB / 20)).bitPattern)) }
 
-    public var sampleRate: Int { client.sampleRate }
+    public var sampleRate: Int { engine.sampleRate }
     public var playedFrames: Int { state.pointee.counter(.playedFrames) }
     public var underrunFrames: Int { state.pointee.counter(.underrunFrames) }
     public var underrunCycles: Int { state.pointee.counter(.underrunCycles) }
     /// Frames of cycles the server ran without the player, playing or not. The player has no inputs, so JACK skips
     /// it only when it is late itself (its thread woken late, the process stopped).
-    public var missedFrames: Int { state.pointee.counter(.missedFrames) }
+    public var missedFrames: Int { engine.missedFrames }
     /// Xruns the server reported to the player's client.
-    public var xruns: Int { client.notifications.count(.xrun) }
-    public var cycles: Int { state.pointee.counter(.cycles) }
+    public var xruns: Int { engine.xruns }
+    public var cycles: Int { engine.cycles }
     public var ringFill: (frames: Int, capacity: Int) { (state.pointee.ring.fill, state.pointee.ring.capacity) }
     /// JACK frame time at which the first frame of the current run was played (nil before).
     public var startedAtFrameTime: UInt32? {
         let v = state.pointee.counter(.startedAtFrameTime)
-        return v < 0 ? nil : UInt32(truncatingIfNeeded: v)
+        return v == PlayerState.unset ? nil : UInt32(truncatingIfNeeded: v)
     }
     /// p50 / p99 / max cost of the process callback since activation, in nanoseconds.
-    public var cycleCost: CycleHistogram.Summary { state.pointee.cycleCost.summary() }
+    public var cycleCost: CycleHistogram.Summary { engine.cycleCost }
 
 
     /// Reports the insert chain's current latency to JACK (as the output ports' capture latency). Control thread.
-    public func refreshPluginLatency() { latency.set(plugins.chain?.latency ?? 0) }
+    public func refreshPluginLatency() { engine.refreshPluginLatency() }
 
     /// Replaces the insert chain while playing: built here, taken by the process thread at the start of a cycle.
     public func replacePlugins(_ specs: [PluginSpec], savedState: String? = nil) {
-        plugins.rebuild(specs, client: client, channels: ports.count, label: "player", savedState: savedState,
-                        logger: logger)
-        refreshPluginLatency()
+        engine.replacePlugins(specs, savedState: savedState)
     }
 
     /// Whether every queued item has been played out (no loop).
     public var isFinished: Bool {
         let s = state.pointee
         let drained = s.counter(.drainedAt)
-        return drained != Int.max && s.ring.totalRead >= drained && s.counter(.skipTo) <= drained
+        return drained != PlayerState.notDrained && s.ring.totalRead >= drained && s.counter(.skipTo) <= drained
     }
 
     /// The current position.
@@ -243,13 +216,5 @@ public final class Player: @unchecked Sendable {
     }
 
     /// Stops the reader thread, deactivates and closes the client.
-    public func close() {
-        guard !closed else { return }
-        closed = true
-        reader.send(.quit)
-        thread.join()
-        client.close()
-        plugins.close()
-        logger.info("player closed", metadata: ["client": "\(client.name)"])
-    }
+    public func close() { engine.close() }
 }

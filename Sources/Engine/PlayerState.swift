@@ -1,11 +1,10 @@
-import CJack
 import Jack
 import Plugins
 import Realtime
 
 /// Everything the player's process callback touches, in one value built before activation and reached only
 /// through the callback's context pointer.
-struct PlayerState: BitwiseCopyable {
+struct PlayerState: EngineState {
     /// The player's transport, as the `transport` counter holds it.
     enum Transport: Int {
         /// Silence, nothing consumed.
@@ -49,20 +48,19 @@ struct PlayerState: BitwiseCopyable {
         case announcedDrain
     }
 
-    let client: OpaquePointer
-    let ports: UnsafeMutablePointer<JackPort>
+    /// The JACK client (for the frame time the glue in `process` hands the cycle); `.none` without a server.
+    let client: JackClientHandle
+    /// The output ports and this cycle's port buffers (set by `process` before the cycle).
+    let outputs: EnginePorts
     let channels: Int
     /// Where this cycle's audio is written: the port buffers, or the chain's input when a chain runs.
     let buffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
-    /// This cycle's port buffers.
-    let outs: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
-    /// The insert chain's input (`channels` buffers of `JackPort.maxPeriod` frames).
+    /// The insert chain's input (`channels` buffers of `Period.maxFrames` frames).
     let chainIn: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
     /// The insert chain the callback runs (or none); owned by the player's `ChainHolder`.
     let chain: ChainSlot
     /// `buffers` shifted by a start offset inside a cycle.
     let shifted: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
-    let scratch: UnsafeMutablePointer<Float>
     /// Playback ring: the disk reader owns the writer half, the callback the reader half.
     let ring: FrameRing
     let counters: AtomicCounterArray
@@ -74,31 +72,33 @@ struct PlayerState: BitwiseCopyable {
     let cycleCost: CycleHistogram
     let wakeSpace: Int
 
-    static func allocate(client: OpaquePointer, ports: [JackPort], chain: ChainSlot, ringFrames: Int, wakeSpace: Int,
-                         notify: Wakeup?) -> UnsafeMutablePointer<PlayerState> {
-        let outs = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: ports.count)
-        let chainIn = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: ports.count)
-        for c in 0..<ports.count {
-            let b = UnsafeMutablePointer<Float>.allocate(capacity: JackPort.maxPeriod)
-            b.initialize(repeating: 0, count: JackPort.maxPeriod)
+    /// Builds the state for `channels` output channels. `ports` are the client's output ports (one per channel), or
+    /// none for state driven without a server (tests call `cycle` and read `outputs.buffers`). Throws when the playback ring's
+    /// memory cannot be had. Control thread.
+    static func allocate(client: JackClientHandle, ports: [JackPort], channels: Int, chain: ChainSlot, ringFrames: Int,
+                         wakeSpace: Int, notify: Wakeup?) throws(EngineError) -> UnsafeMutablePointer<PlayerState> {
+        let ring: FrameRing
+        do { ring = try FrameRing.allocate(channels: channels, capacity: ringFrames) } catch {
+            throw EngineError(.memory, "the playback ring (\(ringFrames) frames of \(channels) channels): \(error)")
+        }
+        let chainIn = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: channels)
+        for c in 0..<channels {
+            let b = UnsafeMutablePointer<Float>.allocate(capacity: Period.maxFrames)
+            b.initialize(repeating: 0, count: Period.maxFrames)
             (chainIn + c).initialize(to: b)
         }
-        let p = UnsafeMutablePointer<JackPort>.allocate(capacity: ports.count)
-        p.initialize(from: ports, count: ports.count)
-        let scratch = UnsafeMutablePointer<Float>.allocate(capacity: JackPort.maxPeriod * ports.count)
-        scratch.initialize(repeating: 0, count: JackPort.maxPeriod * ports.count)
-        let buffers = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: ports.count)
-        let shifted = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: ports.count)
-        for c in 0..<ports.count {
-            (buffers + c).initialize(to: scratch + c * JackPort.maxPeriod)
-            (outs + c).initialize(to: scratch + c * JackPort.maxPeriod)
-            (shifted + c).initialize(to: scratch + c * JackPort.maxPeriod)
+        let outputs = EnginePorts.allocate(ports: ports, channels: channels)
+        let buffers = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: channels)
+        let shifted = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: channels)
+        for c in 0..<channels {
+            (buffers + c).initialize(to: outputs.scratchBuffer(c))
+            (shifted + c).initialize(to: outputs.scratchBuffer(c))
         }
         let state = UnsafeMutablePointer<PlayerState>.allocate(capacity: 1)
         state.initialize(to: PlayerState(
-            client: client, ports: p, channels: ports.count, buffers: buffers, outs: outs, chainIn: chainIn,
-            chain: chain, shifted: shifted, scratch: scratch,
-            ring: .allocate(channels: ports.count, capacity: ringFrames),
+            client: client, outputs: outputs, channels: channels, buffers: buffers, chainIn: chainIn,
+            chain: chain, shifted: shifted,
+            ring: ring,
             counters: .allocate(count: Counter.allCases.count), wakeup: .allocate(), notify: notify,
             cycleCost: .allocate(),
             wakeSpace: wakeSpace))
@@ -112,13 +112,11 @@ struct PlayerState: BitwiseCopyable {
         s.counters.deallocate()
         s.wakeup.deallocate()
         s.cycleCost.deallocate()
-        s.ports.deallocate()
+        s.outputs.deallocate()
         s.buffers.deallocate()
-        s.outs.deallocate()
         for c in 0..<s.channels { s.chainIn[c].deallocate() }
         s.chainIn.deallocate()
         s.shifted.deallocate()
-        s.scratch.deallocate()
         state.deallocate()
     }
 
@@ -127,16 +125,28 @@ struct PlayerState: BitwiseCopyable {
         cycleCost.reset()
         ring.reset()
         for i in 0..<counters.count { counters.store(i, 0) }
-        counters.store(Counter.startAt.rawValue, -1)
-        counters.store(Counter.nextFrameTime.rawValue, -1)
-        counters.store(Counter.drainedAt.rawValue, Int.max)
-        counters.store(Counter.startedAtFrameTime.rawValue, -1)
-        counters.store(Counter.wokeReaderAt.rawValue, -1)
-        counters.store(Counter.announcedDrain.rawValue, -1)
+        counters.store(Counter.startAt.rawValue, PlayerState.unset)
+        counters.store(Counter.nextFrameTime.rawValue, PlayerState.unset)
+        counters.store(Counter.drainedAt.rawValue, PlayerState.notDrained)
+        counters.store(Counter.startedAtFrameTime.rawValue, PlayerState.unset)
+        counters.store(Counter.wokeReaderAt.rawValue, PlayerState.unset)
+        counters.store(Counter.announcedDrain.rawValue, PlayerState.unset)
         counters.store(Counter.gainTarget.rawValue, Int(Float(1).bitPattern))
         counters.store(Counter.gainNow.rawValue, Int(Float(1).bitPattern))
     }
 
     func counter(_ c: Counter) -> Int { counters.load(c.rawValue) }
     func set(_ c: Counter, _ v: Int) { counters.store(c.rawValue, v) }
+    var cyclesRun: Int { counter(.cycles) }
+    var missedFrames: Int { counter(.missedFrames) }
+
+    /// A counter holding a JACK frame time (or a ring position) that is not set: `startAt` (play at once),
+    /// `nextFrameTime` (no cycle yet), `startedAtFrameTime` (nothing played yet), `wokeReaderAt`, `announcedDrain`.
+    static var unset: Int { -1 }    // computed, not a global: the RT side reads it
+    /// `drainedAt` while the queue has not been read to its end.
+    static var notDrained: Int { Int.max }
+
+    /// The least free ring space (frames) at which the callback wakes the reader: two of its chunks' worth and more
+    /// (a period longer than this raises it to the period).
+    static let minimumWakeSpace = 8192
 }

@@ -1,4 +1,3 @@
-import CJack
 import Jack
 import Plugins
 import Realtime
@@ -7,26 +6,28 @@ import Realtime
 // and never allocates, locks, logs, throws or waits.
 
 extension RecorderState {
-    /// The JACK process callback. Realtime: safe.
+    /// The JACK process callback: the only part that reads libjack (port buffers, frame time), then the cycle.
+    /// Realtime: safe.
     static let process: JackProcessCallback = { frames, arg in
-        RecorderState.cycle(arg!.assumingMemoryBound(to: RecorderState.self).pointee, frames: frames)
+        let s = arg!.assumingMemoryBound(to: RecorderState.self).pointee
+        s.inputs.fetch(frames)
+        RecorderState.cycle(s, frames: Int(frames), frameTime: s.client.lastFrameTime)
         return 0
     }
 
-    /// One cycle: meter, copy into the ring (or drop and count), stamp the stream position, wake the writer.
-    /// Realtime: safe.
+    /// One cycle over `inputs.buffers` (this cycle's input, `frames` frames, at most `Period.maxFrames`) that began at JACK
+    /// frame time `frameTime`: run the chain, meter, copy into the ring (or drop and count), stamp the stream
+    /// position, wake the writer. Touches nothing of libjack, so tests drive it cycle by cycle. Realtime: safe.
     @inline(__always)
-    static func cycle(_ s: RecorderState, frames: jack_nframes_t) {
+    static func cycle(_ s: RecorderState, frames n: Int, frameTime: UInt32) {
         let began = monotonicNanoseconds()
-        let n = Int(frames)
         let counters = s.counters
-        let frameTime = jack_last_frame_time(s.client)
         let position = counters.load(Counter.streamFrames.rawValue)
         var pendingFrames = counters.load(Counter.pendingDropFrames.rawValue)
         if pendingFrames > 0 {
             // A gap must be announced before any frame after it reaches the ring.
             let start = counters.load(Counter.pendingDropStart.rawValue)
-            if s.drops.push(GapNote.overrun(at: start, frames: pendingFrames).message) {
+            if s.drops.push(GapNote.overrun(at: start, frames: pendingFrames)) {
                 counters.store(Counter.pendingDropFrames.rawValue, 0)
                 pendingFrames = 0
             }
@@ -38,24 +39,23 @@ extension RecorderState {
             counters.add(Counter.missedFrames.rawValue, jump)
             // In stream order (so not while a gap is pending, nor when the message ring is full: then only the
             // count has it).
-            if pendingFrames == 0 { _ = s.drops.push(GapNote.skippedCycles(at: position, frames: jump).message) }
+            if pendingFrames == 0 { _ = s.drops.push(GapNote.skippedCycles(at: position, frames: jump)) }
         }
-        counters.store(Counter.nextFrameTime.rawValue, Int(frameTime &+ frames))
+        counters.store(Counter.nextFrameTime.rawValue, Int(frameTime &+ UInt32(truncatingIfNeeded: n)))
         counters.store(Counter.cycleStamp.rawValue, Int(frameTime) << 32 | (position & 0xFFFF_FFFF))
 
-        for c in 0..<s.channels { s.buffers[c] = s.ports[c].buffer(frames) ?? s.scratch }
         var latency = 0
         if let chain = s.chain.acquire() {
-            ChainState.run(chain.pointee, inputs: s.buffers, outputs: s.wet, frames: n)
+            ChainState.run(chain.pointee, inputs: s.inputs.buffers, outputs: s.wet, frames: n)
             for c in 0..<s.channels { s.recorded[c] = s.wet[c] }
             latency = ChainState.latency(chain.pointee, limit: s.latencyLimit)
         } else {
-            for c in 0..<s.channels { s.recorded[c] = s.buffers[c] }
+            for c in 0..<s.channels { s.recorded[c] = s.inputs.buffers[c] }
         }
         // The ring carries one latency at a time, announced at the position it starts from (see `GapNote.latency`).
         let carried = counters.load(Counter.latency.rawValue)
         if latency != carried {
-            if pendingFrames == 0 && s.drops.push(GapNote.latency(at: position, frames: latency).message) {
+            if pendingFrames == 0 && s.drops.push(GapNote.latency(at: position, frames: latency)) {
                 counters.store(Counter.latency.rawValue, latency)
             } else {
                 latency = carried
@@ -91,7 +91,7 @@ extension RecorderState {
         let at = position & mask
         let first = min(n, size - at)
         for c in 0..<s.channels {
-            let h = s.dryHistory[c], input = s.buffers[c]
+            let h = s.dryHistory[c], input = s.inputs.buffers[c]
             (h + at).update(from: input, count: first)
             if first < n { h.update(from: input + first, count: n - first) }
             if latency == 0 {

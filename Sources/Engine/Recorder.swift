@@ -6,41 +6,6 @@ import Presets
 import Realtime
 import SoundFile
 
-/// A failure to set up or run a recorder, in words a user can act on.
-public struct EngineError: Error, CustomStringConvertible, Sendable {
-    public enum Code: Sendable { case badConfig, badDirectory, jack, file }
-    public let code: Code
-    public let message: String
-    public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-    public var description: String { message }
-
-    /// Opens an engine's JACK client. A taken name is the user's to change (`badConfig`, exit 2); the rest is the
-    /// server's (`jack`, exit 3).
-    static func openClient(_ name: String, server: String?, logger: Logger) throws(EngineError) -> JackClient {
-        do {
-            return try JackClient(name: name, server: server, logger: logger)
-        } catch {
-            throw EngineError(error.code == .nameTaken ? .badConfig : .jack, error.description)
-        }
-    }
-
-    /// Registers an engine's ports in order; on failure closes the client and throws with JACK's words.
-    static func registerPorts(_ names: [String], direction: PortDirection, on client: JackClient)
-        throws(EngineError) -> [JackPort] {
-        var registered: [JackPort] = []
-        do {
-            for name in names { registered.append(try client.registerPort(name, direction: direction)) }
-        } catch {
-            client.close()
-            throw EngineError(.jack, error.description)
-        }
-        return registered
-    }
-}
-
 /// Per-channel levels since the last read.
 public struct MeterReading: Sendable, Equatable {
     public var peak: Float
@@ -54,18 +19,18 @@ public struct MeterReading: Sendable, Equatable {
 /// Threads: control side only (one owner). The RT callback and the writer thread run behind it.
 public final class Recorder: @unchecked Sendable {
     public let config: RecorderConfig
-    public let client: JackClient
-    public let ports: [JackPort]
-    let state: UnsafeMutablePointer<RecorderState>
+    /// The client, its ports, RT state, chain and writer thread (see `EngineClient`).
+    let engine: EngineClient<RecorderState>
     let writer: DiskWriter
-    private let thread: OSThread
     private let logger: Logger
-    private var closed = false
     /// Interrupted takes found in the directory at start-up and completed (see `TakeRecovery`).
     public let recovered: [TakeRecovery.Recovered]
+
+    public var client: JackClient { engine.client }
+    public var ports: [JackPort] { engine.ports }
     /// The insert chain (what the callback runs before the ring).
-    public let plugins: ChainHolder
-    private let latency: JackLatency
+    public var plugins: ChainHolder { engine.plugins }
+    var state: UnsafeMutablePointer<RecorderState> { engine.state }
 
     /// Opens the client, registers the ports, starts the writer thread and activates. No take runs yet (armed).
     /// `strictPlugins`: a plugin of the chain that cannot run as asked (see `PluginError.stopsStart`) is an error:
@@ -83,53 +48,31 @@ public final class Recorder: @unchecked Sendable {
         }
         self.config = config
         self.logger = logger
-        client = try EngineError.openClient(config.clientName, server: server, logger: logger)
-        let rate = client.sampleRate
-        if let e = config.format.check(channels: config.stems ? 1 : config.recordedChannelNames.count, sampleRate: rate) {
-            client.close()
-            throw EngineError(.badConfig, e.message)
-        }
-        let registered = try EngineError.registerPorts(config.ports, direction: .input, on: client)
-        ports = registered
-        let ringFrames = Int((config.ringSeconds + config.prerollSeconds) * Double(rate)) + 2 * JackPort.maxPeriod
-        let ringBytes = ringFrames * config.recordedChannelNames.count * MemoryLayout<Float>.stride
-        guard ResidentMemory.plausible(bytes: ringBytes) else {
-            client.close()
-            throw EngineError(.badConfig, "a capture ring of \(ringBytes >> 20) MiB (ring + pre-roll at \(rate) Hz) is more "
-                              + "than half this machine's memory: shorten ring or preroll")
-        }
-        let wakeFrames = max(client.bufferSize, rate / 20)
-        let holder = ChainHolder()
-        plugins = holder
-        state = RecorderState.allocate(client: client.handle!, ports: registered, recordDry: config.recordDry,
-                                       chain: holder.slot, ringFrames: ringFrames, wakeFrames: wakeFrames,
-                                       sampleRate: rate)
-        if let why = holder.installForStart(config.plugins, client: client, channels: registered.count, label: "recorder",
-                                            savedState: config.pluginState, strict: strictPlugins, logger: logger) {
-            client.close()
-            RecorderState.free(state)
-            throw EngineError(.badConfig, why)
-        }
-        latency = JackLatency(client: client, ports: registered, outputs: false)
-        let notifications = client.notifications
-        writer = DiskWriter(config: config, state: state.pointee, sampleRate: rate, portNames: config.recordedChannelNames,
-                            logger: logger, xruns: { notifications.count(.xrun) })
-        let w = writer
-        thread = OSThread(name: "tandem-disk-writer") { w.run() }
-        let s = state
-        do {
-            try client.activate(process: RecorderState.process, context: UnsafeMutableRawPointer(state)) {
-                s.pointee.resetAfterWarmUp()
+        let setup = EngineClient<RecorderState>.Setup(
+            clientName: config.clientName, server: server, ports: config.ports, direction: .input, role: "recorder",
+            plugins: config.plugins, pluginState: config.pluginState, strictPlugins: strictPlugins)
+        engine = try EngineClient(setup, logger: logger, check: { client throws(EngineError) in
+            let channels = config.stems ? 1 : config.recordedChannelNames.count
+            if let e = config.format.check(channels: channels, sampleRate: client.sampleRate) {
+                throw EngineError(.badConfig, e.message)
             }
-        } catch {
-            writer.send(.quit)
-            thread.join()
-            client.close()
-            RecorderState.free(state)
-            throw EngineError(.jack, error.description)
-        }
-        logger.info("recorder ready", metadata: ["client": "\(client.name)", "ports": "\(config.ports.count)",
-                                                 "rate": "\(rate)"])
+        }, allocate: { client, ports, slot throws(EngineError) in
+            let rate = client.sampleRate
+            let ringFrames = try EngineClient<RecorderState>.ringFrames(
+                seconds: config.ringSeconds + config.prerollSeconds, rate: rate,
+                channels: config.recordedChannelNames.count, what: "a capture ring (ring + pre-roll)",
+                hint: "shorten ring or preroll")
+            return try RecorderState.allocate(client: client.cycleHandle, ports: ports, channels: ports.count,
+                                              recordDry: config.recordDry, chain: slot, ringFrames: ringFrames,
+                                              wakeFrames: RecorderState.wakeFrames(sampleRate: rate, period: client.bufferSize),
+                                              sampleRate: rate)
+        })
+        let notifications = engine.client.notifications
+        writer = DiskWriter(config: config, state: engine.state.pointee, sampleRate: engine.sampleRate,
+                            portNames: config.recordedChannelNames, logger: logger,
+                            xruns: { notifications.count(.xrun) })
+        let w = writer
+        try engine.activate(worker: (name: "tandem-disk-writer", body: { w.run() }, stop: { w.send(.quit) }))
     }
 
     /// Checks that `directory` exists, is a directory and is writable.
@@ -144,13 +87,10 @@ public final class Recorder: @unchecked Sendable {
         }
     }
 
-    deinit {
-        close()
-        RecorderState.free(state)
-    }
+    deinit { close() }
 
     /// The sample rate of the recorder's server.
-    public var sampleRate: Int { client.sampleRate }
+    public var sampleRate: Int { engine.sampleRate }
 
     /// Frames the callback has seen since activation.
     public var streamPosition: Int { state.pointee.counter(.streamFrames) }
@@ -158,10 +98,10 @@ public final class Recorder: @unchecked Sendable {
     /// Frames dropped because the ring was full.
     public var droppedFrames: Int { state.pointee.counter(.droppedFrames) }
     /// Frames of cycles the server ran without calling the recorder since activation (silence in the take).
-    public var missedFrames: Int { state.pointee.counter(.missedFrames) }
+    public var missedFrames: Int { engine.missedFrames }
 
     /// Process cycles run.
-    public var cycles: Int { state.pointee.counter(.cycles) }
+    public var cycles: Int { engine.cycles }
 
     /// Frames waiting in the capture ring, and its size.
     public var ringFill: (frames: Int, capacity: Int) { (state.pointee.ring.fill, state.pointee.ring.capacity) }
@@ -172,7 +112,7 @@ public final class Recorder: @unchecked Sendable {
     }
 
     /// p50 / p99 / max cost of the process callback since activation, in nanoseconds.
-    public var cycleCost: CycleHistogram.Summary { state.pointee.cycleCost.summary() }
+    public var cycleCost: CycleHistogram.Summary { engine.cycleCost }
 
 
     /// Peak and RMS per channel since the last call (the call resets them); nil when no cycle ran since then.
@@ -248,14 +188,12 @@ public final class Recorder: @unchecked Sendable {
     public func rotate() { writer.send(.rotate) }
 
     /// Reports the insert chain's current latency to JACK (as the input ports' playback latency). Control thread.
-    public func refreshPluginLatency() { latency.set(plugins.chain?.latency ?? 0) }
+    public func refreshPluginLatency() { engine.refreshPluginLatency() }
 
     /// Replaces the insert chain while recording: built here, taken by the process thread at the start of a cycle
     /// (the take goes on; from that cycle it records the new chain's output).
     public func replacePlugins(_ specs: [PluginSpec], savedState: String? = nil) {
-        plugins.rebuild(specs, client: client, channels: ports.count, label: "recorder", savedState: savedState,
-                        logger: logger)
-        refreshPluginLatency()
+        engine.replacePlugins(specs, savedState: savedState)
         if let problems = plugins.chain?.takeProblems, !problems.isEmpty { writer.send(.pluginProblems(problems)) }
     }
 
@@ -268,8 +206,7 @@ public final class Recorder: @unchecked Sendable {
     /// Stops cleanly: ends the take after every captured frame, lets the writer drain the ring and finalize, then
     /// deactivates and closes the client. When the server is gone, finalizes what reached the ring.
     public func close(end: TakeEnd = .stopped, detail: String? = nil, timeout: Double = 10) {
-        guard !closed else { return }
-        closed = true
+        guard !engine.closed else { return }
         let serverGone = client.wasShutDown
         if !serverGone {
             writer.send(.stop(at: streamPosition, end: end, detail: detail))
@@ -282,14 +219,10 @@ public final class Recorder: @unchecked Sendable {
         let s = state.pointee
         let pending = s.counter(.pendingDropFrames)
         if pending > 0 {
-            s.drops.push(GapNote.overrun(at: s.counter(.pendingDropStart), frames: pending).message)
+            _ = s.drops.push(GapNote.overrun(at: s.counter(.pendingDropStart), frames: pending))
             s.counters.store(RecorderState.Counter.pendingDropFrames.rawValue, 0)
         }
         writer.send(.stop(at: s.counter(.streamFrames), end: end, detail: detail, exact: true))
-        writer.send(.quit)
-        thread.join()
-        client.close()
-        plugins.close()
-        logger.info("recorder closed", metadata: ["client": "\(client.name)"])
+        engine.close()
     }
 }

@@ -1,4 +1,3 @@
-import CJack
 import Jack
 import Plugins
 import Realtime
@@ -6,7 +5,7 @@ import Realtime
 /// Everything the recorder's process callback touches, in one value built before activation and reached only
 /// through the callback's context pointer. Nothing else writes it while the client is active; the counters,
 /// meters and rings inside are the only channels to other threads.
-struct RecorderState: BitwiseCopyable {
+struct RecorderState: EngineState {
     /// Indices into `counters`.
     enum Counter: Int, CaseIterable {
         /// Frames the callback has seen since activation (captured plus dropped): the stream position.
@@ -32,27 +31,24 @@ struct RecorderState: BitwiseCopyable {
         case latency
     }
 
-    /// The JACK client handle (for `jack_last_frame_time`).
-    let client: OpaquePointer
-    let ports: UnsafeMutablePointer<JackPort>
+    /// The JACK client (for the frame time the glue in `process` hands the cycle); `.none` without a server.
+    let client: JackClientHandle
+    /// The input ports and this cycle's input buffers (filled by `process` at the top of each cycle).
+    let inputs: EnginePorts
     let channels: Int
     /// Channels going into the ring: `channels`, or twice that when the dry input is recorded too.
     let recordedChannels: Int
-    /// This cycle's port buffers (filled at the top of each cycle).
-    let buffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
-    /// The insert chain's output (`channels` buffers of `JackPort.maxPeriod` frames).
+    /// The insert chain's output (`channels` buffers of `Period.maxFrames` frames).
     let wet: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
     /// What goes into the ring this cycle, per recorded channel (chain output or port buffer, then dry).
     let recorded: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
     /// The insert chain the callback runs (or none); owned by the recorder's `ChainHolder`.
     let chain: ChainSlot
-    /// Stands in for port buffers when libjack has none (the warm-up call).
-    let scratch: UnsafeMutablePointer<Float>
     /// Capture ring; the callback owns its writer half, the disk writer its reader half.
     let ring: FrameRing
     /// Gaps, announced to the writer before any frame that follows them, as `GapNote`s (an overrun: the ring was full;
     /// skipped cycles: take no room in the stream).
-    let drops: MessageRing
+    let drops: GapNoteRing
     let counters: AtomicCounterArray
     /// Per-channel peak since last read, as the bit pattern of a non-negative Float (ordering preserved).
     let peaks: AtomicCounterArray
@@ -68,59 +64,64 @@ struct RecorderState: BitwiseCopyable {
     /// the chain's output. Allocated and zeroed before activation; `dryHistoryFrames` is 0 without dry channels.
     let dryHistory: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
     let dryHistoryFrames: Int
-    /// The delayed dry input of this cycle, per channel (`JackPort.maxPeriod` frames each).
+    /// The delayed dry input of this cycle, per channel (`Period.maxFrames` frames each).
     let dryDelayed: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
     /// The most latency compensated (frames); a chain reporting more is compensated by this much.
     let latencyLimit: Int
 
     /// The latency a recorder compensates at most, at this rate: a little over a second.
-    static func latencyLimit(sampleRate: Int) -> Int { historyFrames(sampleRate: sampleRate) - JackPort.maxPeriod }
+    static func latencyLimit(sampleRate: Int) -> Int { historyFrames(sampleRate: sampleRate) - Period.maxFrames }
 
     /// The dry history's length: the power of two that holds a second and the longest period.
     static func historyFrames(sampleRate: Int) -> Int {
         var n = 1
-        while n < max(1, sampleRate) + JackPort.maxPeriod { n <<= 1 }
+        while n < max(1, sampleRate) + Period.maxFrames { n <<= 1 }
         return n
     }
     static let sumSquaresScale = 4_294_967_296.0
 
-    static func allocate(client: OpaquePointer, ports: [JackPort], recordDry: Bool, chain: ChainSlot, ringFrames: Int,
-                         wakeFrames: Int, sampleRate: Int)
-        -> UnsafeMutablePointer<RecorderState> {
-        let recordedChannels = recordDry ? 2 * ports.count : ports.count
-        let wet = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: ports.count)
-        for c in 0..<ports.count {
-            let b = UnsafeMutablePointer<Float>.allocate(capacity: JackPort.maxPeriod)
-            b.initialize(repeating: 0, count: JackPort.maxPeriod)
+    /// The ring fill (frames) at which the callback wakes the writer: about 50 ms of audio, at least a period.
+    static func wakeFrames(sampleRate: Int, period: Int) -> Int { max(period, sampleRate / 20) }
+
+    /// Builds the state for `channels` input channels. `ports` are the client's input ports (one per channel), or
+    /// none for state driven without a server (tests fill `buffers` and call `cycle`). Throws when the capture ring's
+    /// memory cannot be had. Control thread.
+    static func allocate(client: JackClientHandle, ports: [JackPort], channels: Int, recordDry: Bool, chain: ChainSlot,
+                         ringFrames: Int, wakeFrames: Int, sampleRate: Int)
+        throws(EngineError) -> UnsafeMutablePointer<RecorderState> {
+        let recordedChannels = recordDry ? 2 * channels : channels
+        let ring: FrameRing
+        do { ring = try FrameRing.allocate(channels: recordedChannels, capacity: ringFrames) } catch {
+            throw EngineError(.memory, "the capture ring (\(ringFrames) frames of \(recordedChannels) channels): \(error)")
+        }
+        let wet = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: channels)
+        for c in 0..<channels {
+            let b = UnsafeMutablePointer<Float>.allocate(capacity: Period.maxFrames)
+            b.initialize(repeating: 0, count: Period.maxFrames)
             (wet + c).initialize(to: b)
         }
         let recorded = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: recordedChannels)
-        let p = UnsafeMutablePointer<JackPort>.allocate(capacity: ports.count)
-        p.initialize(from: ports, count: ports.count)
-        let buffers = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: ports.count)
-        let scratch = UnsafeMutablePointer<Float>.allocate(capacity: JackPort.maxPeriod)
-        scratch.initialize(repeating: 0, count: JackPort.maxPeriod)
-        buffers.initialize(repeating: scratch, count: ports.count)
-        recorded.initialize(repeating: scratch, count: recordedChannels)
+        let inputs = EnginePorts.allocate(ports: ports, channels: channels)
+        recorded.initialize(repeating: inputs.scratch, count: recordedChannels)
         let historyFrames = recordDry ? historyFrames(sampleRate: sampleRate) : 0
-        let dryHistory = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: max(1, ports.count))
-        let dryDelayed = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: max(1, ports.count))
-        for c in 0..<ports.count {
+        let dryHistory = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: max(1, channels))
+        let dryDelayed = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: max(1, channels))
+        for c in 0..<channels {
             let h = UnsafeMutablePointer<Float>.allocate(capacity: max(1, historyFrames))
             h.initialize(repeating: 0, count: max(1, historyFrames))     // zeroed: every page touched before activation
             (dryHistory + c).initialize(to: h)
-            let d = UnsafeMutablePointer<Float>.allocate(capacity: recordDry ? JackPort.maxPeriod : 1)
-            d.initialize(repeating: 0, count: recordDry ? JackPort.maxPeriod : 1)
+            let d = UnsafeMutablePointer<Float>.allocate(capacity: recordDry ? Period.maxFrames : 1)
+            d.initialize(repeating: 0, count: recordDry ? Period.maxFrames : 1)
             (dryDelayed + c).initialize(to: d)
         }
         let state = UnsafeMutablePointer<RecorderState>.allocate(capacity: 1)
         state.initialize(to: RecorderState(
-            client: client, ports: p, channels: ports.count, recordedChannels: recordedChannels, buffers: buffers,
-            wet: wet, recorded: recorded, chain: chain, scratch: scratch,
-            ring: .allocate(channels: recordedChannels, capacity: ringFrames),
-            drops: .allocate(capacity: 1024),
+            client: client, inputs: inputs, channels: channels, recordedChannels: recordedChannels,
+            wet: wet, recorded: recorded, chain: chain,
+            ring: ring,
+            drops: .allocate(capacity: GapNoteRing.capacity),
             counters: .allocate(count: Counter.allCases.count),
-            peaks: .allocate(count: ports.count), sumSquares: .allocate(count: ports.count),
+            peaks: .allocate(count: channels), sumSquares: .allocate(count: channels),
             wakeup: .allocate(), cycleCost: .allocate(), wakeFrames: wakeFrames,
             dryHistory: dryHistory, dryHistoryFrames: historyFrames, dryDelayed: dryDelayed,
             latencyLimit: latencyLimit(sampleRate: sampleRate)))
@@ -137,12 +138,10 @@ struct RecorderState: BitwiseCopyable {
         s.sumSquares.deallocate()
         s.wakeup.deallocate()
         s.cycleCost.deallocate()
-        s.ports.deallocate()
-        s.buffers.deallocate()
+        s.inputs.deallocate()
         for c in 0..<s.channels { s.wet[c].deallocate() }
         s.wet.deallocate()
         s.recorded.deallocate()
-        s.scratch.deallocate()
         for c in 0..<s.channels {
             s.dryHistory[c].deallocate()
             s.dryDelayed[c].deallocate()
@@ -167,6 +166,8 @@ struct RecorderState: BitwiseCopyable {
     }
 
     func counter(_ c: Counter) -> Int { counters.load(c.rawValue) }
+    var cyclesRun: Int { counter(.cycles) }
+    var missedFrames: Int { counter(.missedFrames) }
 }
 
 /// What the process callback tells the disk writer about the stream between its frames, carried through the
@@ -215,4 +216,43 @@ enum GapNote: Equatable {
         case .overrun(let at, _), .skippedCycles(let at, _), .latency(let at, _): return at
         }
     }
+}
+
+/// The ring of `GapNote`s from the process callback to the disk writer: typed on both ends, so neither side reads a
+/// kind or a field by number.
+///
+/// Threads: the process thread pushes (Realtime: safe); the disk writer peeks and pops. `allocate`, `reset` and
+/// `deallocate` are control-thread only, while neither side runs.
+struct GapNoteRing: BitwiseCopyable {
+    /// Notes the ring holds: a full ring means the writer is far behind; the callback then keeps the note pending.
+    static let capacity = 1024
+    let messages: MessageRing
+
+    static func allocate(capacity: Int) -> GapNoteRing { GapNoteRing(messages: .allocate(capacity: capacity)) }
+    func deallocate() { messages.deallocate() }
+    func reset() { messages.reset() }
+
+    /// Queues a note; false when the ring is full. Realtime: safe.
+    @inline(__always)
+    func push(_ note: GapNote) -> Bool { messages.push(note.message) }
+
+    /// What the writer finds at the head of the ring.
+    enum Head: Equatable {
+        case empty
+        case note(GapNote)
+        /// A message of a kind this writer does not know: skipped, never taken for a drop.
+        case unknown
+    }
+
+    /// The oldest note, without taking it. Disk writer.
+    func peek() -> Head {
+        guard let m = messages.peek() else { return .empty }
+        return GapNote(m).map { .note($0) } ?? .unknown
+    }
+
+    /// Takes the oldest note. Disk writer.
+    func pop() { _ = messages.pop() }
+
+    /// Notes waiting. Any thread.
+    var count: Int { messages.count }
 }

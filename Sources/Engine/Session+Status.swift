@@ -153,7 +153,7 @@ extension Session {
             // Every recorded channel counts: the dry copies too.
             let channels = cfg.recordedChannelNames.count
             var perSecond = Double(r.sampleRate * channels * 4)
-            if let width = DiskWriter.bytesPerSample(cfg.format) {
+            if let width = TakeFiles.bytesPerSample(cfg.format) {
                 perSecond = Double(r.sampleRate * channels * width)
             } else if let t = take, t.frames > 0, t.bytes > 0 {
                 perSecond = Double(t.bytes) / (Double(t.frames) / Double(r.sampleRate))

@@ -1,5 +1,3 @@
-import CJack
-
 /// Cycles the server ran without a client, told from JACK's frame time.
 ///
 /// JACK wakes a late client once for several cycles; the audio of the cycles in between never passed through it.
@@ -14,7 +12,7 @@ enum SkippedCycles {
     /// Frames skipped before this cycle (negative: a correction), or 0. `expected` is the previous cycle's frame time
     /// plus its frames, or negative before the first cycle. Realtime: safe.
     @inline(__always)
-    static func frames(frameTime: jack_nframes_t, expected: Int) -> Int {
+    static func frames(frameTime: UInt32, expected: Int) -> Int {
         guard expected >= 0 else { return 0 }
         let jump = Int(Int32(bitPattern: frameTime &- UInt32(truncatingIfNeeded: expected)))
         return abs(jump) <= maxFrames ? jump : 0

@@ -29,9 +29,6 @@ public struct JackPort: BitwiseCopyable, @unchecked Sendable, Equatable {
         jack_port_get_buffer(handle, frames)?.assumingMemoryBound(to: Float.self)
     }
 
-    /// The largest period JACK allows (frames); scratch buffers of this size can stand in for any port buffer.
-    public static let maxPeriod = Period.maxFrames
-
     /// Full name, "client:port". Control side.
     public var name: String { String(cString: jack_port_name(handle)) }
     /// Short name, without the client part. Control side.

@@ -6,7 +6,7 @@ public struct ChainState: BitwiseCopyable {
     let stages: UnsafeMutablePointer<StageState>
     let stageCount: Int
     let channels: Int
-    /// Two banks of `channels` buffers between stages (`JackPort.maxPeriod` frames each).
+    /// Two banks of `channels` buffers between stages (`Period.maxFrames` frames each).
     let between: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
 }
 

@@ -66,6 +66,20 @@ public enum Limits {
         "\(number(range.lowerBound)) to \(number(range.upperBound))\(unit)"
     }
 
+    /// "64K to 1P": a byte range as the error messages print it (binary units, as sizes are written in presets).
+    public static func describeSize(_ range: ClosedRange<Int>) -> String {
+        "\(size(range.lowerBound)) to \(size(range.upperBound))"
+    }
+
+    /// A byte count in the largest binary unit that divides it ("64K", "1P", "1000").
+    public static func size(_ bytes: Int) -> String {
+        for (shift, unit) in [(50, "P"), (40, "T"), (30, "G"), (20, "M"), (10, "K")]
+        where bytes != 0 && bytes % (1 << shift) == 0 {
+            return "\(bytes >> shift)\(unit)"
+        }
+        return "\(bytes)"
+    }
+
     /// A number as a person writes it (no ".0" on whole numbers).
     public static func number(_ d: Double) -> String {
         d == d.rounded() && abs(d) < 1e15 ? String(Int64(d)) : String(d)

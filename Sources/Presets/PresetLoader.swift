@@ -486,11 +486,11 @@ struct Validator {
         if let v = t["rotate_size"] {
             switch v {
             case .integer(let i, let line):
-                if !Limits.rotateBytes.contains(i) { problem("recorder.rotate_size", line, "\(i) bytes is out of range (64K to 1P)") }
+                if !Limits.rotateBytes.contains(i) { problem("recorder.rotate_size", line, "\(i) bytes is out of range (\(Limits.describeSize(Limits.rotateBytes)))") }
                 r.rotateBytes = i
             case .string(let text, let line):
                 if let bytes = Self.size(text), Limits.rotateBytes.contains(bytes) { r.rotateBytes = bytes } else {
-                    problem("recorder.rotate_size", line, "'\(text)' is not a size of at least 64K (e.g. \"500M\", \"2G\")")
+                    problem("recorder.rotate_size", line, "'\(text)' is not a size of \(Limits.describeSize(Limits.rotateBytes)) (e.g. \"500M\", \"2G\")")
                 }
             default: problem("recorder.rotate_size", v.line, "expected a size like \"2G\" or a byte count, found \(v.typeName)")
             }

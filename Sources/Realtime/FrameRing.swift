@@ -20,10 +20,13 @@ public struct FrameRing: BitwiseCopyable, @unchecked Sendable {
     /// Total frames ever consumed by the reader.
     @usableFromInline let read: AtomicCounter
 
-    /// Allocates a resident ring of `capacity` frames of `channels` samples. Control thread only.
-    public static func allocate(channels: Int, capacity: Int) -> FrameRing {
+    /// Allocates a resident ring of `capacity` frames of `channels` samples; throws when the memory cannot be had
+    /// (see `ResidentMemory.allocate`). Control thread only.
+    public static func allocate(channels: Int, capacity: Int) throws(ResidentMemory.Failure) -> FrameRing {
         precondition(channels > 0 && capacity > 0, "a ring needs channels and capacity")
-        let storage = ResidentMemory.allocate(Float.self, count: channels * capacity)
+        let (count, overflow) = channels.multipliedReportingOverflow(by: capacity)
+        guard !overflow else { throw ResidentMemory.Failure(bytes: Int.max, errorNumber: 0) }
+        let storage = try ResidentMemory.allocate(Float.self, count: count)
         return FrameRing(channels: channels, capacity: capacity, storage: storage,
                          written: .allocate(), read: .allocate())
     }

@@ -28,12 +28,26 @@ public enum ResidentMemory {
         return bytes / 2 <= pages / 4 * page   // bytes <= pages * page / 2, without overflow
     }
 
-    /// `count` zeroed, resident `T`s. Free with `deallocate(_:count:)` and the same count.
-    public static func allocate<T: BitwiseCopyable>(_ type: T.Type, count: Int) -> UnsafeMutablePointer<T> {
-        let length = length(count * MemoryLayout<T>.stride)
+    /// Why `allocate` could not give the memory: the bytes asked for and the kernel's errno (0 when the size itself
+    /// does not fit an `Int`).
+    public struct Failure: Error, CustomStringConvertible, Sendable, Equatable {
+        public let bytes: Int
+        public let errorNumber: Int32
+        public var description: String {
+            let why = errorNumber == 0 ? "the size does not fit in memory" : String(cString: strerror(errorNumber))
+            return "cannot map \(bytes) bytes of resident memory: \(why)"
+        }
+    }
+
+    /// `count` zeroed, resident `T`s. Free with `deallocate(_:count:)` and the same count. Throws when the kernel
+    /// will not map that much (or `count` times the size overflows), never stops the process.
+    public static func allocate<T: BitwiseCopyable>(_ type: T.Type, count: Int) throws(Failure) -> UnsafeMutablePointer<T> {
+        let (bytes, overflow) = max(0, count).multipliedReportingOverflow(by: MemoryLayout<T>.stride)
+        guard !overflow, bytes <= Int.max - 2 * page else { throw Failure(bytes: Int.max, errorNumber: 0) }
+        let length = length(bytes)
         guard let region = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
               region != MAP_FAILED else {
-            fatalError("out of memory: could not map \(length) bytes for a ring")
+            throw Failure(bytes: length, errorNumber: errno)
         }
         if madvise(region, length, advisePopulateWrite) != 0 {
             let bytes = region.assumingMemoryBound(to: UInt8.self)

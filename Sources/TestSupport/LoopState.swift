@@ -25,14 +25,17 @@ public struct LoopState: BitwiseCopyable {
     public var stallMicros = 0
 
     public static func allocate(ports: [JackPort], ringFrames: Int) -> UnsafeMutablePointer<LoopState> {
+        guard let ring = try? FrameRing.allocate(channels: ports.count, capacity: ringFrames) else {
+            fatalError("test support: cannot allocate a ring of \(ringFrames) frames")
+        }
         let p = UnsafeMutablePointer<JackPort>.allocate(capacity: ports.count)
         p.initialize(from: ports, count: ports.count)
         let b = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: ports.count)
-        let scratch = UnsafeMutablePointer<Float>.allocate(capacity: JackPort.maxPeriod)
-        scratch.initialize(repeating: 0, count: JackPort.maxPeriod)
+        let scratch = UnsafeMutablePointer<Float>.allocate(capacity: Period.maxFrames)
+        scratch.initialize(repeating: 0, count: Period.maxFrames)
         let state = UnsafeMutablePointer<LoopState>.allocate(capacity: 1)
         state.initialize(to: LoopState(ports: p, buffers: b, scratch: scratch, channels: ports.count,
-                                       ring: .allocate(channels: ports.count, capacity: ringFrames),
+                                       ring: ring,
                                        started: .allocate(), cycles: .allocate(), firstFrameTime: .allocate(),
                                        client: nil))
         return state

@@ -40,8 +40,8 @@ guard args.count == 4, let seconds = Double(args[3]), args[2] == "clean" || args
 JackLibrary.routeMessages(verbose: false)
 do {
     let client = try JackClient(name: "rtcheck-probe", server: args[1])
-    let scratch = UnsafeMutablePointer<Float>.allocate(capacity: JackPort.maxPeriod)
-    scratch.initialize(repeating: 0, count: JackPort.maxPeriod)
+    let scratch = UnsafeMutablePointer<Float>.allocate(capacity: Period.maxFrames)
+    scratch.initialize(repeating: 0, count: Period.maxFrames)
     let state = UnsafeMutablePointer<ProbeState>.allocate(capacity: 1)
     state.initialize(to: ProbeState(input: try client.registerPort("in", direction: .input),
                                     output: try client.registerPort("out", direction: .output),

@@ -2,8 +2,8 @@ import Testing
 import Realtime
 
 @Suite struct FrameRingTests {
-    @Test func writeThenReadKeepsFramesAndChannelOrder() {
-        let ring = FrameRing.allocate(channels: 2, capacity: 5)
+    @Test func writeThenReadKeepsFramesAndChannelOrder() throws {
+        let ring = try FrameRing.allocate(channels: 2, capacity: 5)
         defer { ring.deallocate() }
         let left = UnsafeMutablePointer<Float>.allocate(capacity: 4)
         let right = UnsafeMutablePointer<Float>.allocate(capacity: 4)
@@ -24,6 +24,14 @@ import Realtime
         #expect(r.frames == 5 && r.secondFrames > 0)
         #expect(r.sample(frame: 0, channel: 0).pointee == 2)
         #expect(r.sample(frame: 4, channel: 1).pointee == 23)
+    }
+
+    /// An absurd ring is an error the caller can report, not a stop of the process (it used to be a `fatalError`).
+    @Test func anAbsurdRingIsAnErrorNotAStop() {
+        #expect(throws: ResidentMemory.Failure.self) { try FrameRing.allocate(channels: 256, capacity: 1 << 60) }
+        // Fits an Int, but no kernel maps a petabyte.
+        #expect(throws: ResidentMemory.Failure.self) { try ResidentMemory.allocate(Float.self, count: 1 << 48) }
+        #expect(throws: ResidentMemory.Failure.self) { try ResidentMemory.allocate(Float.self, count: Int.max / 2) }
     }
 
     @Test func threadNamesFitTheKernelsFifteenBytes() {
@@ -47,10 +55,10 @@ import Realtime
 
     /// One producer and one consumer thread move 50 million samples through a 61-frame ring in odd-sized steps, so
     /// nearly every step wraps. Every sample must arrive once and in order.
-    @Test func stressFiftyMillionSamplesThroughASmallRing() {
+    @Test func stressFiftyMillionSamplesThroughASmallRing() throws {
         let channels = 4
         let totalFrames = 12_500_000          // x 4 channels = 50 M samples
-        let ring = FrameRing.allocate(channels: channels, capacity: 61)
+        let ring = try FrameRing.allocate(channels: channels, capacity: 61)
         defer { ring.deallocate() }
         let modulus = 1 << 24                 // exact integers in Float
 

@@ -1,0 +1,58 @@
+import Foundation
+import SoundFile
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One take being written. Writer thread only.
+final class ActiveTake {
+    let number: Int
+    /// Stream position of the first frame in the ring (see `resolved`).
+    var start: Int
+    /// Wall-clock time of the first frame (names every chunk of the take).
+    let date: Date
+    let context: TakeContext
+    var report: TakeReport
+    let sidecar: SidecarFile
+    /// Stream position where the take ends (exclusive), once known.
+    var end: Int?
+    /// Whether `start` is final: until the writer reaches it, `start` is the first input frame's stream position;
+    /// then the chain latency the ring carries there (`compensation`) is added (see `DiskWriter.resolveStart`).
+    var resolved = false
+    var compensation = 0
+    var endReason: TakeEnd?
+    var endDetail: String?
+    var writers: [SoundFileWriter] = []
+    var chunkIndex = 0
+    /// Take offset of the current chunk's first frame.
+    var chunkStart = 0
+    var framesWritten = 0
+    var lastSync = 0
+    var failed: String?
+    /// Whether the test-only stall fault has fired for this take.
+    var stalled = false
+    /// Bytes on disk as last computed, and the frame count when they were.
+    var bytesKnown = 0
+    var bytesCheckedAt = 0
+    /// Bytes of the chunks already closed (the status counts the whole take, not only the open chunk).
+    var closedChunkBytes = 0
+
+    init(number: Int, start: Int, date: Date, context: TakeContext, report: TakeReport, sidecar: SidecarFile) {
+        self.number = number
+        self.start = start
+        self.date = date
+        self.context = context
+        self.report = report
+        self.sidecar = sidecar
+    }
+
+    /// Bytes of the current chunk's files on disk (one stat() each).
+    func fileBytes() -> Int { Self.bytesOnDisk(writers.map(\.path)) }
+
+    static func bytesOnDisk(_ paths: [String]) -> Int {
+        paths.reduce(0) { sum, path in
+            var st = stat()
+            return sum + (stat(path, &st) == 0 ? Int(st.st_size) : 0)
+        }
+    }
+}

@@ -1,0 +1,195 @@
+import Foundation
+import Jack
+import Logging
+import Plugins
+import Presets
+import Realtime
+
+/// What `EngineClient` needs of an engine's real-time state. The state is the engine's own `BitwiseCopyable` value
+/// (all that its process callback touches, built before activation); this is the part every engine has.
+protocol EngineState: BitwiseCopyable {
+    /// The JACK process callback; its context is a pointer to this state. It reads libjack (port buffers, frame
+    /// time) and hands what it read to the engine's cycle body, which touches nothing of libjack. Realtime: safe.
+    static var process: JackProcessCallback { get }
+    /// Frees what the engine's `allocate` made. Control thread, after the client is closed and the worker joined.
+    static func free(_ state: UnsafeMutablePointer<Self>)
+    /// Undoes what the warm-up call changed. Control thread, before activation.
+    func resetAfterWarmUp()
+    /// Process cycles run since activation. Any thread.
+    var cyclesRun: Int { get }
+    /// Frames of cycles the server ran without calling the client (see `SkippedCycles`). Any thread.
+    var missedFrames: Int { get }
+    /// Cost of each process cycle, in nanoseconds.
+    var cycleCost: CycleHistogram { get }
+}
+
+/// The skeleton every engine stands on: one JACK client, its ports, its RT state, its insert chain, an optional
+/// worker thread, and their life from open to close. The recorder and the player keep only what differs (what their
+/// state holds, what their cycle does, their disk thread and their control API); a rack (ports in, chain, ports out
+/// in the same cycle, no disk thread) is its `EngineState`, a `process`/`cycle` pair and a few lines on top of this.
+///
+/// The contract, in order:
+/// 1. `init` opens the client (a taken name is `badConfig`, the rest `jack`), runs the engine's `check` against the
+///    server's facts (rate, period), registers the ports in order, builds the RT state with the engine's `allocate`
+///    (which throws `memory` when the rings cannot be had, `badConfig` when they could never fit), installs the start
+///    chain (with `strictPlugins` a chain that cannot run as asked is `badConfig`) and the latency callback. Nothing
+///    runs yet. Any failure undoes what was done and throws.
+/// 2. The engine builds what needs the state (its disk thread's object), then calls `activate`: the worker thread
+///    starts, the process callback is set and called once on this thread (warm-up), the state's `resetAfterWarmUp`
+///    and the engine's `afterWarmUp` undo what it changed, and the client is activated. On failure the worker is
+///    stopped and joined and the client closed.
+/// 3. `close` (safe twice; the engine may first do its own draining): stops and joins the worker, deactivates and
+///    closes the client, frees the chains. The state is freed when this object goes (after `close`), so a thread
+///    holding a copy of it is always joined first.
+///
+/// Threads: control side only (one owner). The RT callback and the worker run behind it.
+final class EngineClient<State: EngineState>: @unchecked Sendable {
+    /// What a client is made of.
+    struct Setup {
+        var clientName: String
+        var server: String?
+        var ports: [String]
+        var direction: PortDirection
+        /// "recorder", "player", ...: the chain's label and the words of logs and errors.
+        var role: String
+        var plugins: [PluginSpec]
+        var pluginState: String?
+        var strictPlugins: Bool
+    }
+
+    let client: JackClient
+    let ports: [JackPort]
+    let state: UnsafeMutablePointer<State>
+    /// The insert chain (built for `ports.count` channels).
+    let plugins: ChainHolder
+    let role: String
+    private let latency: JackLatency
+    private let logger: Logger
+    private var worker: OSThread?
+    private var stopWorker: () -> Void = {}
+    private(set) var closed = false
+
+    /// Steps 1 of the contract. `check` sees the open client before any port exists; `allocate` gets the client,
+    /// its ports and the chain slot the state must hold.
+    init(_ setup: Setup, logger: Logger, check: (JackClient) throws(EngineError) -> Void = { _ in },
+         allocate: (JackClient, [JackPort], ChainSlot) throws(EngineError) -> UnsafeMutablePointer<State>)
+        throws(EngineError) {
+        self.logger = logger
+        role = setup.role
+        do {
+            client = try JackClient(name: setup.clientName, server: setup.server, logger: logger)
+        } catch {
+            throw EngineError(error.code == .nameTaken ? .badConfig : .jack, error.description)
+        }
+        var registered: [JackPort] = []
+        do throws(EngineError) {
+            try check(client)
+            do {
+                for name in setup.ports { registered.append(try client.registerPort(name, direction: setup.direction)) }
+            } catch {
+                throw EngineError(.jack, error.description)
+            }
+        } catch {
+            client.close()
+            throw error
+        }
+        ports = registered
+        let holder = ChainHolder()
+        do throws(EngineError) {
+            state = try allocate(client, registered, holder.slot)
+        } catch {
+            client.close()
+            throw error
+        }
+        plugins = holder
+        if let why = holder.installForStart(setup.plugins, client: client, channels: registered.count, label: role,
+                                            savedState: setup.pluginState, strict: setup.strictPlugins,
+                                            logger: logger) {
+            client.close()
+            State.free(state)
+            throw EngineError(.badConfig, why)
+        }
+        latency = JackLatency(client: client, ports: registered, outputs: setup.direction == .output)
+    }
+
+    /// Step 2 of the contract. `worker`: the engine's thread (its name, its body, and how to ask it to return), or
+    /// nil for an engine without one.
+    func activate(worker: (name: String, body: @Sendable () -> Void, stop: () -> Void)?,
+                  afterWarmUp: () -> Void = {}) throws(EngineError) {
+        if let worker {
+            self.worker = OSThread(name: worker.name, body: worker.body)
+            stopWorker = worker.stop
+        }
+        let s = state
+        do {
+            try client.activate(process: State.process, context: UnsafeMutableRawPointer(state)) {
+                s.pointee.resetAfterWarmUp()
+                afterWarmUp()
+            }
+        } catch {
+            joinWorker()
+            client.close()
+            throw EngineError(.jack, error.description)
+        }
+        logger.info("\(role) ready", metadata: ["client": "\(client.name)", "ports": "\(ports.count)",
+                                                "rate": "\(client.sampleRate)"])
+    }
+
+    /// Step 3 of the contract.
+    func close() {
+        guard !closed else { return }
+        closed = true
+        joinWorker()
+        client.close()
+        plugins.close()
+        logger.info("\(role) closed", metadata: ["client": "\(client.name)"])
+    }
+
+    private func joinWorker() {
+        guard let w = worker else { return }
+        stopWorker()
+        w.join()
+        worker = nil
+    }
+
+    deinit {
+        close()
+        State.free(state)
+    }
+
+    // MARK: Status and chain (control side)
+
+    var sampleRate: Int { client.sampleRate }
+    var cycles: Int { state.pointee.cyclesRun }
+    var missedFrames: Int { state.pointee.missedFrames }
+    /// Xruns the server reported to this client.
+    var xruns: Int { client.notifications.count(.xrun) }
+    /// p50 / p99 / max cost of the process callback since activation, in nanoseconds.
+    var cycleCost: CycleHistogram.Summary { state.pointee.cycleCost.summary() }
+
+    /// Reports the insert chain's current latency to JACK (outputs: capture latency; inputs: playback latency).
+    func refreshPluginLatency() { latency.set(plugins.chain?.latency ?? 0) }
+
+    /// Replaces the insert chain while running: built here, taken by the process thread at the start of a cycle.
+    func replacePlugins(_ specs: [PluginSpec], savedState: String?) {
+        plugins.rebuild(specs, client: client, channels: ports.count, label: role, savedState: savedState,
+                        logger: logger)
+        refreshPluginLatency()
+    }
+
+    /// Frames of a ring that holds `seconds` at the server's rate plus two of the longest periods, for `channels`
+    /// channels; `badConfig` when it could never be resident on this machine (`what` and `hint` name it for the user).
+    static func ringFrames(seconds: Double, rate: Int, channels: Int, what: String, hint: String)
+        throws(EngineError) -> Int {
+        guard let frames = Limits.frames(seconds: seconds, rate: Double(rate)) else {
+            throw EngineError(.badConfig, "\(what) of \(seconds) s cannot be held: \(hint)")
+        }
+        let ringFrames = frames + 2 * Period.maxFrames
+        let (bytes, overflow) = ringFrames.multipliedReportingOverflow(by: channels * MemoryLayout<Float>.stride)
+        guard !overflow, ResidentMemory.plausible(bytes: bytes) else {
+            throw EngineError(.badConfig, "\(what) of \(overflow ? Int.max >> 20 : bytes >> 20) MiB at \(rate) Hz is more "
+                              + "than half this machine's memory: \(hint)")
+        }
+        return ringFrames
+    }
+}

@@ -1,0 +1,105 @@
+import Foundation
+import Presets
+import SoundFile
+
+// The files of a take: their names, the chunks they are cut into, and their BWF header.
+extension TakeFiles {
+    /// "name.wav" -> "name+1.wav".
+    static func variant(_ path: String, _ n: Int) -> String {
+        let ns = path as NSString
+        return ns.deletingPathExtension + "+\(n)." + ns.pathExtension
+    }
+
+    func takeFilesExist(_ number: Int, date: Date) -> Bool {
+        let fm = FileManager.default
+        if fm.fileExists(atPath: path(take: number, date: date, channel: nil, chunk: nil, ext: "json")) { return true }
+        let chunk: Int? = (rotateFrames != nil || config.rotateBytes != nil) ? 1 : nil
+        let channels: [String?] = config.stems ? portNames.map { $0 } : [nil]
+        return channels.contains { fm.fileExists(atPath: path(take: number, date: date, channel: $0, chunk: chunk,
+                                                               ext: config.format.container.fileExtension)) }
+    }
+
+    func path(take: Int, date: Date, channel: String?, chunk: Int?, ext: String) -> String {
+        let name = FileNameTemplate(config.template).render(
+            .init(session: config.session, take: take, date: date, channel: channel, chunk: chunk), fileExtension: ext)
+        return (config.directory as NSString).appendingPathComponent(name)
+    }
+
+    /// The BWF `bext` of a chunk whose first frame was captured at `date`.
+    func broadcastInfo(_ t: ActiveTake, date: Date) -> BroadcastInfo {
+        let midnight = Calendar.current.startOfDay(for: date)
+        let dayFormatter = DateFormatter()
+        dayFormatter.locale = Locale(identifier: "en_US_POSIX")
+        dayFormatter.dateFormat = "yyyy-MM-dd"
+        let timeFormatter = DateFormatter()
+        timeFormatter.locale = Locale(identifier: "en_US_POSIX")
+        timeFormatter.dateFormat = "HH:mm:ss"
+        return BroadcastInfo(timeReference: UInt64(max(0, date.timeIntervalSince(midnight) * Double(sampleRate))),
+                             description: "\(config.session) take \(t.number)", originator: "Tandem",
+                             originationDate: dayFormatter.string(from: date),
+                             originationTime: timeFormatter.string(from: date))
+    }
+
+    func openChunk(_ t: ActiveTake) {
+        let rotating = rotateFrames != nil || config.rotateBytes != nil
+        let (previousIndex, previousStart) = (t.chunkIndex, t.chunkStart)
+        t.chunkIndex += 1
+        t.chunkStart = t.framesWritten
+        let chunk: Int? = rotating ? t.chunkIndex : nil
+        let names: [String?] = config.stems ? portNames.map { $0 } : [nil]
+        let position = t.start - t.compensation + t.framesWritten
+        let bext = broadcastInfo(t, date: t.context.anchor.wallClock(at: position))
+        var writers: [SoundFileWriter] = []
+        for channel in names {
+            let base = path(take: t.number, date: t.date, channel: channel, chunk: chunk,
+                            ext: config.format.container.fileExtension)
+            var attempt = 0
+            while true {
+                let candidate = attempt == 0 ? base : TakeFiles.variant(base, attempt)
+                do {
+                    writers.append(try SoundFileWriter(path: candidate, format: config.format,
+                                                       channels: config.stems ? 1 : channels,
+                                                       sampleRate: sampleRate, broadcast: bext))
+                    break
+                } catch where error.code == .alreadyExists && attempt < TakeFiles.maxNameVariants {
+                    attempt += 1    // never overwrite: take the next free variant of the name
+                } catch {
+                    // Nothing was opened: the chunk before stays the last one, with its frames (it used to be taken
+                    // for an empty chunk opened at the end and removed, files and all).
+                    t.failed = error.description
+                    for w in writers {
+                        try? w.close()
+                        unlink(w.path)
+                    }
+                    (t.chunkIndex, t.chunkStart) = (previousIndex, previousStart)
+                    return
+                }
+            }
+        }
+        t.writers = writers
+        t.report.chunks.append(.init(files: writers.map(\.path), startFrame: t.framesWritten, frames: 0))
+        t.lastSync = t.framesWritten
+        writeSidecar(t)
+        if t.chunkIndex > 1 { emit(.chunkStarted(take: t.number, chunk: t.chunkIndex, files: writers.map(\.path))) }
+    }
+
+    func closeChunk(_ t: ActiveTake) {
+        let paths = t.writers.map(\.path)
+        for w in t.writers {
+            do { try w.close() } catch { t.failed = t.failed ?? error.description }
+        }
+        t.closedChunkBytes += ActiveTake.bytesOnDisk(paths)
+        if !t.report.chunks.isEmpty {
+            t.report.chunks[t.report.chunks.count - 1].frames = t.framesWritten - t.chunkStart
+        }
+        t.writers = []
+    }
+
+    /// Starts the next chunk file of the take at its next frame.
+    func rotate(_ t: ActiveTake) {
+        closeChunk(t)
+        t.report.frames = t.framesWritten
+        openChunk(t)
+        if let failure = t.failed { finish(t, end: .diskError, detail: failure) }
+    }
+}
