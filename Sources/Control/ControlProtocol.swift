@@ -222,13 +222,14 @@ public final class ControlProtocol {
         case "/tandem/plugin/set", "/tandem/plugin/get":
             // ENGINE PLUGIN SYMBOL [VALUE]: engine is "recorder" or "player", plugin its name in the chain.
             let setting = m.path.hasSuffix("set")
-            let usage = "\(m.path) takes ENGINE (recorder|player), PLUGIN (its name), SYMBOL" + (setting ? ", VALUE (a number)" : "")
+            let usage = "\(m.path) takes ENGINE (recorder, player or a rack name), PLUGIN (its name), SYMBOL" + (setting ? ", VALUE (a number)" : "")
             guard m.arguments.count == (setting ? 4 : 3) else { return error(usage) }
             // Names are strings; a command line may have sent a name like "2" as a number.
             let (e, plugin, symbol) = (m.arguments[0].string ?? m.arguments[0].description,
                                        m.arguments[1].string ?? m.arguments[1].description,
                                        m.arguments[2].string ?? m.arguments[2].description)
-            guard let engine = ChainEngine(rawValue: e) else { return error("unknown engine '\(e)' (recorder or player)") }
+            guard session.hasEngine(e) else { return error("unknown engine '\(e)' (recorder, player or a rack's name)") }
+            let engine = ChainEngine(rawValue: e)
             do {
                 if setting {
                     guard let v = m.arguments[3].number, v.isFinite else { return error(usage) }
@@ -254,20 +255,22 @@ public final class ControlProtocol {
             if let e = noArguments() { return error(e) }
             return ok(introspectionJSON(session.describeTakes()))
         case "/tandem/plugin/list":
-            guard m.arguments.count <= 1 else { return error("/tandem/plugin/list takes an optional ENGINE (recorder|player)") }
+            guard m.arguments.count <= 1 else { return error("/tandem/plugin/list takes an optional ENGINE (recorder, player or a rack name)") }
             var engine: ChainEngine?
             if let a = m.arguments.first {
                 let name = a.string ?? a.description
-                guard let e = ChainEngine(rawValue: name) else { return error("unknown engine '\(name)' (recorder or player)") }
+                guard session.hasEngine(name) else { return error("unknown engine '\(name)' (recorder, player or a rack's name)") }
+                let e = ChainEngine(rawValue: name)
                 engine = e
             }
             return ok(introspectionJSON(session.describePlugins(engine)))
         case "/tandem/plugin/preset":
             guard m.arguments.count == 3, let uri = m.arguments[2].string else {
-                return error("/tandem/plugin/preset takes ENGINE (recorder|player), PLUGIN (its name), PRESET (a URI)")
+                return error("/tandem/plugin/preset takes ENGINE (recorder, player or a rack name), PLUGIN (its name), PRESET (a URI)")
             }
             let (e, plugin) = (m.arguments[0].string ?? m.arguments[0].description, m.arguments[1].string ?? m.arguments[1].description)
-            guard let engine = ChainEngine(rawValue: e) else { return error("unknown engine '\(e)' (recorder or player)") }
+            guard session.hasEngine(e) else { return error("unknown engine '\(e)' (recorder, player or a rack's name)") }
+            let engine = ChainEngine(rawValue: e)
             do {
                 try session.loadPluginPreset(engine, plugin: plugin, preset: uri)
                 return ok("preset loaded: \(uri)")
@@ -361,6 +364,8 @@ public final class ControlProtocol {
         case .refused(let why): return ("refused", why)
         case .pluginProblem(let engine, let plugin, let bypassed, let message):
             return (bypassed ? "plugin-bypassed" : "plugin-ignored", "\(engine) \(plugin): \(message)")
+        case .rackDown(let rack, let what): return ("rack-down", "\(rack): \(what)")
+        case .rackBack(let rack, let seconds): return ("rack-back", "\(rack): \(String(format: "%.2f", seconds)) s")
         }
     }
 }

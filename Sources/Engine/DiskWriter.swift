@@ -22,6 +22,8 @@ final class DiskWriter: @unchecked Sendable {
         case stop(at: Int, end: TakeEnd, detail: String?, exact: Bool = false)
         /// Plugins of the chain bypassed or settings ignored since the take started (a rebuilt chain).
         case pluginProblems([TakeReport.PluginProblem])
+        /// An isolated rack feeding the take went down (`back` false) or came back, at the writer's stream position.
+        case rackIncident(rack: String, what: String, channels: [String], back: Bool)
         /// Start a new chunk at the next frame.
         case rotate
         /// Use these file and take settings from the next take on (the running take is not touched).
@@ -118,6 +120,8 @@ final class DiskWriter: @unchecked Sendable {
             }
         case .pluginProblems(let list):
             files.pluginProblems(list, at: streamPosition)
+        case .rackIncident(let rack, let what, let channels, let back):
+            files.rackIncident(rack: rack, what: what, channels: channels, back: back, at: streamPosition)
         case .rotate:
             if let t = files.take, t.framesWritten > 0 { files.rotate(t) }
         case .configure(let c):

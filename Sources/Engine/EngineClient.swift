@@ -50,6 +50,9 @@ final class EngineClient<State: EngineState>: @unchecked Sendable {
         var server: String?
         var ports: [String]
         var direction: PortDirection
+        /// A through client's other side (a rack's outputs, registered after `ports`, its inputs); latency is then
+        /// reported as a through client's.
+        var returnPorts: [String] = []
         /// "recorder", "player", ...: the chain's label and the words of logs and errors.
         var role: String
         var plugins: [PluginSpec]
@@ -59,6 +62,8 @@ final class EngineClient<State: EngineState>: @unchecked Sendable {
 
     let client: JackClient
     let ports: [JackPort]
+    /// The ports of `Setup.returnPorts` (a rack's outputs).
+    let returnPorts: [JackPort]
     let state: UnsafeMutablePointer<State>
     /// The insert chain (built for `ports.count` channels).
     let plugins: ChainHolder
@@ -82,10 +87,13 @@ final class EngineClient<State: EngineState>: @unchecked Sendable {
             throw EngineError(error.code == .nameTaken ? .badConfig : .jack, error.description)
         }
         var registered: [JackPort] = []
+        var returned: [JackPort] = []
         do throws(EngineError) {
             try check(client)
             do {
                 for name in setup.ports { registered.append(try client.registerPort(name, direction: setup.direction)) }
+                let back: PortDirection = setup.direction == .input ? .output : .input
+                for name in setup.returnPorts { returned.append(try client.registerPort(name, direction: back)) }
             } catch {
                 throw EngineError(.jack, error.description)
             }
@@ -94,9 +102,11 @@ final class EngineClient<State: EngineState>: @unchecked Sendable {
             throw error
         }
         ports = registered
+        returnPorts = returned
         let holder = ChainHolder()
         do throws(EngineError) {
-            state = try allocate(client, registered, holder.slot)
+            // A through client's state gets both sides: `ports`, then `returnPorts`.
+            state = try allocate(client, registered + returned, holder.slot)
         } catch {
             client.close()
             throw error
@@ -109,7 +119,9 @@ final class EngineClient<State: EngineState>: @unchecked Sendable {
             State.free(state)
             throw EngineError(.badConfig, why)
         }
-        latency = JackLatency(client: client, ports: registered, outputs: setup.direction == .output)
+        latency = returned.isEmpty
+            ? JackLatency(client: client, ports: registered, outputs: setup.direction == .output)
+            : JackLatency(client: client, inputs: registered, outputs: returned)
     }
 
     /// Step 2 of the contract. `worker`: the engine's thread (its name, its body, and how to ask it to return), or

@@ -197,6 +197,12 @@ public final class Recorder: @unchecked Sendable {
         if let problems = plugins.chain?.takeProblems, !problems.isEmpty { writer.send(.pluginProblems(problems)) }
     }
 
+    /// Notes in the running take's report that an isolated rack feeding `channels` went down (`back` false) or came
+    /// back, at the frame the writer has reached.
+    public func noteRackIncident(rack: String, what: String, channels: [String], back: Bool) {
+        writer.send(.rackIncident(rack: rack, what: what, channels: channels, back: back))
+    }
+
     /// Whether a take is being written.
     public var isRecording: Bool { writer.status != nil }
 

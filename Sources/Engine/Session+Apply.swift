@@ -116,6 +116,17 @@ extension Session {
             cueResumedPlayer()
         }
 
+        do {
+            try applyRacks(wanted, &report, strict: strictPlugins)
+        } catch {
+            // Nothing started by this apply stays: a first start that fails starts nothing.
+            if !started {
+                var ignored = ApplyReport()
+                closeEngines(&ignored, end: .stopped, detail: "a rack could not start")
+            }
+            throw error
+        }
+
         applyRules(&report)
         start(newRecorder: newRecorder, newPlayer: newPlayer, notes: notes)
         if report.graphChanges > 0 || !report.reconfigured.isEmpty {
@@ -140,6 +151,7 @@ extension Session {
         player = nil
         recorderConfig = nil
         playerConfig = nil
+        closeRacks(&report)
         patchbay.reset()
         workers.finish("take")
         workers.finish("playback")

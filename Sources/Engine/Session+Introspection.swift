@@ -81,7 +81,7 @@ extension Session {
     /// Every plugin of every chain (or of `engine`), with its controls' ranges and current values and its presets.
     public func describePlugins(_ engine: ChainEngine? = nil) -> [PluginDescription] {
         var out: [PluginDescription] = []
-        for e in ChainEngine.allCases where engine == nil || engine == e {
+        for e in chainEngines where engine == nil || engine == e {
             guard let chain = chain(e), !chain.isEmpty else { continue }
             for (spec, status) in zip(chain.specs, chain.status) {
                 let info = PluginHost.shared.plugin(spec.uri)
@@ -113,10 +113,7 @@ extension Session {
         var specs = chain.currentSpecs
         specs[index].preset = uri
         specs[index].controls = []
-        switch engine {
-        case .recorder: recorder?.replacePlugins(specs, savedState: nil)
-        case .player: player?.replacePlugins(specs, savedState: nil)
-        }
+        replaceChain(engine, specs)
     }
 
     /// The setup as it runs now: the preset with each chain's current plugins and control values.
@@ -124,6 +121,9 @@ extension Session {
         guard var p = preset else { return nil }
         if let c = chain(.recorder), p.recorder != nil { p.recorder?.plugins = c.currentSpecs }
         if let c = chain(.player), p.player != nil { p.player?.plugins = c.currentSpecs }
+        for (i, rack) in p.racks.enumerated() {
+            if let c = chain(.rack(rack.name)) { p.racks[i].plugins = c.currentSpecs }
+        }
         return p
     }
 

@@ -3,29 +3,61 @@ import Logging
 import Plugins
 import Presets
 
-/// Which engine's insert chain.
-public enum ChainEngine: String, Sendable, CaseIterable, Codable {
-    case recorder, player
+/// Which engine's chain: the recorder's, the player's, or a rack's (by the rack's name).
+public struct ChainEngine: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public static let recorder = ChainEngine(rawValue: "recorder")
+    public static let player = ChainEngine(rawValue: "player")
+    public static func rack(_ name: String) -> ChainEngine { ChainEngine(rawValue: name) }
+    public var description: String { rawValue }
 }
 
 /// The session's plugin chains: live control, state saved into the session folder, changes applied by difference.
 extension Session {
-    /// Where a session keeps its plugins' saved state: `<directory>/<name>.plugins/<engine>`.
+    /// Where a session keeps its plugins' saved state: `<directory>/<name>.plugins/<engine>` (a rack's under
+    /// `rack-<rack name>`).
     public static func pluginStateDirectory(_ session: SessionSection, engine: ChainEngine) -> String {
-        "\(session.directory)/\(session.name).plugins/\(engine.rawValue)"
+        let folder = engine == .recorder || engine == .player ? engine.rawValue : "rack-\(engine.rawValue)"
+        return "\(session.directory)/\(session.name).plugins/\(folder)"
+    }
+
+    /// The engines that have a chain in this session: the recorder, the player, each in-process rack.
+    public var chainEngines: [ChainEngine] {
+        var out: [ChainEngine] = []
+        if recorder != nil { out.append(.recorder) }
+        if player != nil { out.append(.player) }
+        out += racks.keys.sorted().map(ChainEngine.rack)
+        return out
+    }
+
+    /// Whether `name` names an engine with a chain ("recorder", "player", or a rack of this session).
+    public func hasEngine(_ name: String) -> Bool {
+        name == "recorder" || name == "player" || racks[name] != nil || supervisors[name] != nil
     }
 
     func chain(_ engine: ChainEngine) -> PluginChain? {
         switch engine {
         case .recorder: return recorder?.plugins.chain
         case .player: return player?.plugins.chain
+        default: return racks[engine.rawValue]?.plugins.chain
+        }
+    }
+
+    /// Rebuilds an engine's chain with `specs` (off the process thread; swapped at a cycle boundary).
+    func replaceChain(_ engine: ChainEngine, _ specs: [PluginSpec]) {
+        switch engine {
+        case .recorder: recorder?.replacePlugins(specs, savedState: nil)
+        case .player: player?.replacePlugins(specs, savedState: nil)
+        default: racks[engine.rawValue]?.replacePlugins(specs, savedState: nil)
         }
     }
 
     /// Sets a control of a plugin live (from the next process cycle); returns the value set (clamped to its range).
     public func setPluginControl(_ engine: ChainEngine, plugin: String, symbol: String, value: Double) throws(PluginError) -> Float {
         guard let c = chain(engine) else {
-            throw PluginError(.unknownPlugin, plugin: plugin, "the \(engine.rawValue) has no plugin chain")
+            throw PluginError(.unknownPlugin, plugin: plugin, "the \(engine.rawValue) has no plugin chain"
+                              + (supervisors[engine.rawValue] != nil ? " in this process (the rack runs isolated)" : ""))
         }
         return try c.set(plugin, symbol, value)
     }
@@ -33,7 +65,8 @@ extension Session {
     /// The current value of a control.
     public func pluginControl(_ engine: ChainEngine, plugin: String, symbol: String) throws(PluginError) -> Float {
         guard let c = chain(engine) else {
-            throw PluginError(.unknownPlugin, plugin: plugin, "the \(engine.rawValue) has no plugin chain")
+            throw PluginError(.unknownPlugin, plugin: plugin, "the \(engine.rawValue) has no plugin chain"
+                              + (supervisors[engine.rawValue] != nil ? " in this process (the rack runs isolated)" : ""))
         }
         return try c.value(plugin, symbol)
     }
@@ -43,7 +76,7 @@ extension Session {
     public func savePlugins() throws(PluginError) -> [String] {
         guard let session = preset?.session else { return [] }
         var saved: [String] = []
-        for engine in ChainEngine.allCases {
+        for engine in chainEngines {
             guard let c = chain(engine), !c.isEmpty else { continue }
             let dir = Self.pluginStateDirectory(session, engine: engine)
             try c.save(to: dir)
@@ -58,7 +91,7 @@ extension Session {
         player?.plugins.collect()
         recorder?.refreshPluginLatency()
         player?.refreshPluginLatency()
-        let dirty = ChainEngine.allCases.contains { chain($0)?.dirty == true }
+        let dirty = chainEngines.contains { chain($0)?.dirty == true }
         guard dirty, preset?.session.savePlugins == true, Date().timeIntervalSince(lastPluginSave) >= 1 else { return }
         lastPluginSave = Date()
         do {
@@ -70,7 +103,7 @@ extension Session {
 
     /// Announces the problems of every chain built since the last call (an event and an error line per problem).
     func announcePluginProblems() {
-        for engine in ChainEngine.allCases {
+        for engine in chainEngines {
             let c = chain(engine)
             if announcedChains[engine]?.chain === c { continue }
             announcedChains[engine] = WeakChain(chain: c)

@@ -21,6 +21,7 @@ extension Session {
         pollTransport()
         workers.tick()
         tickSchedule()
+        tickRacks()
         tickPlugins()
         announcePluginProblems()
         if let r = recorder { handleRecorderEvents(r.drainEvents()) }
@@ -29,7 +30,8 @@ extension Session {
     }
 
     func lostReason() -> String? {
-        for c in [recorder?.client, player?.client].compactMap({ $0 }) where c.wasShutDown {
+        let clients = [recorder?.client, player?.client, patchOnlyClient].compactMap({ $0 }) + racks.values.map(\.client)
+        for c in clients where c.wasShutDown {
             return c.notifications.shutdownReason ?? "the JACK server shut the client down"
         }
         return nil

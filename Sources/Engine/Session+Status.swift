@@ -48,6 +48,26 @@ public struct SessionStatus: Codable, Sendable {
         public var ringCapacity: Int
         public var cycle: CycleCost
     }
+    public struct RackStatus: Codable, Sendable {
+        public var name: String
+        public var client: String
+        public var isolated: Bool
+        /// Running now (an isolated rack: its process is up and said it is ready).
+        public var running: Bool
+        public var inputs: Int
+        public var outputs: Int
+        public var cycles: Int
+        public var latencyFrames: Int
+        public var xruns: Int?
+        public var missedFrames: Int?
+        public var cycle: CycleCost?
+        /// Isolated racks: crashes, hangs, restarts, the pid, and the last recovery time in seconds.
+        public var crashes: Int?
+        public var hangs: Int?
+        public var restarts: Int?
+        public var pid: Int32?
+        public var lastRecoverySeconds: Double?
+    }
     public struct CycleCost: Codable, Sendable {
         public var p50Micros: Double
         public var p99Micros: Double
@@ -78,6 +98,8 @@ public struct SessionStatus: Codable, Sendable {
     public var player: PlayerStatus?
     public var meters: [Meter]
     public var workers: [String]
+    /// Each rack: in this process or isolated, its cycles, costs, and (isolated) how often it went down.
+    public var racks: [RackStatus] = []
     /// Each engine's insert chain: plugins, control values, latency.
     public var plugins: [String: ChainStatus]
 
@@ -143,7 +165,7 @@ extension Session {
 
     /// Everything a status display or a remote controller wants to know, now.
     public func status() -> SessionStatus {
-        let client = recorder?.client ?? player?.client
+        let client = patchClient
         var rec: SessionStatus.RecorderStatus?
         if let r = recorder, let cfg = recorderConfig {
             let take = r.takeStatus
@@ -181,7 +203,25 @@ extension Session {
                              sampleRate: client?.sampleRate ?? 0, period: client?.bufferSize ?? 0,
                              serverLost: isWaitingForServer, recorder: rec, player: play, meters: meterTap.meters,
                              workers: workers.list.map { $0.detail.isEmpty ? $0.name : "\($0.name): \($0.detail)" },
-                             plugins: pluginStatus())
+                             racks: rackStatus(), plugins: pluginStatus())
+    }
+
+    func rackStatus() -> [SessionStatus.RackStatus] {
+        var out: [SessionStatus.RackStatus] = []
+        for name in Set(racks.keys).union(supervisors.keys).sorted() {
+            if let r = racks[name] {
+                out.append(.init(name: name, client: r.client.name, isolated: false, running: true,
+                                 inputs: r.inputs.count, outputs: r.outputs.count, cycles: r.cycles,
+                                 latencyFrames: r.latency, xruns: r.xruns, missedFrames: r.missedFrames,
+                                 cycle: .init(r.cycleCost)))
+            } else if let s = supervisors[name] {
+                out.append(.init(name: name, client: s.rack.client, isolated: true, running: s.ready && s.isRunning,
+                                 inputs: s.rack.inputs?.count ?? 0, outputs: s.rack.outputs?.count ?? 0,
+                                 cycles: s.cycles, latencyFrames: 0, crashes: s.crashes, hangs: s.hangs,
+                                 restarts: s.restarts, pid: s.pid, lastRecoverySeconds: s.lastRecoverySeconds))
+            }
+        }
+        return out
     }
 
     // MARK: Commands for the control protocol
@@ -221,7 +261,7 @@ extension Session {
 extension Session {
     func pluginStatus() -> [String: SessionStatus.ChainStatus] {
         var out: [String: SessionStatus.ChainStatus] = [:]
-        for engine in ChainEngine.allCases {
+        for engine in chainEngines {
             guard let c = chain(engine) else { continue }
             out[engine.rawValue] = .init(plugins: c.status, latencyFrames: c.latency, problems: c.problems.map(PluginChain.bypassLine))
         }

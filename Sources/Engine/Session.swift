@@ -23,6 +23,14 @@ public final class Session {
     public internal(set) var preset: Preset?
     public internal(set) var recorder: Recorder?
     public internal(set) var player: Player?
+    /// In-process racks and the supervisors of isolated ones, by rack name (see Session+Racks).
+    public internal(set) var racks: [String: Rack] = [:]
+    var rackConfigs: [String: RackConfig] = [:]
+    public internal(set) var supervisors: [String: RackSupervisor] = [:]
+    /// The frame time the last rack check saw (a server that stops is no rack hang).
+    var rackCheckFrameTime: UInt32 = 0
+    /// A client of the session's own, for graph queries and connections when no engine runs in this process.
+    var patchOnlyClient: JackClient?
     public let workers = WorkerRegistry()
     var recorderConfig: RecorderConfig?
     var playerConfig: PlayerConfig?
@@ -72,7 +80,9 @@ public final class Session {
     public var server: String? { preset?.session.server }
 
     /// The client used for graph queries and connections.
-    var patchClient: JackClient? { recorder?.client ?? player?.client }
+    var patchClient: JackClient? {
+        recorder?.client ?? player?.client ?? racks.keys.sorted().first.flatMap { racks[$0]?.client } ?? patchOnlyClient
+    }
 
     /// Brings the session to `wanted`, changing only what differs.
     @discardableResult
@@ -126,6 +136,9 @@ public final class Session {
         var out: [(String, CycleHistogram.Summary, Int, Int)] = []
         if let r = recorder { out.append(("recorder", r.cycleCost, r.client.bufferSize, r.sampleRate)) }
         if let p = player { out.append(("player", p.cycleCost, p.client.bufferSize, p.sampleRate)) }
+        for name in racks.keys.sorted() {
+            if let r = racks[name] { out.append(("rack \(name)", r.cycleCost, r.client.bufferSize, r.sampleRate)) }
+        }
         return out
     }
 

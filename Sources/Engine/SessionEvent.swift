@@ -16,6 +16,10 @@ public enum SessionEvent: Sendable {
     /// one of its settings ignored. Sent whenever a chain is built with problems (at start with
     /// `on_plugin_error = "bypass"`, after a server restart, when a re-applied preset rebuilds it).
     case pluginProblem(engine: String, plugin: String, bypassed: Bool, message: String)
+    /// An isolated rack's process went down (crashed or hung); it is being restarted.
+    case rackDown(rack: String, what: String)
+    /// An isolated rack is running again, `seconds` after it went down.
+    case rackBack(rack: String, seconds: Double)
 }
 
 /// What one `apply` changed in the JACK graph and in the engines.

@@ -317,6 +317,22 @@ final class TakeFiles: @unchecked Sendable {
         writeSidecar(t)
     }
 
+    /// An isolated rack feeding the take went down, or came back (then the open incident of that rack is closed),
+    /// at stream position `position`.
+    func rackIncident(rack: String, what: String, channels: [String], back: Bool, at position: Int) {
+        guard let t = take else { return }
+        let at = max(0, position - t.start)
+        var list = t.report.rackIncidents ?? []
+        if back {
+            guard let i = list.lastIndex(where: { $0.rack == rack && $0.backAtFrame == nil }) else { return }
+            list[i].backAtFrame = at
+        } else {
+            list.append(RackIncidentNote(rack: rack, what: what, atFrame: at, channels: channels))
+        }
+        t.report.rackIncidents = list
+        writeSidecar(t)
+    }
+
     /// Closes the take's files and writes its final report (a disk error overrides `end`).
     func finish(_ t: ActiveTake, end: TakeEnd, detail: String?) {
         guard take === t else { return }

@@ -95,6 +95,9 @@ public struct TakeReport: Codable, Sendable {
     /// Plugins that were bypassed (left out of the chain: the take has the audio without them), and settings of
     /// plugins that were ignored, with why (absent when there were none).
     public var pluginProblems: [PluginProblem]? = nil
+    /// Isolated racks feeding this take that went down while it recorded (their outputs carried silence until
+    /// they were back): absent when none did.
+    public var rackIncidents: [RackIncidentNote]? = nil
     /// With the dry input recorded too: the recorded channels' names (processed ones, then `PORT-dry`).
     public var channelNames: [String]? = nil
 
@@ -178,4 +181,24 @@ public struct PlaybackAlignment: Codable, Sendable {
 
 public enum TandemVersion {
     public static let string = "0.1.0"
+}
+
+/// An isolated rack whose output this take records went down (crashed or hung) and came back.
+public struct RackIncidentNote: Codable, Sendable, Equatable {
+    public var rack: String
+    /// "crashed: killed by signal 11 (SIGSEGV)", "hung for 1.6 s".
+    public var what: String
+    /// Take frames from the moment the session noticed, to the moment the rack was back (nil while it is not).
+    public var atFrame: Int
+    public var backAtFrame: Int?
+    /// The take's channels fed from the rack's outputs.
+    public var channels: [String]
+
+    public init(rack: String, what: String, atFrame: Int, backAtFrame: Int? = nil, channels: [String]) {
+        self.rack = rack
+        self.what = what
+        self.atFrame = atFrame
+        self.backAtFrame = backAtFrame
+        self.channels = channels
+    }
 }

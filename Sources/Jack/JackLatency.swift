@@ -14,6 +14,9 @@ public final class JackLatency: @unchecked Sendable {
         let frames: AtomicCounter
         /// Whether the ports are outputs (capture latency) or inputs (playback latency).
         let outputs: Bool
+        /// A through client's other side (its outputs, after `count` inputs in `ports`), or 0: then each side's
+        /// latency is what JACK reports on the other side plus `frames`.
+        let throughOutputs: Int
     }
 
     private let context: UnsafeMutablePointer<Context>
@@ -24,7 +27,8 @@ public final class JackLatency: @unchecked Sendable {
         let p = UnsafeMutablePointer<JackPort>.allocate(capacity: max(1, ports.count))
         p.initialize(from: ports, count: ports.count)
         context = .allocate(capacity: 1)
-        context.initialize(to: Context(ports: p, count: ports.count, frames: .allocate(), outputs: outputs))
+        context.initialize(to: Context(ports: p, count: ports.count, frames: .allocate(), outputs: outputs,
+                                       throughOutputs: 0))
         self.client = client
         if let h = client.handle {
             jack_set_latency_callback(h, { mode, arg in
@@ -34,6 +38,40 @@ public final class JackLatency: @unchecked Sendable {
                 let frames = UInt32(truncatingIfNeeded: c.frames.load())
                 var range = jack_latency_range_t(min: frames, max: frames)
                 for i in 0..<c.count { jack_port_set_latency_range(c.ports[i].handle, mode, &range) }
+            }, context)
+        }
+    }
+
+    /// Installs the latency callback of a through client (a rack): its outputs carry the largest capture latency of
+    /// its inputs plus `frames`, its inputs the largest playback latency of its outputs plus `frames`, as JACK's
+    /// latency protocol asks of a client that passes audio on. Before activation.
+    public init(client: JackClient, inputs: [JackPort], outputs: [JackPort]) {
+        let all = inputs + outputs
+        let p = UnsafeMutablePointer<JackPort>.allocate(capacity: max(1, all.count))
+        p.initialize(from: all, count: all.count)
+        context = .allocate(capacity: 1)
+        context.initialize(to: Context(ports: p, count: inputs.count, frames: .allocate(), outputs: false,
+                                       throughOutputs: outputs.count))
+        self.client = client
+        if let h = client.handle {
+            jack_set_latency_callback(h, { mode, arg in
+                let c = arg!.assumingMemoryBound(to: Context.self).pointee
+                let add = UInt32(truncatingIfNeeded: c.frames.load())
+                // Capture: read the inputs, set the outputs; playback: the other way round.
+                let (from, fromCount, to, toCount) = mode == JackCaptureLatency
+                    ? (c.ports, c.count, c.ports + c.count, c.throughOutputs)
+                    : (c.ports + c.count, c.throughOutputs, c.ports, c.count)
+                var range = jack_latency_range_t(min: UInt32.max, max: 0)
+                for i in 0..<fromCount {
+                    var r = jack_latency_range_t(min: 0, max: 0)
+                    jack_port_get_latency_range(from[i].handle, mode, &r)
+                    range.min = Swift.min(range.min, r.min)
+                    range.max = Swift.max(range.max, r.max)
+                }
+                if fromCount == 0 { range = jack_latency_range_t(min: 0, max: 0) }
+                range.min &+= add
+                range.max &+= add
+                for i in 0..<toCount { jack_port_set_latency_range(to[i].handle, mode, &range) }
             }, context)
         }
     }

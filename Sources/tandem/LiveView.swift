@@ -175,7 +175,18 @@ final class LiveView {
                                 p.ringCapacity > 0 ? Double(p.ringFill) / Double(p.ringCapacity) * 100 : 0, p.underrunFrames,
                                 p.missedFrames, p.xruns))
         }
-        for engine in ["recorder", "player"] {
+        for rack in s.racks {
+            var line = "\(rack.running ? "◆" : paint("✖", "31")) rack \(rack.name) \(rack.inputs)→\(rack.outputs)"
+                + (rack.isolated ? " · isolated" : "") + " · cycles \(rack.cycles)"
+            if let c = rack.cycle { line += String(format: " · p99 %.1f µs", c.p99Micros) }
+            if let x = rack.xruns { line += " · xruns \(x)" }
+            if rack.isolated {
+                line += " · crashes \(rack.crashes ?? 0) hangs \(rack.hangs ?? 0)"
+                if let t = rack.lastRecoverySeconds { line += String(format: " · back in %.2f s", t) }
+            }
+            lines.append(line)
+        }
+        for engine in ["recorder", "player"] + s.racks.map(\.name) {
             guard let chain = s.plugins[engine] else { continue }
             let plugins = chain.plugins.map { p in
                 "\(p.name)(" + p.controls.map { "\($0.symbol)=\(Self.number($0.value))" }.joined(separator: " ") + ")"
@@ -194,6 +205,10 @@ final class LiveView {
             parts.append(r.recording ? "rec take \(r.take ?? 0) \(String(format: "%.1f", r.seconds)) s \(Self.bytes(r.bytes))" : "armed")
             parts.append("dropped \(r.droppedFrames) missed \(r.missedFrames) xruns \(r.xruns)")
             parts.append("meters " + s.meters.map { "\($0.port) \(Self.db($0.peakDB).trimmingCharacters(in: .whitespaces))/\(Self.db($0.rmsDB).trimmingCharacters(in: .whitespaces))" }.joined(separator: " "))
+        }
+        for rack in s.racks {
+            parts.append("rack \(rack.name) \(rack.running ? "running" : "DOWN") cycles \(rack.cycles)"
+                         + (rack.isolated ? " crashes \(rack.crashes ?? 0) hangs \(rack.hangs ?? 0)" : ""))
         }
         if let p = s.player {
             parts.append("play \(p.item.map { "\($0 + 1)/\(p.items)" } ?? "-") \(String(format: "%.1f/%.1f", p.seconds, p.duration)) s underruns \(p.underrunFrames) missed \(p.missedFrames) xruns \(p.xruns)")

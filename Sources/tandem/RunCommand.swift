@@ -197,6 +197,10 @@ final class EventPrinter {
             case .manualDisconnect(let a, let b, let repaired):
                 out.append("\(a) -> \(b) was disconnected by someone else: " + (repaired ? "repaired" : "left disconnected"))
             case .serverLost(let reason): out.append("JACK server lost: \(reason)")
+            case .rackDown(let rack, let what):
+                Console.err("tandem: rack \(rack) \(what); restarting it\n")
+            case .rackBack(let rack, let seconds):
+                out.append("rack \(rack) back after \(String(format: "%.2f", seconds)) s")
             case .serverBack: out.append("JACK server back: session restored")
             case .refused(let why): out.append("refused: \(why)")
             case .pluginProblem(let engine, let plugin, let bypassed, let message):

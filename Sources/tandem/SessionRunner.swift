@@ -20,6 +20,8 @@ final class SessionRunner {
     let systemd: ServiceNotifications
     private(set) var session = Session()
     private var control: ControlProtocol?
+    /// Called once per loop turn, after the session's poll (an isolated rack's heartbeat).
+    var tick: ((Session) -> Void)?
 
     /// Installs the signal handlers and logging. `liveViewOnPipes`: the plain status line once a second when stdout
     /// is not a terminal (`run`); the one-shot commands print only their events there, as documented.
@@ -94,6 +96,7 @@ final class SessionRunner {
                 view.update(session.status(), events: printer.lines(events, session: session))
             }
             if case .finished(let end) = outcome { return end }
+            tick?(session)
             systemd.tick(session)
         }
     }

@@ -1,0 +1,68 @@
+import Foundation
+import Jack
+import Logging
+import Plugins
+import Presets
+import Realtime
+
+/// The rack: one JACK client whose callback runs an LV2 chain from its input ports to its output ports in the same
+/// cycle (no ring, no disk, no thread of its own). A session has any number; each is its own client, so JACK2 can
+/// run independent racks on separate cores, and racks chain to each other and to the other engines through the
+/// connection rules.
+///
+/// Threads: control side only (one owner); the RT body is `Rack+Process.swift`.
+public final class Rack {
+    public let config: RackConfig
+    /// The client, its ports, RT state and chain (see `EngineClient`; the inputs are its ports, the outputs its
+    /// return ports).
+    let engine: EngineClient<RackState>
+
+    public var client: JackClient { engine.client }
+    public var inputs: [JackPort] { engine.ports }
+    public var outputs: [JackPort] { engine.returnPorts }
+    public var plugins: ChainHolder { engine.plugins }
+    public var name: String { config.name }
+
+    /// Opens the client, registers the inputs then the outputs, builds the chain and activates. `strictPlugins`: a
+    /// plugin that cannot run as asked is an error (nothing started); otherwise the rack runs without it.
+    public init(config: RackConfig, server: String?, logger: Logger = Logger(label: "tandem.rack"),
+                strictPlugins: Bool = false) throws(EngineError) {
+        guard !config.inputs.isEmpty, config.outputs.count == config.inputs.count else {
+            throw EngineError(.badConfig, "rack '\(config.name)': \(config.inputs.count) input(s) and \(config.outputs.count) "
+                              + "output(s): its chain runs one instance per channel group, so it gives as many outputs "
+                              + "as it takes inputs")
+        }
+        self.config = config
+        let setup = EngineClient<RackState>.Setup(
+            clientName: config.clientName, server: server, ports: config.inputs, direction: .input,
+            returnPorts: config.outputs, role: "rack \(config.name)", plugins: config.plugins,
+            pluginState: config.pluginState, strictPlugins: strictPlugins)
+        let (ins, outs) = (config.inputs.count, config.outputs.count)
+        engine = try EngineClient(setup, logger: logger, allocate: { client, ports, slot in
+            RackState.allocate(client: client.cycleHandle, ports: ports, inputs: ins, outputs: outs, chain: slot)
+        })
+        try engine.activate(worker: nil)
+        engine.refreshPluginLatency()
+    }
+
+    deinit { close() }
+
+    public var sampleRate: Int { engine.sampleRate }
+    public var cycles: Int { engine.cycles }
+    public var missedFrames: Int { engine.missedFrames }
+    public var xruns: Int { engine.xruns }
+    public var cycleCost: CycleHistogram.Summary { engine.cycleCost }
+    /// The chain's latency in frames, as reported on the ports.
+    public var latency: Int { plugins.chain?.latency ?? 0 }
+
+    /// Reports the chain's current latency to JACK (a through client's: each side carries the other's plus it).
+    public func refreshPluginLatency() { engine.refreshPluginLatency() }
+
+    /// Replaces the chain while running: built here, taken by the process thread at the start of a cycle.
+    public func replacePlugins(_ specs: [PluginSpec], savedState: String? = nil) {
+        engine.replacePlugins(specs, savedState: savedState)
+    }
+
+    /// Deactivates and closes the client.
+    public func close() { engine.close() }
+}

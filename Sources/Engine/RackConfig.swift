@@ -1,0 +1,21 @@
+import Foundation
+import Presets
+
+/// What a rack engine is built from (a `[[rack]]` table, or `tandem rack`'s options).
+public struct RackConfig: Sendable, Equatable {
+    public var name = "rack"
+    public var clientName = "rack"
+    public var inputs: [String] = ["in_1", "in_2"]
+    public var outputs: [String] = ["out_1", "out_2"]
+    public var plugins: [PluginSpec] = []
+    public var gainDB: Double = 0
+    public var mix: Double = 1
+    /// Where the chain's state is kept (restored at start when present); nil: nothing restored.
+    public var pluginState: String?
+    public init() {}
+
+    /// Whether `other` can be applied without re-creating the JACK client (same name and ports).
+    func sameClient(as other: RackConfig) -> Bool {
+        clientName == other.clientName && inputs == other.inputs && outputs == other.outputs
+    }
+}

@@ -1,0 +1,58 @@
+import Jack
+import Plugins
+import Realtime
+
+/// Everything a rack's process callback touches, in one value built before activation and reached only through the
+/// callback's context pointer.
+struct RackState: EngineState {
+    enum Counter: Int, CaseIterable {
+        case cycles
+        /// JACK frame time the next cycle should have if the server runs every cycle for us (-1: none yet).
+        case nextFrameTime
+        /// Frames of cycles the server ran without calling us (see `SkippedCycles`).
+        case missedFrames
+    }
+
+    /// The JACK client (for the frame time the glue in `process` hands the cycle); `.none` without a server.
+    let client: JackClientHandle
+    let inputs: EnginePorts
+    let outputs: EnginePorts
+    /// The chain the callback runs from the inputs to the outputs (none: the inputs are passed through).
+    let chain: ChainSlot
+    let counters: AtomicCounterArray
+    let cycleCost: CycleHistogram
+
+    /// `ports`: the inputs, then the outputs (or none, for state driven without a server). Control thread.
+    static func allocate(client: JackClientHandle, ports: [JackPort], inputs: Int, outputs: Int,
+                         chain: ChainSlot) -> UnsafeMutablePointer<RackState> {
+        let ins = ports.isEmpty ? [] : Array(ports.prefix(inputs))
+        let outs = ports.isEmpty ? [] : Array(ports.dropFirst(inputs))
+        let state = UnsafeMutablePointer<RackState>.allocate(capacity: 1)
+        state.initialize(to: RackState(
+            client: client, inputs: EnginePorts.allocate(ports: ins, channels: inputs),
+            outputs: EnginePorts.allocate(ports: outs, channels: outputs), chain: chain,
+            counters: .allocate(count: Counter.allCases.count), cycleCost: .allocate()))
+        state.pointee.resetAfterWarmUp()
+        return state
+    }
+
+    static func free(_ state: UnsafeMutablePointer<RackState>) {
+        let s = state.pointee
+        s.inputs.deallocate()
+        s.outputs.deallocate()
+        s.counters.deallocate()
+        s.cycleCost.deallocate()
+        state.deallocate()
+    }
+
+    /// Control thread, before activation.
+    func resetAfterWarmUp() {
+        cycleCost.reset()
+        for i in 0..<counters.count { counters.store(i, 0) }
+        counters.store(Counter.nextFrameTime.rawValue, -1)
+    }
+
+    func counter(_ c: Counter) -> Int { counters.load(c.rawValue) }
+    var cyclesRun: Int { counter(.cycles) }
+    var missedFrames: Int { counter(.missedFrames) }
+}

@@ -1,0 +1,177 @@
+import Foundation
+import Jack
+import Logging
+import Plugins
+import Presets
+
+// Racks in a session: in-process ones applied by diff like the other engines, isolated ones run by a supervisor
+// (each in a child process that is Tandem itself), and what a rack going down means for a running take.
+extension Session {
+    /// Whether a rack runs in a child process: as the preset says, else whenever the session also records.
+    static func isolates(_ rack: RackSection, in preset: Preset) -> Bool { rack.isolate ?? (preset.recorder != nil) }
+
+    /// Brings the racks to `wanted`'s: closes the ones gone or changed beyond their plugins, rebuilds chains whose
+    /// plugins changed, opens the new ones. `strict`: a plugin that cannot run stops the apply.
+    func applyRacks(_ wanted: Preset, _ report: inout ApplyReport, strict: Bool) throws(EngineError) {
+        let wantedNames = Set(wanted.racks.map(\.name))
+        for name in racks.keys.sorted() where !wantedNames.contains(name) || wanted.racks.first(where: { $0.name == name })
+            .map({ Self.isolates($0, in: wanted) }) == true {
+            racks.removeValue(forKey: name)?.close()
+            rackConfigs[name] = nil
+            report.clientsClosed += 1
+        }
+        for name in supervisors.keys.sorted() {
+            guard let section = wanted.racks.first(where: { $0.name == name }), Self.isolates(section, in: wanted),
+                  supervisors[name]?.rack == section else {
+                supervisors.removeValue(forKey: name)?.stop()
+                report.clientsClosed += 1
+                continue
+            }
+        }
+        for section in wanted.racks {
+            if Self.isolates(section, in: wanted) {
+                guard supervisors[section.name] == nil else { continue }
+                let supervisor = RackSupervisor(rack: section, arguments: childArguments(section, wanted.session),
+                                                logPath: rackLogPath(section, wanted.session), logger: rackLogger)
+                try supervisor.start()
+                supervisors[section.name] = supervisor
+                report.clientsOpened += 1
+                continue
+            }
+            let want = RackConfig(section: section, session: wanted.session)
+            if let rack = racks[section.name], let current = rackConfigs[section.name] {
+                if current.sameClient(as: want) {
+                    if current != want {
+                        if Self.applyPlugins(current: current.plugins, want: want.plugins, chain: rack.plugins.chain,
+                                             replace: { rack.replacePlugins($0, savedState: nil) }) {
+                            report.reconfigured.append("rack \(section.name) plugins")
+                        }
+                        rackConfigs[section.name] = want
+                    }
+                    continue
+                }
+                rack.close()
+                racks[section.name] = nil
+                report.clientsClosed += 1
+            }
+            racks[section.name] = try Rack(config: want, server: server, logger: rackLogger, strictPlugins: strict)
+            rackConfigs[section.name] = want
+            report.clientsOpened += 1
+            report.portsRegistered += want.inputs.count + want.outputs.count
+        }
+        if patchOnlyClient == nil && recorder == nil && player == nil && racks.isEmpty && !supervisors.isEmpty {
+            // Isolated racks only: the session still needs a client of its own to watch and patch the graph.
+            do {
+                patchOnlyClient = try JackClient(name: "\(wanted.session.name)-patch", server: server, logger: logger)
+                // Active, so graph notifications arrive; its callback does nothing. Realtime: safe.
+                try patchOnlyClient?.activate(process: { _, _ in 0 }, context: UnsafeMutableRawPointer(bitPattern: 1)!,
+                                              afterWarmUp: {})
+            } catch {
+                throw EngineError(.jack, "cannot open the session's patch client: \(error)")
+            }
+        }
+    }
+
+    var rackLogger: Logger { Logger(label: "tandem.rack") }
+
+    /// Closes every rack and stops every supervisor (their children end cleanly).
+    func closeRacks(_ report: inout ApplyReport) {
+        for name in racks.keys.sorted() {
+            racks.removeValue(forKey: name)?.close()
+            report.clientsClosed += 1
+        }
+        rackConfigs.removeAll()
+        for name in supervisors.keys.sorted() {
+            supervisors.removeValue(forKey: name)?.stop()
+            report.clientsClosed += 1
+        }
+        patchOnlyClient?.close()
+        patchOnlyClient = nil
+    }
+
+    /// The child's command line: `tandem rack` with the rack's settings, its plugin state kept in the session folder
+    /// (restored at each start, saved on changes), and the heartbeat on fd 3.
+    func childArguments(_ rack: RackSection, _ session: SessionSection) -> [String] {
+        var args = [Self.tandemExecutable, "rack", "--child", "--heartbeat-fd", "3", "--name", rack.name,
+                    "--client", rack.client, "--dir", session.directory, "--session", session.name, "--no-view"]
+        if let s = session.server { args += ["--server", s] }
+        for p in rack.inputs ?? [] { args += ["--input", p] }
+        for p in rack.outputs ?? [] { args += ["--output", p] }
+        if rack.gainDB != 0 { args += ["--gain=\(rack.gainDB)"] }
+        if rack.mix != 1 { args += ["--mix", "\(rack.mix)"] }
+        for spec in rack.plugins { args += ["--plugin", spec.commandLine] }
+        args += ["--on-plugin-error", "bypass"]
+        return args
+    }
+
+    /// Where an isolated rack's process logs: beside its plugin state.
+    func rackLogPath(_ rack: RackSection, _ session: SessionSection) -> String {
+        let dir = Self.pluginStateDirectory(session, engine: .rack(rack.name))
+        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        return dir + ".log"
+    }
+
+    /// This program (an isolated rack's child is Tandem itself).
+    static var tandemExecutable: String {
+        URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+    }
+
+    /// Supervises the isolated racks: a crash or hang is an event, a log line, the status, and a note in the report
+    /// of a take recording the rack's output; the supervisor restarts the process.
+    func tickRacks() {
+        guard !supervisors.isEmpty else { return }
+        let now = patchClient?.frameTime ?? 0
+        let moving = now != rackCheckFrameTime
+        rackCheckFrameTime = now
+        for name in supervisors.keys.sorted() {
+            guard let s = supervisors[name] else { continue }
+            let wasDown = s.downSince != nil
+            if let incident = s.poll(serverMoving: moving) {
+                let what: String
+                switch incident {
+                case .crashed(let why): what = "crashed: \(why)"
+                case .hung(let seconds): what = "hung for \(String(format: "%.1f", seconds)) s"
+                }
+                events.append(.rackDown(rack: name, what: what))
+                noteRackIncident(name, what: what, back: false)
+            } else if wasDown && s.downSince == nil, let seconds = s.lastRecoverySeconds {
+                events.append(.rackBack(rack: name, seconds: seconds))
+                noteRackIncident(name, what: "", back: true)
+                logger.info("rack is back", metadata: ["rack": "\(name)", "seconds": "\(String(format: "%.2f", seconds))"])
+            }
+        }
+    }
+
+    /// Tells a running take fed by the rack's outputs (directly connected to the recorder's inputs) what happened.
+    private func noteRackIncident(_ rack: String, what: String, back: Bool) {
+        guard let r = recorder, r.isRecording, let section = supervisors[rack]?.rack else { return }
+        let prefix = section.client + ":"
+        let fed = r.ports.filter { port in r.client.connections(of: port.name).contains { $0.hasPrefix(prefix) } }
+            .map(\.shortName)
+        // A rack whose ports vanished with it is no longer connected: the rules' memory says what was.
+        let remembered = patchbay.made.filter { $0.source.hasPrefix(prefix) && $0.destination.hasPrefix(r.client.name + ":") }
+            .map { String($0.destination.dropFirst(r.client.name.count + 1)) }
+        let channels = Array(Set(fed + remembered)).sorted(by: Patchbay.portOrder)
+        guard !channels.isEmpty || back else { return }
+        r.noteRackIncident(rack: rack, what: what, channels: channels, back: back)
+    }
+}
+
+extension RackConfig {
+    /// The rack a `[[rack]]` table asks for; inputs left out are what the first plugin takes (2 when it cannot be
+    /// looked up), outputs left out as many as the inputs (the chain runs one instance per channel group).
+    public init(section r: RackSection, session: SessionSection, host: PluginHost = .shared) {
+        self.init()
+        name = r.name
+        clientName = r.client
+        plugins = r.plugins
+        gainDB = r.gainDB
+        mix = r.mix
+        let first = r.plugins.first.flatMap { host.plugin($0.uri) }
+        let ins = r.inputs?.count ?? max(1, first?.audioInputs ?? 2)
+        let outs = r.outputs?.count ?? ins
+        inputs = r.inputs ?? (1...ins).map { "in_\($0)" }
+        outputs = r.outputs ?? (1...outs).map { "out_\($0)" }
+        pluginState = session.restorePlugins ? Session.pluginStateDirectory(session, engine: .rack(r.name)) : nil
+    }
+}

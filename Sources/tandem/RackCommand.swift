@@ -1,0 +1,147 @@
+import ArgumentParser
+import Engine
+import Foundation
+import Plugins
+import Presets
+
+/// `tandem rack`: the jalv of chains. One rack (a JACK client running an LV2 chain from its inputs to its outputs in
+/// the same cycle), run through the same session loop as `run`, `record` and `play`.
+struct RackCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rack",
+        abstract: "Run an LV2 plugin chain live between JACK input and output ports, until stopped.",
+        discussion: """
+            Ports in_1..in_N and out_1..out_M (default: the channel counts the chain needs). SIGINT/SIGTERM stop \
+            cleanly (exit 0).
+            """)
+
+    @OptionGroup var server: ServerOptions
+
+    @OptionGroup var plugins: PluginOptions
+
+    @Option(name: .long, help: "The rack's name (in OSC messages and the status).")
+    var name = "rack"
+
+    @Option(name: .long, help: "JACK client name (default: the rack's name).")
+    var client: String?
+
+    @Option(name: .long, help: "Number of input ports (in_1..in_N).")
+    var inputs: Int?
+
+    @Option(name: .long, help: "Number of output ports (out_1..out_M).")
+    var outputs: Int?
+
+    @Option(name: .long, help: "Input port short name, in channel order (repeatable; instead of --inputs).")
+    var input: [String] = []
+
+    @Option(name: .long, help: "Output port short name, in channel order (repeatable; instead of --outputs).")
+    var output: [String] = []
+
+    @Option(name: .long, help: "Source port (exact name or regular expression) for the inputs, in order (repeatable).")
+    var connectIn: [String] = []
+
+    @Option(name: .long, help: "Destination port (exact name or regular expression) for the outputs, in order (repeatable).")
+    var connectOut: [String] = []
+
+    @Option(name: .long, help: "Output gain in dB (negative values as --gain=-6).")
+    var gain: Double = 0
+
+    @Option(name: .long, help: "Dry/wet mix: 0 the input alone, 1 the chain's output alone.")
+    var mix: Double = 1
+
+    @Option(name: .long, help: "When the JACK server goes away: stop (exit 3) or resume (wait for it, then run again).")
+    var onServerLoss = "stop"
+
+    @OptionGroup var controlOptions: ControlOptions
+
+    @Flag(name: .long, help: .hidden)
+    var child = false
+
+    @Option(name: .long, help: .hidden)
+    var heartbeatFd: Int32?
+
+    @Option(name: .long, help: .hidden)
+    var dir: String?
+
+    @Option(name: .long, help: .hidden)
+    var session: String?
+
+    func validate() throws {
+        if plugins.plugin.isEmpty { throw ValidationError("give at least one --plugin") }
+        if inputs != nil && !input.isEmpty { throw ValidationError("give either --inputs or --input") }
+        if outputs != nil && !output.isEmpty { throw ValidationError("give either --outputs or --output") }
+        for (n, what) in [(inputs, "--inputs"), (outputs, "--outputs")] {
+            if let n, !Limits.channels.contains(n) { throw ValidationError("\(what) must be 1 to \(Limits.channels.upperBound)") }
+        }
+        for p in input + output where p.isEmpty || p.contains(":") || p.utf8.count > 200 {
+            throw ValidationError("bad port name '\(p)' (empty, too long, or contains ':')")
+        }
+        if !Limits.contains(Limits.gainDB, gain) { throw ValidationError("--gain must be \(Limits.describe(Limits.gainDB, unit: " dB"))") }
+        if !Limits.contains(Limits.mix, mix) { throw ValidationError("--mix must be 0 to 1") }
+        if let why = Limits.nameProblem(name, what: "--name", bytes: Limits.clientNameBytes) { throw ValidationError(why) }
+        if let client, let why = Limits.nameProblem(client, what: "--client", bytes: Limits.clientNameBytes) {
+            throw ValidationError(why)
+        }
+        if ServerLossPolicy(rawValue: onServerLoss) == nil {
+            throw ValidationError("unknown --on-server-loss '\(onServerLoss)' (stop, resume)")
+        }
+    }
+
+    /// The session this command runs: a preset with one rack, in this process.
+    func makePreset() -> Preset {
+        var p = Preset()
+        p.session.name = session ?? name
+        p.session.server = server.server
+        p.session.directory = dir ?? FileManager.default.currentDirectoryPath
+        p.session.onServerLoss = ServerLossPolicy(rawValue: onServerLoss) ?? .stop
+        p.session.onPluginError = plugins.strict ? .fail : .bypass
+        p.session.controlPort = controlOptions.controlPort
+        // A supervised child keeps its chain's state in the session folder, so a restart brings it back; a rack run
+        // by hand writes nothing.
+        p.session.restorePlugins = child
+        p.session.savePlugins = child
+        p.session.serverWaitSeconds = 0
+        var r = RackSection()
+        r.name = name
+        r.client = client ?? name
+        r.inputs = !input.isEmpty ? input : inputs.map { n in (1...n).map { "in_\($0)" } }
+        r.outputs = !output.isEmpty ? output : outputs.map { n in (1...n).map { "out_\($0)" } }
+        r.gainDB = gain
+        r.mix = mix
+        r.isolate = false
+        r.plugins = plugins.specs
+        p.racks = [r]
+        return p
+    }
+
+    func run() throws {
+        let runner = SessionRunner(server: server, json: controlOptions.json, noView: controlOptions.noView,
+                                   liveViewOnPipes: false)
+        var preset = makePreset()
+        runner.start(preset)
+        guard let rack = runner.session.racks[name] else { fail(.failure, "the rack did not start") }
+        if connectIn.isEmpty && connectOut.isEmpty && !child {
+            Console.err("tandem: note: rack \(rack.client.name) has \(rack.inputs.count) input(s) and \(rack.outputs.count) "
+                        + "output(s), not connected: a patchbay or jack_connect connects them (or give --connect-in/--connect-out)\n")
+        }
+        if !connectIn.isEmpty || !connectOut.isEmpty {
+            do {
+                preset.connections = try runner.session.orderedRules(connectIn, ports: rack.inputs.map(\.name), towardUs: true)
+                    + runner.session.orderedRules(connectOut, ports: rack.outputs.map(\.name), towardUs: false)
+            } catch {
+                runner.session.close()
+                fail(.badInput, "\(error)")
+            }
+            runner.reapply(preset)
+        }
+        runner.openControl(explicit: controlOptions.controlPort, fallback: nil)
+        if let fd = heartbeatFd {
+            var heart = RackHeartbeat(fd: fd)
+            runner.tick = { session in heart.beat(cycles: session.racks.first?.value.cycles ?? 0, ready: true) }
+        }
+        let end = runner.loop()
+        let costs = runner.finish()
+        for c in costs { say(cycleCostLine(c.cost, period: c.period, rate: c.rate)) }
+        if let end, ExitStatus(end) != .ok { Foundation.exit(ExitStatus(end).rawValue) }
+    }
+}
