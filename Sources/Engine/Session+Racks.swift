@@ -142,17 +142,17 @@ extension Session {
         }
     }
 
-    /// Tells a running take fed by the rack's outputs (directly connected to the recorder's inputs) what happened.
+    /// Tells a running take fed by the rack's outputs (connected to the recorder's inputs, or meant to be by a rule:
+    /// a crashed rack's ports are gone) what happened.
     private func noteRackIncident(_ rack: String, what: String, back: Bool) {
-        guard let r = recorder, r.isRecording, let section = supervisors[rack]?.rack else { return }
-        let prefix = section.client + ":"
-        let fed = r.ports.filter { port in r.client.connections(of: port.name).contains { $0.hasPrefix(prefix) } }
-            .map(\.shortName)
-        // A rack whose ports vanished with it is no longer connected: the rules' memory says what was.
-        let remembered = patchbay.made.filter { $0.source.hasPrefix(prefix) && $0.destination.hasPrefix(r.client.name + ":") }
-            .map { String($0.destination.dropFirst(r.client.name.count + 1)) }
-        let channels = Array(Set(fed + remembered)).sorted(by: Patchbay.portOrder)
-        guard !channels.isEmpty || back else { return }
+        guard let r = recorder, r.isRecording, let section = supervisors[rack]?.rack, let p = preset else { return }
+        let outputs = RackConfig(section: section, session: p.session).outputs.map { "\(section.client):\($0)" }
+        let ruled = Patchbay.desired(p.connections, outputs: outputs, inputs: r.ports.map(\.name)).map(\.destination)
+        let connected = r.ports.filter { port in r.client.connections(of: port.name).contains(where: outputs.contains) }
+            .map(\.name)
+        let prefix = r.client.name + ":"
+        let channels = Set(ruled + connected).map { String($0.dropFirst(prefix.count)) }.sorted(by: Patchbay.portOrder)
+        guard !channels.isEmpty else { return }
         r.noteRackIncident(rack: rack, what: what, channels: channels, back: back)
     }
 }

@@ -96,3 +96,109 @@ import TestSupport
         #expect(run.process.wait(timeout: 10) == 0, "\(run.output)")
     }
 }
+
+/// Crash isolation: a rack in its own process, supervised by the session that records.
+@Suite(.serialized) struct RackIsolationTests {
+    static func status(_ port: Int) throws -> [String: Any] {
+        let out = try TestEnvironment.run([TestEnvironment.product("tandem"), "status", "--port", "\(port)", "--json"])
+        let line = out.output.split(separator: "\n").first { $0.hasPrefix("{") } ?? ""
+        return (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any] ?? [:]
+    }
+
+    static func rack(_ status: [String: Any]) -> [String: Any] {
+        ((status["racks"] as? [[String: Any]]) ?? []).first ?? [:]
+    }
+
+    /// Starts a looped source `src`, a session recording `channels` channels (`in_1`, `in_2` from the source; with 3,
+    /// `in_3` from the rack's output) and an isolated rack `fx` fed by the source; kills the rack's process with
+    /// SIGSEGV (what a crashing plugin does to it) three times. Returns the take's report, its path, the recovery
+    /// times and the noise.
+    func crashThreeTimes(_ label: String, channels: Int, signal: Int32 = SIGSEGV) throws
+        -> (report: TakeReport, path: String, recoveries: [Double], noise: LoopedNoise, dir: URL) {
+        let server = try TestEnvironment.server(label)
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory(label)
+        let noise = try LoopedNoise(dir: dir)
+        let source = try TandemProcess(["play", "--client", "src", "--loop", "item", noise.path], server: server,
+                                       log: dir.appendingPathComponent("src.log").path)
+        defer { source.process.signal(SIGTERM); _ = source.process.wait(timeout: 10) }
+        #expect(source.waitFor("playing 1/1"), "\(source.output)")
+        let port = 34000 + Int(getpid() % 20000) + channels
+        let path = dir.appendingPathComponent("iso.toml").path
+        try """
+            [session]
+            name = "iso"
+            directory = "\(dir.path)"
+            control_port = \(port)
+            [recorder]
+            channels = \(channels)
+            [[rack]]
+            name = "fx"
+            [[rack.plugins]]
+            uri = "\(RackTests.amp)"
+            controls = { gain = -6 }
+            [[connect]]
+            from = "src:out_*"
+            to = "/tandem-rec:in_[12]/"
+            [[connect]]
+            from = "src:out_1"
+            to = "fx:in_1"
+            """.appending(channels == 3 ? "\n[[connect]]\nfrom = \"fx:out_1\"\nto = \"tandem-rec:in_3\"\n" : "")
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        let run = try TandemProcess(["run", "--no-view", path], server: server, log: dir.appendingPathComponent("run.log").path)
+        #expect(run.waitFor("connected src:out_1 -> fx:in_1"), "\(run.output)")
+        #expect(run.waitFor("take 1 recording"), "\(run.output)")
+        var recoveries: [Double] = []
+        for round in 1...3 {
+            usleep(700_000)
+            let before = Self.rack(try Self.status(port))
+            let pid = (before["pid"] as? Int).map { pid_t($0) } ?? 0
+            #expect(pid > 0 && before["isolated"] as? Bool == true, "round \(round): \(before)")
+            kill(pid, signal)
+            #expect(run.waitFor("rack fx back after", timeout: 5, occurrence: round), "round \(round): \(run.output)")
+            let after = Self.rack(try Self.status(port))
+            if let t = after["lastRecoverySeconds"] as? Double { recoveries.append(t) }
+            #expect((after["crashes"] as? Int) == round, "\(after)")
+        }
+        #expect(run.waitFor("connected src:out_1 -> fx:in_1", occurrence: 4), "reconnected after the third crash: \(run.output)")
+        usleep(500_000)
+        run.process.signal(SIGTERM)
+        #expect(run.process.wait(timeout: 15) == 0, "\(run.output)")
+        let reportPath = try #require(TakeCheck.reports(in: dir.path).first)
+        return (try TakeReport.read(from: reportPath), reportPath, recoveries, noise, dir)
+    }
+
+    /// The acceptance: a 2-channel take of a source keeps every frame, bit-exact, while the isolated rack beside it
+    /// (fed by the same source) crashes three times; the rack is back within 2 s each time.
+    @Test(.enabled(if: RackTests.hasSWH))
+    func aTakeKeepsEveryFrameWhileAnIsolatedRackCrashesThreeTimes() throws {
+        let r = try crashThreeTimes("rackiso", channels: 2)
+        #expect(r.recoveries.count == 3 && r.recoveries.allSatisfy { $0 < 2 }, "back within 2 s each time: \(r.recoveries)")
+        let check = TakeCheck.verify(report: r.path, source: r.noise.index)
+        #expect(check.problems.isEmpty && check.audio.discontinuities == 0, "\(check)")
+        #expect(r.report.frames > 48000 * 2 && (r.report.missedFrames ?? 0) == 0 && r.report.drops.isEmpty,
+                "\(r.report.frames) frames, missed \(r.report.missedFrames ?? 0), drops \(r.report.drops)")
+    }
+
+    /// A take recording the rack's output: each crash is in its report (channel, frame down, frame back), and any
+    /// frame the server could not deliver while it removed the dead client is counted, never silent.
+    @Test(.enabled(if: RackTests.hasSWH))
+    func aTakeRecordingTheRackNotesEachCrash() throws {
+        let r = try crashThreeTimes("rackisonote", channels: 3)
+        let incidents = r.report.rackIncidents ?? []
+        #expect(incidents.count == 3, "\(incidents)")
+        for i in incidents {
+            #expect(i.rack == "fx" && i.what.contains("SIGSEGV") && i.channels == ["in_3"], "\(i)")
+            let back = try #require(i.backAtFrame)
+            #expect(back > i.atFrame && back - i.atFrame < 2 * 48000, "\(i)")
+        }
+        // Channels 1 and 2 (the source, straight): from the source; a jump only where the report counts a loss.
+        let file = try #require(r.report.chunks.first?.files.first)
+        let audio = try TestEnvironment.readAudio(file.hasPrefix("/") ? file : r.dir.appendingPathComponent(file).path)
+        var straight: [Float] = []
+        for f in 0..<(audio.samples.count / 3) { straight += [audio.samples[3 * f], audio.samples[3 * f + 1]] }
+        let check = LoopedSourceCheck.check(recorded: straight, against: r.noise.index)
+        let counted = (r.report.missedFrames ?? 0) > 0 || r.report.xruns > 0 || !r.report.drops.isEmpty
+        #expect(check.foreignFrames == 0 && (check.discontinuities == 0 || counted), "\(check), missed \(r.report.missedFrames ?? 0)")
+    }
+}

@@ -20,8 +20,11 @@ struct TandemProcess {
     var output: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
     /// Waits until the output contains `text`.
-    func waitFor(_ text: String, timeout: Double = 10) -> Bool {
-        TestEnvironment.waitUntil(timeout: timeout) { output.contains(text) }
+    /// Waits until the output holds `text` (`occurrence` times).
+    func waitFor(_ text: String, timeout: Double = 10, occurrence: Int = 1) -> Bool {
+        TestEnvironment.waitUntil(timeout: timeout) {
+            occurrence == 1 ? output.contains(text) : output.components(separatedBy: text).count - 1 >= occurrence
+        }
     }
 }
 
