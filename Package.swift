@@ -56,6 +56,8 @@ let package = Package(
         .target(name: "RTCheck"),
         .executableTarget(name: "rtcheck-probe", dependencies: ["Jack", "Realtime"]),
         .target(name: "TestSupport", dependencies: ["Jack", "Realtime", "SoundFile"]),
+        // An NSM server written from the published API, for tests of Tandem as an NSM client.
+        .target(name: "NSMServerFixture", dependencies: ["Control"]),
 
         .testTarget(name: "RealtimeTests", dependencies: ["Realtime"]),
         .testTarget(name: "JackTests", dependencies: ["Jack", "Realtime", "TestSupport"]),
@@ -64,7 +66,8 @@ let package = Package(
         .testTarget(name: "EngineTests", dependencies: ["Engine", "TestSupport"]),
         .testTarget(name: "PluginsTests", dependencies: ["Plugins", "Presets", "TestSupport",
                                                         .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "TandemTests", dependencies: ["TestSupport", "SoundFile", "Engine", "Jack", "Control"]),
+        .testTarget(name: "TandemTests", dependencies: ["TestSupport", "SoundFile", "Engine", "Jack", "Control",
+                                                       "NSMServerFixture"]),
         .testTarget(name: "ControlTests", dependencies: ["Control", "Engine", "Presets", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]

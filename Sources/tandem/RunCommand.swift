@@ -38,8 +38,8 @@ struct RunCommand: ParsableCommand {
 
     @OptionGroup var server: ServerOptions
 
-    @Argument(help: "A preset file, or the name of one in ./Presets.")
-    var preset: String
+    @Argument(help: "A preset file, or the name of one in ./Presets (under a session manager: the template of a new project; optional).")
+    var preset: String?
 
     @Option(name: .long, help: "Override a preset key, e.g. --set recorder.format=flac (repeatable).")
     var set: [String] = []
@@ -53,6 +53,12 @@ struct RunCommand: ParsableCommand {
     @Flag(name: .long, help: "No live view or status lines, only events.")
     var noView = false
 
+    func validate() throws {
+        if preset == nil && ProcessInfo.processInfo.environment["NSM_URL"] == nil {
+            throw ValidationError("a preset is needed (a file or a name in ./Presets), unless NSM_URL is set")
+        }
+    }
+
     func run() throws {
         let signals = SignalWatcher.install()
         let view = LiveView(json: json, enabled: !noView)
@@ -60,10 +66,12 @@ struct RunCommand: ParsableCommand {
         // Reads and clears $NOTIFY_SOCKET while the signal thread (which never reads the environment) is the only other.
         let systemd = ServiceNotifications()
         let logger = Logger(label: "tandem.session")
-        let path = resolvePreset(preset)
         var overrides = set
         if let s = server.server { overrides.append("session.server=\"\(s)\"") }
-        let (loaded, problems) = PresetLoader.load(path: path, overrides: overrides)
+        // Under a session manager the project's own preset runs (NSMMode.swift); `preset` only makes new projects.
+        let nsm = NSMMode.start(template: preset, overrides: overrides, signals: signals, logger: logger)
+        let path = nsm?.presetPath ?? resolvePreset(preset ?? "")
+        let (loaded, problems) = nsm?.load() ?? PresetLoader.load(path: path, overrides: overrides)
         guard let initial = loaded else {
             for p in problems { Console.err("\(p)\n") }
             fail(.badInput, "\(problems.count) problem(s) in \(path); nothing started")
@@ -84,9 +92,11 @@ struct RunCommand: ParsableCommand {
         do {
             try session.apply(initial)
         } catch {
+            nsm?.opened(session, error: error.message)
             session.close()
             fail(error.code == .jack ? .jackUnavailable : .badInput, error.message)
         }
+        nsm?.opened(session)
         let printer = EventPrinter()
         var control: ControlProtocol?
         let port = controlPort ?? initial.session.controlPort ?? 9951
@@ -109,7 +119,7 @@ struct RunCommand: ParsableCommand {
             if signals.take(SIGINT) > 0 || signals.take(SIGTERM) > 0 { break }
             if signals.take(SIGHUP) > 0 {
                 systemd.reloading()
-                let (next, problems) = PresetLoader.load(path: path, overrides: overrides)
+                let (next, problems) = nsm?.load(answering: false) ?? PresetLoader.load(path: path, overrides: overrides)
                 if let next {
                     do {
                         let report = try session.apply(next)
@@ -133,6 +143,7 @@ struct RunCommand: ParsableCommand {
             }
             let events = session.drainEvents()
             control?.poll(events: events)
+            nsm?.tick(session, events: events)
             if view.mode == .off {
                 printer.print(events)
             } else {
