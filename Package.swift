@@ -12,6 +12,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // The Prometheus text format of the metrics endpoint (its own deps: swift-atomics, swift-metrics' CoreMetrics).
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         .systemLibrary(name: "CJack", pkgConfig: "jack",
@@ -45,6 +47,7 @@ let package = Package(
         .target(name: "Control", dependencies: [
             "CLo", "Engine", "Presets", "Plugins",
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
         .executableTarget(name: "tandem", dependencies: [
             "Engine", "Control", "Jack", "SoundFile", "Presets", "Realtime", "Plugins",

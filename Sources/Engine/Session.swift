@@ -593,6 +593,7 @@ extension RecorderConfig {
         plugins = r.plugins
         recordDry = r.recordDry
         pluginState = session.restorePlugins ? Session.pluginStateDirectory(session, engine: .recorder) : nil
+        faults = RecorderFaults.fromEnvironment()   // test-only (TANDEM_FAULT_STALL_WRITER), as `tandem record` has it
     }
 
     /// Whether `other` can be applied without re-creating the JACK client (same name, ports, ring, pre-roll).

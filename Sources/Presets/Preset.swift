@@ -146,6 +146,8 @@ public struct SessionSection: Sendable, Equatable {
     public var onManualDisconnect: DisconnectPolicy = .respect
     /// OSC control port on 127.0.0.1 (nil: no control protocol).
     public var controlPort: Int?
+    /// Prometheus metrics over HTTP on 127.0.0.1 (nil: none).
+    public var metricsPort: Int?
     /// Bring back plugin state and control values saved by an earlier run of this session.
     public var restorePlugins = true
     /// With `onServerLoss == .resume`, how long `tandem run` waits at start for a server that is not up yet (at

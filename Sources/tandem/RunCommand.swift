@@ -47,6 +47,9 @@ struct RunCommand: ParsableCommand {
     @Option(name: .long, help: "OSC control port on 127.0.0.1 (default: the preset's control_port, else 9951; 0 = off).")
     var controlPort: Int?
 
+    @Option(name: .long, help: "Prometheus metrics on http://127.0.0.1:N/metrics (default: the preset's metrics_port, else none; 0 = off).")
+    var metricsPort: Int?
+
     @Flag(name: .long, help: "Status as JSON lines (every 0.5 s) instead of the live view.")
     var json = false
 
@@ -56,6 +59,11 @@ struct RunCommand: ParsableCommand {
     func validate() throws {
         if preset == nil && ProcessInfo.processInfo.environment["NSM_URL"] == nil {
             throw ValidationError("a preset is needed (a file or a name in ./Presets), unless NSM_URL is set")
+        }
+        for (name, port) in [("--control-port", controlPort), ("--metrics-port", metricsPort)] {
+            if let port, port != 0, !Limits.controlPort.contains(port) {
+                throw ValidationError("\(name) must be 0 (off) or \(Limits.controlPort.lowerBound)…\(Limits.controlPort.upperBound)")
+            }
         }
     }
 
@@ -111,6 +119,7 @@ struct RunCommand: ParsableCommand {
                 logger.warning("control protocol not available (is another Tandem running?)", metadata: ["error": "\(error)"])
             }
         }
+        let metrics = openMetrics(session, port: metricsPort ?? initial.session.metricsPort)
         var code = ExitStatus.ok
         var lastMeters = Date.distantPast
         systemd.ready(session)
@@ -144,6 +153,7 @@ struct RunCommand: ParsableCommand {
             let events = session.drainEvents()
             control?.poll(events: events)
             nsm?.tick(session, events: events)
+            metrics?.poll(events: events)
             if view.mode == .off {
                 printer.print(events)
             } else {
