@@ -83,6 +83,7 @@ import Glibc
         #expect(Self.value(second, "tandem_disk_free_bytes") ?? 0 > 0)
         #expect(Self.value(second, "tandem_takes_started_total") == 1, "\(String(describing: second))")
         #expect(Self.value(second, "tandem_recorder_dropped_frames_total") == 0)
+        #expect(second?.contains(#"engine="player""#) == false, "a session without a player shows no player metrics")
 
         // Anything else: a status, a log line, the session goes on.
         let refusals: [(String, [UInt8])] = [
