@@ -12,6 +12,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // The Prometheus text format of the metrics endpoint (its own deps: swift-atomics, swift-metrics' CoreMetrics).
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         .systemLibrary(name: "CJack", pkgConfig: "jack",
@@ -45,6 +47,7 @@ let package = Package(
         .target(name: "Control", dependencies: [
             "CLo", "Engine", "Presets", "Plugins",
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
         .executableTarget(name: "tandem", dependencies: [
             "Engine", "Control", "Jack", "SoundFile", "Presets", "Realtime", "Plugins",
@@ -56,6 +59,8 @@ let package = Package(
         .target(name: "RTCheck"),
         .executableTarget(name: "rtcheck-probe", dependencies: ["Jack", "Realtime"]),
         .target(name: "TestSupport", dependencies: ["Jack", "Realtime", "SoundFile"]),
+        // An NSM server written from the published API, for tests of Tandem as an NSM client.
+        .target(name: "NSMServerFixture", dependencies: ["Control"]),
 
         .testTarget(name: "RealtimeTests", dependencies: ["Realtime"]),
         .testTarget(name: "JackTests", dependencies: ["Jack", "Realtime", "TestSupport"]),
@@ -64,7 +69,8 @@ let package = Package(
         .testTarget(name: "EngineTests", dependencies: ["Engine", "TestSupport"]),
         .testTarget(name: "PluginsTests", dependencies: ["Plugins", "Presets", "TestSupport",
                                                         .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "TandemTests", dependencies: ["TestSupport", "SoundFile", "Engine", "Jack", "Control"]),
+        .testTarget(name: "TandemTests", dependencies: ["TestSupport", "SoundFile", "Engine", "Jack", "Control",
+                                                       "NSMServerFixture"]),
         .testTarget(name: "ControlTests", dependencies: ["Control", "Engine", "Presets", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]

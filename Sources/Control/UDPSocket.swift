@@ -16,21 +16,21 @@ public final class UDPSocket {
         public var description: String { message }
     }
 
-    /// Binds 127.0.0.1:`port` (0: any free port).
-    public init(port: Int) throws(Error) {
+    /// Binds 127.0.0.1:`port` (0: any free port), or `address`:`port` when an address of this machine is given.
+    public init(port: Int, address: in_addr? = nil) throws(Error) {
         let s = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard s >= 0 else { throw Error(message: "cannot create a UDP socket: \(String(cString: strerror(errno)))") }
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_port = in_port_t(UInt16(port).bigEndian)
-        addr.sin_addr.s_addr = in_addr_t(UInt32(0x7F00_0001).bigEndian)
+        addr.sin_addr = address ?? in_addr(s_addr: in_addr_t(UInt32(0x7F00_0001).bigEndian))
         let rc = withUnsafePointer(to: &addr) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(s, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard rc == 0 else {
             let why = String(cString: strerror(errno))
             close(s)
-            throw Error(message: "cannot listen on 127.0.0.1:\(port) (UDP): \(why)")
+            throw Error(message: "cannot listen on \(Self.text(addr.sin_addr)):\(port) (UDP): \(why)")
         }
         var bound = sockaddr_in()
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
@@ -50,6 +50,31 @@ public final class UDPSocket {
         public var source: sockaddr_in
     }
 
+    /// The errno of the last failed `receive` or `send` (0: none yet). On a connected socket ECONNREFUSED says the
+    /// peer's port was closed (the kernel got its ICMP "port unreachable").
+    public private(set) var lastError: Int32 = 0
+
+    /// Receives from, and sends to, `peer` only; errors about it (its port closed) are then reported.
+    public func connect(to peer: sockaddr_in) throws(Error) {
+        var p = peer
+        let rc = withUnsafePointer(to: &p) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard rc == 0 else {
+            throw Error(message: "cannot reach \(Self.text(peer.sin_addr)):\(UInt16(bigEndian: peer.sin_port)): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// An IPv4 address as text.
+    public static func text(_ a: in_addr) -> String {
+        var a = a
+        var buffer = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
+        guard inet_ntop(AF_INET, &a, &buffer, socklen_t(buffer.count)) != nil else { return "?" }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     /// The next waiting datagram, or nil.
     public func receive(limit: Int) -> Datagram? {
         var buffer = [UInt8](repeating: 0, count: limit)
@@ -62,7 +87,10 @@ public final class UDPSocket {
                 }
             }
         }
-        guard n >= 0 else { return nil }
+        guard n >= 0 else {
+            if errno != EAGAIN && errno != EWOULDBLOCK { lastError = errno }
+            return nil
+        }
         buffer.removeLast(max(0, limit - min(n, limit)))
         return Datagram(bytes: buffer, size: n, source: source)
     }
@@ -78,6 +106,7 @@ public final class UDPSocket {
                 }
             }
         }
+        if n < 0 { lastError = errno }
         return n == bytes.count
     }
 

@@ -28,7 +28,7 @@ public struct PlayerConfig: Sendable, Equatable {
 
     public func problems() -> [String] {
         var out: [String] = []
-        if let why = Limits.nameProblem(clientName, what: "the client name", bytes: Limits.clientNameBytes) { out.append(why) }
+        if let why = Limits.nameProblem(clientName, what: "the client name", bytes: Limits.clientNameBytes, allowSlash: true) { out.append(why) }
         if ports.isEmpty { out.append("a player needs at least one port") }
         if Set(ports).count != ports.count { out.append("port names must be unique") }
         for p in ports where p.isEmpty || p.contains(":") { out.append("bad port name '\(p)' (empty or contains ':')") }

@@ -46,7 +46,7 @@ public struct RecorderConfig: Sendable, Equatable {
     /// Every problem with this configuration, in words (empty when valid). Checks no files.
     public func problems() -> [String] {
         var out: [String] = []
-        if let why = Limits.nameProblem(clientName, what: "the client name", bytes: Limits.clientNameBytes) { out.append(why) }
+        if let why = Limits.nameProblem(clientName, what: "the client name", bytes: Limits.clientNameBytes, allowSlash: true) { out.append(why) }
         if let why = Limits.nameProblem(session, what: "the session name", bytes: Limits.sessionNameBytes) { out.append(why) }
         if ports.isEmpty { out.append("a recorder needs at least one port") }
         if Set(ports).count != ports.count { out.append("port names must be unique") }

@@ -45,6 +45,16 @@ extension Session {
         public var value: Float?
         public var toggle: Bool
         public var integer: Bool
+        /// units:unit ("db", "hz", …) and the symbol printed after a value ("dB"); nil when the plugin names none.
+        public var unit: String?
+        public var unitSymbol: String?
+        /// lv2:scalePoint: named values, in order of value.
+        public var scalePoints: [ScalePointDescription]
+    }
+
+    public struct ScalePointDescription: Codable, Sendable, Equatable {
+        public var label: String
+        public var value: Float
     }
 
     public struct PresetDescription: Codable, Sendable, Equatable {
@@ -89,7 +99,8 @@ extension Session {
                 let controls = (info?.controls ?? []).map { c in
                     ControlDescription(symbol: c.symbol, name: c.name, minimum: c.minimum, maximum: c.maximum,
                                        defaultValue: c.defaultValue, value: values[c.symbol], toggle: c.isToggle,
-                                       integer: c.isInteger)
+                                       integer: c.isInteger, unit: c.unit, unitSymbol: c.unitSymbol,
+                                       scalePoints: c.scalePoints.map { .init(label: $0.label, value: $0.value) })
                 }
                 out.append(PluginDescription(engine: e.rawValue, name: spec.name, uri: spec.uri, label: info?.name ?? spec.uri,
                                              latencyFrames: status.latencyFrames, controls: controls,

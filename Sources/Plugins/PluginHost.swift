@@ -113,6 +113,8 @@ enum LV2 {
     static let connectionOptional = core + "connectionOptional"
     static let toggled = core + "toggled", integer = core + "integer", enumeration = core + "enumeration"
     static let presetClass = ext + "presets#Preset"
+    static let unitsPrefix = "http://lv2plug.in/ns/extensions/units#"
+    static let unitsUnit = unitsPrefix + "unit", unitsSymbol = unitsPrefix + "symbol"
     static let rdfsLabel = "http://www.w3.org/2000/01/rdf-schema#label"
 }
 

@@ -25,6 +25,17 @@ public struct PluginPortInfo: Sendable, Codable, Equatable {
     /// lv2:sampleRate: `minimum`, `maximum` and `defaultValue` are fractions of the sample rate (a chain scales
     /// them by its rate; values are given in Hz).
     public var scalesWithRate: Bool = false
+    /// units:unit: the unit's name in the LV2 units vocabulary ("db", "hz", "ms", …) or its URI when it is another,
+    /// and its symbol to print after a value ("dB", "Hz", "ms"); nil when the port names none.
+    public var unit: String?
+    public var unitSymbol: String?
+    /// lv2:scalePoint: named values (label and value, in order of value), e.g. the modes of a switch.
+    public var scalePoints: [ScalePoint] = []
+
+    public struct ScalePoint: Sendable, Codable, Equatable {
+        public var label: String
+        public var value: Float
+    }
 
     /// This port's range and default at `sampleRate`.
     func at(sampleRate: Int) -> PluginPortInfo {
@@ -123,9 +134,11 @@ extension PluginHost {
         let input = node(LV2.inputPort), latency = node(LV2.reportsLatency), latencyDesignation = node(LV2.latency)
         let toggled = node(LV2.toggled), integer = node(LV2.integer), optional = node(LV2.connectionOptional)
         let designationKey = node(LV2.core + "designation"), rateRelative = node(LV2.core + "sampleRate")
+        let unitKey = node(LV2.unitsUnit), unitSymbolKey = node(LV2.unitsSymbol)
         defer {
             for (n, _) in kindNodes { lilv_node_free(n) }
-            for n in [input, latency, latencyDesignation, toggled, integer, optional, designationKey, rateRelative] {
+            for n in [input, latency, latencyDesignation, toggled, integer, optional, designationKey, rateRelative,
+                      unitKey, unitSymbolKey] {
                 lilv_node_free(n)
             }
         }
@@ -138,7 +151,8 @@ extension PluginHost {
             let designation = lilv_port_get(p, port, designationKey)
             defer { lilv_node_free(designation) }
             let designatedLatency = designation.map { lilv_node_equals($0, latencyDesignation) } ?? false
-            return PluginPortInfo(
+            let (unit, unitSymbol) = units(p, port, unitKey, unitSymbolKey)
+            var info = PluginPortInfo(
                 index: i, symbol: Self.string(lilv_port_get_symbol(p, port)) ?? "port\(i)",
                 name: Self.string(nameNode) ?? "", kind: kind, isInput: isInput,
                 defaultValue: defs[i].isNaN ? nil : defs[i], minimum: mins[i].isNaN ? nil : mins[i],
@@ -148,7 +162,47 @@ extension PluginHost {
                 isToggle: lilv_port_has_property(p, port, toggled), isInteger: lilv_port_has_property(p, port, integer),
                 isOptional: lilv_port_has_property(p, port, optional),
                 scalesWithRate: lilv_port_has_property(p, port, rateRelative))
+            info.unit = unit
+            info.unitSymbol = unitSymbol
+            info.scalePoints = scalePoints(p, port)
+            return info
         }
+    }
+
+    /// The port's units:unit: a name ("db" for units:db, the URI for a unit outside the vocabulary, nil for a unit
+    /// given as a blank node) and its units:symbol. Call inside `locked`.
+    func units(_ p: OpaquePointer, _ port: OpaquePointer?, _ unitKey: OpaquePointer?, _ symbolKey: OpaquePointer?)
+        -> (String?, String?) {
+        guard let u = lilv_port_get(p, port, unitKey) else { return (nil, nil) }
+        defer { lilv_node_free(u) }
+        var name: String?
+        if lilv_node_is_uri(u), let uri = Self.string(u) {
+            name = uri.hasPrefix(LV2.unitsPrefix) ? String(uri.dropFirst(LV2.unitsPrefix.count)) : uri
+        }
+        var symbol: String?
+        if let s = lilv_world_get(world, u, symbolKey, nil) {
+            symbol = Self.string(s)
+            lilv_node_free(s)
+        }
+        return (name ?? symbol, symbol)
+    }
+
+    /// The port's scale points, in order of value. Call inside `locked`.
+    func scalePoints(_ p: OpaquePointer, _ port: OpaquePointer?) -> [PluginPortInfo.ScalePoint] {
+        guard let points = lilv_port_get_scale_points(p, port) else { return [] }
+        defer { lilv_scale_points_free(points) }
+        var out: [PluginPortInfo.ScalePoint] = []
+        var i = lilv_scale_points_begin(points)
+        while !lilv_scale_points_is_end(points, i) {
+            if let point = lilv_scale_points_get(points, i),
+               let label = Self.string(lilv_scale_point_get_label(point)),
+               let valueNode = lilv_scale_point_get_value(point) {
+                let v = lilv_node_as_float(valueNode)
+                if v.isFinite { out.append(.init(label: label, value: v)) }
+            }
+            i = lilv_scale_points_next(points, i)
+        }
+        return out.sorted { $0.value < $1.value }
     }
 
     func presets(of p: OpaquePointer) -> [PluginInfo.Preset] {

@@ -155,6 +155,8 @@ public struct SessionSection: Sendable, Equatable {
     public var onManualDisconnect: DisconnectPolicy = .respect
     /// OSC control port on 127.0.0.1 (nil: no control protocol).
     public var controlPort: Int?
+    /// Prometheus metrics over HTTP on 127.0.0.1 (nil: none).
+    public var metricsPort: Int?
     /// Bring back plugin state and control values saved by an earlier run of this session.
     public var restorePlugins = true
     /// Save plugin state into the session folder when the session stops and after live control changes

@@ -407,7 +407,8 @@ struct Validator {
     mutating func session(_ t: TOMLTable) -> SessionSection {
         let s = "session"
         unknownKeys(t, ["name", "server", "directory", "create_directory", "on_server_loss", "on_disk_error", "on_manual_disconnect",
-                        "control_port", "restore_plugins", "save_plugins", "server_wait", "on_plugin_error", "exit_after"], section: s)
+                        "control_port", "metrics_port", "restore_plugins", "save_plugins", "server_wait", "on_plugin_error",
+                        "exit_after"], section: s)
         var out = SessionSection()
         if let (name, line) = string(t, "name", s) {
             if let why = Limits.nameProblem(name, what: "the session name", bytes: Limits.sessionNameBytes) {
@@ -451,6 +452,7 @@ struct Validator {
         out.onDiskError = choice(t, "on_disk_error", s, DiskErrorPolicy.self) ?? .stop
         out.onManualDisconnect = choice(t, "on_manual_disconnect", s, DisconnectPolicy.self) ?? .respect
         out.controlPort = integer(t, "control_port", s, Limits.controlPort)
+        out.metricsPort = integer(t, "metrics_port", s, Limits.controlPort)
         out.restorePlugins = bool(t, "restore_plugins", s) ?? true
         out.savePlugins = bool(t, "save_plugins", s) ?? true
         out.serverWaitSeconds = number(t, "server_wait", s, Limits.serverWaitSeconds, unit: " seconds") ?? 60

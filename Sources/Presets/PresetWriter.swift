@@ -22,6 +22,7 @@ public extension Preset {
             out.raw("on_manual_disconnect", session.onManualDisconnect.rawValue)
         }
         if let port = session.controlPort { out.integer("control_port", port) }
+        if let port = session.metricsPort { out.integer("metrics_port", port) }
         if session.restorePlugins != d.restorePlugins { out.bool("restore_plugins", session.restorePlugins) }
         if session.savePlugins != d.savePlugins { out.bool("save_plugins", session.savePlugins) }
         if session.onServerLoss == .resume && session.serverWaitSeconds != d.serverWaitSeconds {

@@ -71,6 +71,10 @@ struct PluginsCommand: ParsableCommand {
                     if port.reportsLatency { line += ", reports latency" }
                     if port.isToggle { line += ", toggle" }
                     if port.isInteger { line += ", integer" }
+                    if let u = port.unitSymbol ?? port.unit { line += ", unit \(u)" }
+                    if !port.scalePoints.isEmpty {
+                        line += "; " + port.scalePoints.map { "\($0.value) = \"\($0.label)\"" }.joined(separator: ", ")
+                    }
                 }
                 say(line)
             }

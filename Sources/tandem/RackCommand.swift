@@ -137,7 +137,7 @@ struct RackCommand: ParsableCommand {
         runner.openControl(explicit: controlOptions.controlPort, fallback: nil)
         if let fd = heartbeatFd {
             var heart = RackHeartbeat(fd: fd)
-            runner.tick = { session in heart.beat(cycles: session.racks.first?.value.cycles ?? 0, ready: true) }
+            runner.tick = { session, _ in heart.beat(cycles: session.racks.first?.value.cycles ?? 0, ready: true) }
         }
         let end = runner.loop()
         let costs = runner.finish()

@@ -38,8 +38,8 @@ struct RunCommand: ParsableCommand {
 
     @OptionGroup var server: ServerOptions
 
-    @Argument(help: "A preset file, or the name of one in ./Presets.")
-    var preset: String
+    @Argument(help: "A preset file, or the name of one in ./Presets (under a session manager: the template of a new project; optional).")
+    var preset: String?
 
     @Option(name: .long, help: "Override a preset key, e.g. --set recorder.format=flac (repeatable).")
     var set: [String] = []
@@ -47,18 +47,34 @@ struct RunCommand: ParsableCommand {
     @Option(name: .long, help: "OSC control port on 127.0.0.1 (default: the preset's control_port, else 9951; 0 = off).")
     var controlPort: Int?
 
+    @Option(name: .long, help: "Prometheus metrics on http://127.0.0.1:N/metrics (default: the preset's metrics_port, else none; 0 = off).")
+    var metricsPort: Int?
+
     @Flag(name: .long, help: "Status as JSON lines (every 0.5 s) instead of the live view.")
     var json = false
 
     @Flag(name: .long, help: "No live view or status lines, only events.")
     var noView = false
 
+    func validate() throws {
+        if preset == nil && ProcessInfo.processInfo.environment["NSM_URL"] == nil {
+            throw ValidationError("a preset is needed (a file or a name in ./Presets), unless NSM_URL is set")
+        }
+        for (name, port) in [("--control-port", controlPort), ("--metrics-port", metricsPort)] {
+            if let port, port != 0, !Limits.controlPort.contains(port) {
+                throw ValidationError("\(name) must be 0 (off) or \(Limits.controlPort.lowerBound)…\(Limits.controlPort.upperBound)")
+            }
+        }
+    }
+
     func run() throws {
         let runner = SessionRunner(server: server, json: json, noView: noView)
-        let path = resolvePreset(preset)
         var overrides = set
         if let s = server.server { overrides.append("session.server=\"\(s)\"") }
-        let (loaded, problems) = PresetLoader.load(path: path, overrides: overrides)
+        // Under a session manager the project's own preset runs (NSMMode.swift); `preset` only makes new projects.
+        let nsm = NSMMode.start(template: preset, overrides: overrides, signals: runner.signals, logger: runner.logger)
+        let path = nsm?.presetPath ?? resolvePreset(preset ?? "")
+        let (loaded, problems) = nsm?.load() ?? PresetLoader.load(path: path, overrides: overrides)
         guard let initial = loaded else {
             for p in problems { Console.err("\(p)\n") }
             fail(.badInput, "\(problems.count) problem(s) in \(path); nothing started")
@@ -75,10 +91,22 @@ struct RunCommand: ParsableCommand {
         if initial.session.onServerLoss == .resume && initial.session.serverWaitSeconds > 0 {
             waitForServer(initial.session, signals: runner.signals, logger: runner.logger, systemd: runner.systemd)
         }
-        runner.start(initial)
+        do {
+            try runner.session.apply(initial)
+        } catch {
+            nsm?.opened(runner.session, error: error.message)
+            runner.session.close()
+            fail(error.code == .jack ? .jackUnavailable : .badInput, error.message)
+        }
+        nsm?.opened(runner.session)
         runner.openControl(explicit: controlPort ?? initial.session.controlPort, fallback: 9951)
+        let metrics = openMetrics(runner.session, port: metricsPort ?? initial.session.metricsPort)
+        runner.tick = { session, events in
+            nsm?.tick(session, events: events)
+            metrics?.poll(events: events)
+        }
         let end = runner.loop(reload: {
-            let (next, problems) = PresetLoader.load(path: path, overrides: overrides)
+            let (next, problems) = nsm?.load(answering: false) ?? PresetLoader.load(path: path, overrides: overrides)
             return (next, problems, path)
         })
         for c in runner.finish() { say("\(c.engine) " + cycleCostLine(c.cost, period: c.period, rate: c.rate)) }

@@ -20,8 +20,9 @@ final class SessionRunner {
     let systemd: ServiceNotifications
     private(set) var session = Session()
     private var control: ControlProtocol?
-    /// Called once per loop turn, after the session's poll (an isolated rack's heartbeat).
-    var tick: ((Session) -> Void)?
+    /// Called once per loop turn with the turn's events, after the session's poll (a session manager, the metrics
+    /// endpoint, an isolated rack's heartbeat).
+    var tick: ((Session, [SessionEvent]) -> Void)?
 
     /// Installs the signal handlers and logging. `liveViewOnPipes`: the plain status line once a second when stdout
     /// is not a terminal (`run`); the one-shot commands print only their events there, as documented.
@@ -95,8 +96,8 @@ final class SessionRunner {
             } else {
                 view.update(session.status(), events: printer.lines(events, session: session))
             }
+            tick?(session, events)
             if case .finished(let end) = outcome { return end }
-            tick?(session)
             systemd.tick(session)
         }
     }

@@ -32,7 +32,10 @@ struct Tandem: ParsableCommand {
     static func main() {
         Console.ignoreBrokenPipes()
         do {
-            var command = try parseAsRoot()
+            // A session manager starts its clients with no arguments: `tandem` alone under NSM is `tandem run` (events
+            // only: the session manager's log is no terminal).
+            let underNSM = CommandLine.arguments.count == 1 && ProcessInfo.processInfo.environment["NSM_URL"] != nil
+            var command = try parseAsRoot(underNSM ? ["run", "--no-view"] : nil)
             try command.run()
         } catch {
             if exitCode(for: error) == .success { exit(withError: error) }

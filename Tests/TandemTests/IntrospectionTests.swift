@@ -27,6 +27,9 @@ import TestSupport
             controls = { gain = -6 }
             [[recorder.plugins]]
             uri = "http://plugin.org.uk/swh-plugins/highpass_iir"
+            [[recorder.plugins]]
+            uri = "http://gareus.org/oss/lv2/balance"
+            name = "bal"
             [[connect]]
             from = "system:capture_*"
             to = "tandem-rec:in_*"
@@ -50,7 +53,7 @@ import TestSupport
         #expect(ports[0]["connections"] as? [String] == ["system:capture_1"])
 
         let plugins = try #require(try json(try ctl("plugin", "list")) as? [[String: Any]])
-        #expect(plugins.map { $0["name"] as? String } == ["level", "highpass_iir"])
+        #expect(plugins.map { $0["name"] as? String } == ["level", "highpass_iir", "bal"])
         var listed = 0
         for plugin in plugins {
             let controls = try #require(plugin["controls"] as? [[String: Any]])
@@ -62,6 +65,16 @@ import TestSupport
         }
         let gain = try #require((plugins[0]["controls"] as? [[String: Any]])?.first { $0["symbol"] as? String == "gain" })
         #expect((gain["value"] as? Double).map { abs($0 + 6) < 1e-6 } == true && gain["minimum"] != nil && gain["maximum"] != nil)
+
+        // Units and scale points, as the plugin's data gives them (x42 balance: trim in dB, a mode with three names).
+        let balance = try #require(plugins.last?["controls"] as? [[String: Any]])
+        let trim = try #require(balance.first { $0["symbol"] as? String == "trim" })
+        #expect(trim["unit"] as? String == "db" && trim["unitSymbol"] as? String == "dB", "\(trim)")
+        let mode = try #require(balance.first { $0["symbol"] as? String == "unitygain" })
+        let points = try #require(mode["scalePoints"] as? [[String: Any]])
+        #expect(points.map { $0["label"] as? String } == ["Balance", "Unity Gain - Equal Amplitude", "Seesaw - Equal Power"], "\(mode)")
+        #expect(points.map { $0["value"] as? Double } == [0, 1, 2])
+        #expect((gain["scalePoints"] as? [Any])?.isEmpty == true && gain["unit"] == nil, "\(gain)")
 
         #expect(try ctl("plugin", "set", "recorder", "level", "gain", "-12").code == 0)
         let after = try #require(try json(try ctl("plugin", "list", "recorder")) as? [[String: Any]])

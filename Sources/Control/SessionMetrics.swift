@@ -1,0 +1,195 @@
+import Engine
+import Foundation
+import Prometheus
+
+/// The session's counters and gauges in the Prometheus text format (swift-prometheus writes the format), for an
+/// operator's alerts: frames recorded, dropped (overruns: the disk too slow), missed (cycles the server ran without
+/// Tandem), xruns, underruns, ring fill, cycle cost quantiles, disk free and the recording time it leaves, takes.
+/// An engine's metrics appear from the first scrape that finds the engine (a session without a player shows none
+/// of the player's).
+///
+/// Counters stay monotonic across engines that are re-created (a reload that changed ports, a server that came
+/// back, an NSM switch): each engine counter is read as a running value, and a value lower than the last one read
+/// means a new engine, whose whole value is added.
+///
+/// Threads: control thread only (`observe` from the run loop, `render` when a scrape arrives in the same loop).
+public final class SessionMetrics {
+    private let registry = PrometheusCollectorRegistry()
+    private let session: Session
+
+    private let takesStarted: Counter
+    private let takesFinished: Counter
+    private let diskErrors: Counter
+    private let serverLosses: Counter
+    private let serverLost: Gauge
+    // Racks (isolated plugin processes) are not built yet: when they are, `tandem_rack_crashes_total{rack}` and
+    // `tandem_rack_restarts_total{rack}` counters go here, fed from the session's rack supervisor like the rest.
+
+    /// What both engines have, labelled `engine`.
+    private struct EngineMetrics {
+        var missed: Counter
+        var xruns: Counter
+        var ringFill: Gauge
+        var ringCapacity: Gauge
+        /// p50, p99, max.
+        var cycle: [Gauge]
+    }
+    private struct RecorderMetrics {
+        var engine: EngineMetrics
+        var frames: Counter
+        var dropped: Counter
+        var recording: Gauge
+        var takeSeconds: Gauge
+        var diskFree: Gauge
+        var diskSecondsLeft: Gauge
+    }
+    private struct PlayerMetrics {
+        var engine: EngineMetrics
+        var underruns: Counter
+        var playing: Gauge
+    }
+    private var recorderMetrics: RecorderMetrics?
+    private var playerMetrics: PlayerMetrics?
+
+    /// Last raw values read, per counter key (see the type's note on re-created engines).
+    private var last: [String: Int] = [:]
+    /// Frames of takes that have finished (the running take's frames come from the status).
+    private var finishedFrames = 0
+
+    /// `tandem_NAME` (the unit is part of NAME), with its help line.
+    private static func name(_ full: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "tandem", metricName: full, unitName: "", helpText: help)
+    }
+
+    public init(session: Session) {
+        self.session = session
+        let r = registry
+        takesStarted = r.makeCounter(descriptor: Self.name("takes_started_total", "Takes started."))
+        takesFinished = r.makeCounter(descriptor: Self.name("takes_finished_total", "Takes finished (any ending)."))
+        diskErrors = r.makeCounter(descriptor: Self.name("disk_errors_total", "Takes ended by a disk error."))
+        serverLosses = r.makeCounter(descriptor: Self.name("server_losses_total", "Times the JACK server went away."))
+        serverLost = r.makeGauge(descriptor: Self.name("server_lost", "1 while waiting for a lost JACK server."))
+    }
+
+    private func engineMetrics(_ e: String) -> EngineMetrics {
+        let r = registry, label = [("engine", e)]
+        return EngineMetrics(
+            missed: r.makeCounter(descriptor: Self.name("missed_frames_total", "Frames of cycles the JACK server ran without calling the engine."), labels: label),
+            xruns: r.makeCounter(descriptor: Self.name("xruns_total", "Xruns the JACK server reported."), labels: label),
+            ringFill: r.makeGauge(descriptor: Self.name("ring_fill_frames", "Frames in the engine's ring now."), labels: label),
+            ringCapacity: r.makeGauge(descriptor: Self.name("ring_capacity_frames", "Frames the engine's ring holds."), labels: label),
+            cycle: ["0.5", "0.99", "1"].map {
+                r.makeGauge(descriptor: Self.name("cycle_cost_seconds", "Time the process callback took, quantiles over the engine's cycles (1: the longest)."),
+                            labels: label + [("quantile", $0)])
+            })
+    }
+
+    private func recorder() -> RecorderMetrics {
+        if let m = recorderMetrics { return m }
+        let r = registry
+        let m = RecorderMetrics(
+            engine: engineMetrics("recorder"),
+            frames: r.makeCounter(descriptor: Self.name("recorder_frames_recorded_total", "Frames written to takes.")),
+            dropped: r.makeCounter(descriptor: Self.name("recorder_dropped_frames_total",
+                                                         "Frames lost because the capture ring was full (the disk too slow); silence in the take.")),
+            recording: r.makeGauge(descriptor: Self.name("recording", "1 while a take is being written.")),
+            takeSeconds: r.makeGauge(descriptor: Self.name("take_seconds", "Length of the running take.")),
+            diskFree: r.makeGauge(descriptor: Self.name("disk_free_bytes", "Free bytes where takes are written.")),
+            diskSecondsLeft: r.makeGauge(descriptor: Self.name("disk_seconds_left", "Recording time the free space leaves at the current format.")))
+        recorderMetrics = m
+        return m
+    }
+
+    private func player() -> PlayerMetrics {
+        if let m = playerMetrics { return m }
+        let r = registry
+        let m = PlayerMetrics(
+            engine: engineMetrics("player"),
+            underruns: r.makeCounter(descriptor: Self.name("player_underrun_frames_total",
+                                                           "Frames the player had to play as silence because its ring was empty.")),
+            playing: r.makeGauge(descriptor: Self.name("playing", "1 while the player plays.")))
+        playerMetrics = m
+        return m
+    }
+
+    /// Counts what the session's events tell (call with every batch the run loop drains).
+    public func observe(_ events: [SessionEvent]) {
+        for e in events {
+            switch e {
+            case .recorder(.takeStarted): takesStarted.increment()
+            case .recorder(.takeFinished(let report, _)):
+                takesFinished.increment()
+                finishedFrames += report.frames
+            case .recorder(.diskError): diskErrors.increment()
+            case .serverLost: serverLosses.increment()
+            default: break
+            }
+        }
+    }
+
+    /// Adds to `counter` what the engine counter `value` grew by since the last read.
+    private func feed(_ counter: Counter, _ key: String, _ value: Int) {
+        let before = last[key] ?? 0
+        let delta = value >= before ? value - before : value
+        if delta > 0 { counter.increment(by: Int64(delta)) }
+        last[key] = value
+    }
+
+    private func feed(_ m: EngineMetrics, _ key: String, missed: Int, xruns: Int, fill: Int, capacity: Int,
+                      cycle: SessionStatus.CycleCost) {
+        feed(m.missed, key + ".missed", missed)
+        feed(m.xruns, key + ".xruns", xruns)
+        m.ringFill.set(to: Double(fill))
+        m.ringCapacity.set(to: Double(capacity))
+        for (g, v) in zip(m.cycle, [cycle.p50Micros, cycle.p99Micros, cycle.maxMicros]) { g.set(to: v / 1e6) }
+    }
+
+    /// The metrics now, as the Prometheus text exposition format.
+    public func render() -> [UInt8] {
+        let s = session.status()
+        if let r = s.recorder {
+            let m = recorder()
+            feed(m.frames, "recorded", finishedFrames + r.frames)
+            feed(m.dropped, "dropped", r.droppedFrames)
+            feed(m.engine, "recorder", missed: r.missedFrames, xruns: r.xruns, fill: r.ringFill, capacity: r.ringCapacity,
+                 cycle: r.cycle)
+            m.recording.set(to: r.recording ? 1 : 0)
+            m.takeSeconds.set(to: r.seconds)
+            if let free = r.freeBytes { m.diskFree.set(to: Double(free)) }
+            if let left = r.secondsLeft { m.diskSecondsLeft.set(to: left) }
+        } else {
+            recorderMetrics?.recording.set(to: 0)
+        }
+        if let p = s.player {
+            let m = player()
+            feed(m.underruns, "underruns", p.underrunFrames)
+            feed(m.engine, "player", missed: p.missedFrames, xruns: p.xruns, fill: p.ringFill, capacity: p.ringCapacity,
+                 cycle: p.cycle)
+            m.playing.set(to: p.playing ? 1 : 0)
+        } else {
+            playerMetrics?.playing.set(to: 0)
+        }
+        serverLost.set(to: s.serverLost ? 1 : 0)
+        return registry.emitToBuffer()
+    }
+}
+
+/// The metrics endpoint of a running session: `SessionMetrics` served by `MetricsHTTPServer`.
+///
+/// Threads: control thread only.
+public final class MetricsEndpoint {
+    public let metrics: SessionMetrics
+    public let server: MetricsHTTPServer
+
+    public init(session: Session, port: Int) throws(MetricsHTTPServer.Error) {
+        let metrics = SessionMetrics(session: session)
+        self.metrics = metrics
+        server = try MetricsHTTPServer(port: port) { metrics.render() }
+    }
+
+    /// Counts the loop's events and serves waiting requests (never waits).
+    public func poll(events: [SessionEvent]) {
+        metrics.observe(events)
+        server.poll()
+    }
+}

@@ -1,0 +1,116 @@
+import Testing
+import Foundation
+import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The Prometheus endpoint of `tandem run`: counters move during a take, a stalled writer shows in `dropped`, and
+/// anything but `GET /metrics` is refused with a status and a log line while the session goes on.
+@Suite(.serialized) struct MetricsTests {
+    /// Sends `request` to 127.0.0.1:`port` and reads the whole answer (the server closes after one).
+    static func http(_ port: Int, _ request: [UInt8], timeout: Double = 5) -> String? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var tv = timeval(tv_sec: Int(timeout), tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let rc = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard rc == 0 else { return nil }
+        _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        var out: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            out += buffer[0..<n]
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func get(_ port: Int) -> String? { http(port, Array("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n".utf8)) }
+
+    /// The value of the sample line `name` (with its labels, if any) in a scrape.
+    static func value(_ text: String?, _ name: String) -> Double? {
+        guard let text else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix(name + " ") {
+            return Double(line.dropFirst(name.count + 1))
+        }
+        return nil
+    }
+
+    @Test func countersMoveDropsShowAndOtherRequestsAreRefused() throws {
+        let server = try TestEnvironment.server("metrics")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("metrics")
+        let preset = dir.appendingPathComponent("m.toml").path
+        try """
+            [session]
+            name = "m"
+            directory = "\(dir.path)"
+            [recorder]
+            client = "met-rec"
+            channels = 2
+            ring = 0.5
+            """.write(toFile: preset, atomically: true, encoding: .utf8)
+        let port = Int.random(in: 20000...40000)
+        // The writer stalls 2 s once the take holds 1.5 s: a 0.5 s ring overflows.
+        let tandem = try TandemProcess(["run", preset, "--no-view", "--control-port", "0", "--metrics-port", "\(port)"],
+                                       server: server, extraEnvironment: ["TANDEM_FAULT_STALL_WRITER": "1.5:2"],
+                                       log: dir.appendingPathComponent("run.log").path)
+        defer { if tandem.process.isRunning { _ = tandem.process.stop(SIGKILL) } }
+        #expect(tandem.waitFor("metrics listening"), "\(tandem.output)")
+        #expect(tandem.waitFor("take 1 recording"), "\(tandem.output)")
+
+        let recorded = "tandem_recorder_frames_recorded_total"
+        let first = Self.get(port)
+        #expect(first?.hasPrefix("HTTP/1.1 200 OK\r\n") == true, "\(String(describing: first))")
+        #expect(first?.contains("# TYPE tandem_recorder_dropped_frames_total counter") == true, "\(String(describing: first))")
+        usleep(500_000)
+        let second = Self.get(port)
+        let (a, b) = (Self.value(first, recorded) ?? -1, Self.value(second, recorded) ?? -1)
+        print("measured: frames recorded \(a) then \(b) 0.5 s later")
+        #expect(b > a && a >= 0, "\(String(describing: second))")
+        #expect(Self.value(second, "tandem_recording") == 1)
+        #expect(Self.value(second, #"tandem_cycle_cost_seconds{engine="recorder",quantile="0.99"}"#) ?? 0 > 0,
+                "\(String(describing: second))")
+        #expect(Self.value(second, "tandem_disk_free_bytes") ?? 0 > 0)
+        #expect(Self.value(second, "tandem_takes_started_total") == 1, "\(String(describing: second))")
+        #expect(Self.value(second, "tandem_recorder_dropped_frames_total") == 0)
+        #expect(second?.contains(#"engine="player""#) == false, "a session without a player shows no player metrics")
+
+        // Anything else: a status, a log line, the session goes on.
+        let refusals: [(String, [UInt8])] = [
+            ("405", Array("POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n".utf8)),
+            ("404", Array("GET /admin HTTP/1.1\r\n\r\n".utf8)),
+            ("400", Array("\u{1}\u{2}garbage\r\n\r\n".utf8)),
+            ("431", [UInt8](repeating: 65, count: 20000)),
+        ]
+        for (status, request) in refusals {
+            let answer = Self.http(port, request)
+            #expect(answer?.hasPrefix("HTTP/1.1 \(status) ") == true, "\(status): \(String(describing: answer))")
+        }
+        #expect(tandem.waitFor("metrics: refused a request with 405"), "\(tandem.output)")
+
+        // The stall: dropped frames show.
+        var dropped = 0.0
+        #expect(TestEnvironment.waitUntil(timeout: 8) {
+            dropped = Self.value(Self.get(port), "tandem_recorder_dropped_frames_total") ?? 0
+            return dropped > 0
+        })
+        usleep(2_500_000)   // past the stall's end
+        let afterStall = Self.get(port)
+        let total = Self.value(afterStall, "tandem_recorder_dropped_frames_total") ?? 0
+        print("measured: dropped frames in metrics: \(dropped) at the first scrape that showed any, \(total) after the 2 s writer stall")
+        #expect(total > 48000, "dropped \(total)")
+        #expect(tandem.process.isRunning)
+        tandem.process.signal(SIGTERM)
+        #expect(tandem.process.wait(timeout: 15) == 0, "\(tandem.output)")
+    }
+}
