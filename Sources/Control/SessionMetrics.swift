@@ -22,8 +22,9 @@ public final class SessionMetrics {
     private let diskErrors: Counter
     private let serverLosses: Counter
     private let serverLost: Gauge
-    // Racks (isolated plugin processes) are not built yet: when they are, `tandem_rack_crashes_total{rack}` and
-    // `tandem_rack_restarts_total{rack}` counters go here, fed from the session's rack supervisor like the rest.
+    /// Per rack (labelled `rack`): processes that went down (crashed or hung) and restarts, for isolated racks.
+    private var rackDowns: [String: Counter] = [:]
+    private var rackBacks: [String: Counter] = [:]
 
     /// What both engines have, labelled `engine`.
     private struct EngineMetrics {
@@ -122,9 +123,20 @@ public final class SessionMetrics {
                 finishedFrames += report.frames
             case .recorder(.diskError): diskErrors.increment()
             case .serverLost: serverLosses.increment()
+            case .rackDown(let rack, _): rackCounter(&rackDowns, rack, "rack_crashes_total",
+                                                     "Times an isolated rack's process went down (crashed or hung).").increment()
+            case .rackBack(let rack, _): rackCounter(&rackBacks, rack, "rack_restarts_total",
+                                                     "Times an isolated rack's process was back after going down.").increment()
             default: break
             }
         }
+    }
+
+    private func rackCounter(_ table: inout [String: Counter], _ rack: String, _ name: String, _ help: String) -> Counter {
+        if let c = table[rack] { return c }
+        let c = registry.makeCounter(descriptor: Self.name(name, help), labels: [("rack", rack)])
+        table[rack] = c
+        return c
     }
 
     /// Adds to `counter` what the engine counter `value` grew by since the last read.

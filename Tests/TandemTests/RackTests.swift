@@ -114,7 +114,7 @@ import TestSupport
     /// SIGSEGV (what a crashing plugin does to it) three times. Returns the take's report, its path, the recovery
     /// times and the noise.
     func crashThreeTimes(_ label: String, channels: Int, signal: Int32 = SIGSEGV) throws
-        -> (report: TakeReport, path: String, recoveries: [Double], noise: LoopedNoise, dir: URL) {
+        -> (report: TakeReport, path: String, recoveries: [Double], noise: LoopedNoise, dir: URL, metrics: String?) {
         let server = try TestEnvironment.server(label)
         defer { server.stop() }
         let dir = TestEnvironment.temporaryDirectory(label)
@@ -130,6 +130,7 @@ import TestSupport
             name = "iso"
             directory = "\(dir.path)"
             control_port = \(port)
+            metrics_port = \(port + 100)
             [recorder]
             channels = \(channels)
             [[rack]]
@@ -162,10 +163,11 @@ import TestSupport
         }
         #expect(run.waitFor("connected src:out_1 -> fx:in_1", occurrence: 4), "reconnected after the third crash: \(run.output)")
         usleep(500_000)
+        let metrics = MetricsTests.get(port + 100)
         run.process.signal(SIGTERM)
         #expect(run.process.wait(timeout: 15) == 0, "\(run.output)")
         let reportPath = try #require(TakeCheck.reports(in: dir.path).first)
-        return (try TakeReport.read(from: reportPath), reportPath, recoveries, noise, dir)
+        return (try TakeReport.read(from: reportPath), reportPath, recoveries, noise, dir, metrics)
     }
 
     /// The acceptance: a 2-channel take of a source keeps every frame, bit-exact, while the isolated rack beside it
@@ -174,6 +176,8 @@ import TestSupport
     func aTakeKeepsEveryFrameWhileAnIsolatedRackCrashesThreeTimes() throws {
         let r = try crashThreeTimes("rackiso", channels: 2)
         #expect(r.recoveries.count == 3 && r.recoveries.allSatisfy { $0 < 2 }, "back within 2 s each time: \(r.recoveries)")
+        #expect(r.metrics?.contains("tandem_rack_crashes_total{rack=\"fx\"} 3") == true
+                && r.metrics?.contains("tandem_rack_restarts_total{rack=\"fx\"} 3") == true, "\(r.metrics ?? "no metrics")")
         let check = TakeCheck.verify(report: r.path, source: r.noise.index)
         #expect(check.problems.isEmpty && check.audio.discontinuities == 0, "\(check)")
         #expect(r.report.frames > 48000 * 2 && (r.report.missedFrames ?? 0) == 0 && r.report.drops.isEmpty,
