@@ -35,6 +35,8 @@ public final class RackSupervisor {
     /// When the rack went down last, and how long the last restart took (until `ready`).
     public private(set) var downSince: Date?
     public private(set) var lastRecoverySeconds: Double?
+    /// The child's OSC control port on 127.0.0.1 (its plugins are set through it), chosen free at each start.
+    public private(set) var controlPort: Int?
     private let arguments: [String]
     private let logPath: String
     private let logger: Logger
@@ -71,8 +73,10 @@ public final class RackSupervisor {
         _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
         _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
         _ = fcntl(fds[0], F_SETFL, O_NONBLOCK)
+        controlPort = Self.freeUDPPort()
         do {
-            child = try ChildProcess(arguments, environment: ["SWIFT_BACKTRACE": "enable=no"], outputPath: logPath,
+            child = try ChildProcess(arguments + (controlPort.map { ["--control-port", "\($0)"] } ?? []),
+                                     environment: ["SWIFT_BACKTRACE": "enable=no"], outputPath: logPath,
                                      extraFDs: [3: fds[1]])
         } catch {
             close(fds[0])
@@ -171,6 +175,28 @@ public final class RackSupervisor {
             close(pipeRead)
             pipeRead = -1
         }
+    }
+
+    /// A UDP port on 127.0.0.1 free now (the kernel's choice for port 0), or nil.
+    static func freeUDPPort() -> Int? {
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        addr.sin_port = 0
+        let bound = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0 else { return nil }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let named = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        guard named == 0 else { return nil }
+        let port = Int(UInt16(bigEndian: addr.sin_port))
+        return port >= 1024 ? port : nil
     }
 
     static func signalName(_ sig: Int32) -> String {

@@ -57,7 +57,8 @@ extension Session {
     public func setPluginControl(_ engine: ChainEngine, plugin: String, symbol: String, value: Double) throws(PluginError) -> Float {
         guard let c = chain(engine) else {
             throw PluginError(.unknownPlugin, plugin: plugin, "the \(engine.rawValue) has no plugin chain"
-                              + (supervisors[engine.rawValue] != nil ? " in this process (the rack runs isolated)" : ""))
+                              + (supervisors[engine.rawValue].map { " in this process (the rack runs isolated: its own control port is "
+                                  + ($0.controlPort.map(String.init) ?? "not open") + ")" } ?? ""))
         }
         return try c.set(plugin, symbol, value)
     }
@@ -66,7 +67,8 @@ extension Session {
     public func pluginControl(_ engine: ChainEngine, plugin: String, symbol: String) throws(PluginError) -> Float {
         guard let c = chain(engine) else {
             throw PluginError(.unknownPlugin, plugin: plugin, "the \(engine.rawValue) has no plugin chain"
-                              + (supervisors[engine.rawValue] != nil ? " in this process (the rack runs isolated)" : ""))
+                              + (supervisors[engine.rawValue].map { " in this process (the rack runs isolated: its own control port is "
+                                  + ($0.controlPort.map(String.init) ?? "not open") + ")" } ?? ""))
         }
         return try c.value(plugin, symbol)
     }

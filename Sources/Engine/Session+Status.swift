@@ -67,6 +67,8 @@ public struct SessionStatus: Codable, Sendable {
         public var restarts: Int?
         public var pid: Int32?
         public var lastRecoverySeconds: Double?
+        /// An isolated rack's own OSC control port (its plugins are set there: `tandem ctl --port N plugin set …`).
+        public var controlPort: Int?
     }
     public struct CycleCost: Codable, Sendable {
         public var p50Micros: Double
@@ -218,7 +220,8 @@ extension Session {
                 out.append(.init(name: name, client: s.rack.client, isolated: true, running: s.ready && s.isRunning,
                                  inputs: s.rack.inputs?.count ?? 0, outputs: s.rack.outputs?.count ?? 0,
                                  cycles: s.cycles, latencyFrames: 0, crashes: s.crashes, hangs: s.hangs,
-                                 restarts: s.restarts, pid: s.pid, lastRecoverySeconds: s.lastRecoverySeconds))
+                                 restarts: s.restarts, pid: s.pid, lastRecoverySeconds: s.lastRecoverySeconds,
+                                 controlPort: s.controlPort))
             }
         }
         return out
