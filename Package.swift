@@ -69,7 +69,7 @@ let package = Package(
         .testTarget(name: "EngineTests", dependencies: ["Engine", "TestSupport"]),
         .testTarget(name: "PluginsTests", dependencies: ["Plugins", "Presets", "TestSupport",
                                                         .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "TandemTests", dependencies: ["TestSupport", "SoundFile", "Engine", "Jack", "Control",
+        .testTarget(name: "TandemTests", dependencies: ["TestSupport", "SoundFile", "Engine", "Jack", "Control", "Plugins",
                                                        "NSMServerFixture"]),
         .testTarget(name: "ControlTests", dependencies: ["Control", "Engine", "Presets", "TestSupport"]),
     ],

@@ -1,6 +1,7 @@
 import Testing
 import Foundation
 import Jack
+import Plugins
 import TestSupport
 
 /// The real-time path, proven: the LD_PRELOAD interposer counts allocations, locks, writes and Swift runtime
@@ -110,5 +111,68 @@ import TestSupport
         }
         #expect(results["clean"]!.cycles > 100 && results["clean"]!.events == 0, "\(results["clean"]!.line)")
         #expect(results["bad"]!.cycles > 100 && results["bad"]!.events > 0, "\(results["bad"]!.line)")
+    }
+
+    /// A rack running a chain of SWH and x42 plugins (high-pass, amplifier, x42's fil4 EQ; two channels, one instance
+    /// each) for 5 s, in its own `tandem rack` process and isolated under a recording session: its callback (and the
+    /// recorder's beside it) makes no allocation, lock or write. Every process under the interposer appends its line.
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: "/usr/lib/lv2/amp-swh.lv2")
+                   && PluginHost.shared.plugin("http://gareus.org/oss/lv2/fil4#mono") != nil
+                   && TestEnvironment.hasProgram("sndfile-jackplay")))
+    func rackCallbacksAreCleanInAndOutOfIsolation() throws {
+        let server = try TestEnvironment.server("rtrack", period: 256)
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("rtrack")
+        let source = dir.appendingPathComponent("noise.wav").path
+        try TestEnvironment.writeWAV(Signals.noise(frames: 48000, channels: 2), channels: 2, path: source)
+        let chain = ["http://plugin.org.uk/swh-plugins/highpass_iir,cutoff=80", "http://plugin.org.uk/swh-plugins/amp,gain=-3",
+                     "http://gareus.org/oss/lv2/fil4#mono"]
+        let environment = { (report: String) in ["LD_PRELOAD": interposer, "RTCHECK_REPORT": report] }
+        let player = try startJackplay(source, pattern: "fx:in_%d", server: server, loop: true,
+                                       log: dir.appendingPathComponent("jackplay.log").path)
+        defer { player.stop() }
+
+        // In its own process, as `tandem rack`.
+        let alone = dir.appendingPathComponent("alone.txt").path
+        let rack = try TandemProcess(["rack", "--name", "fx", "--inputs", "2"] + chain.flatMap { ["--plugin", $0] },
+                                     server: server, extraEnvironment: environment(alone),
+                                     log: dir.appendingPathComponent("rack.log").path)
+        #expect(rack.waitFor("rack fx ready"), "\(rack.output)")
+        usleep(5_000_000)
+        rack.process.signal(SIGINT)
+        #expect(rack.process.wait(timeout: 10) == 0, "\(rack.output)")
+        let r = Self.lastReport(alone)
+        #expect(r.cycles > 800 && r.events == 0, "\(r.line)")
+
+        // Isolated under a session that records its output.
+        let isolated = dir.appendingPathComponent("isolated.txt").path
+        let path = dir.appendingPathComponent("iso.toml").path
+        try """
+            [session]
+            name = "rtiso"
+            directory = "\(dir.path)"
+            [recorder]
+            channels = 2
+            [[rack]]
+            name = "fx"
+            inputs = 2
+            \(chain.map { "[[rack.plugins]]\nuri = \"\($0.split(separator: ",")[0])\"" }.joined(separator: "\n"))
+            [[connect]]
+            from = "fx:out_*"
+            to = "tandem-rec:in_*"
+            """.write(toFile: path, atomically: true, encoding: .utf8)
+        let run = try TandemProcess(["run", "--no-view", "--control-port", "0", path], server: server,
+                                    extraEnvironment: environment(isolated),
+                                    log: dir.appendingPathComponent("run.log").path)
+        #expect(run.waitFor("connected fx:out_2 -> tandem-rec:in_2"), "\(run.output)")
+        usleep(5_000_000)
+        run.process.signal(SIGINT)
+        #expect(run.process.wait(timeout: 15) == 0, "\(run.output)")
+        let lines = ((try? String(contentsOfFile: isolated, encoding: .utf8)) ?? "").split(separator: "\n")
+            .filter { $0.hasPrefix("rtcheck ") }
+        #expect(lines.count >= 2, "the session and the rack's process each report: \(lines)")
+        for line in lines {
+            #expect(line.contains(" events=0") && !line.contains(" cycles=0 "), "\(line)")
+        }
     }
 }
