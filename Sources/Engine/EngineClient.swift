@@ -30,10 +30,11 @@ protocol EngineState: BitwiseCopyable {
 ///
 /// The contract, in order:
 /// 1. `init` opens the client (a taken name is `badConfig`, the rest `jack`), runs the engine's `check` against the
-///    server's facts (rate, period), registers the ports in order, builds the RT state with the engine's `allocate`
-///    (which throws `memory` when the rings cannot be had, `badConfig` when they could never fit), installs the start
-///    chain (with `strictPlugins` a chain that cannot run as asked is `badConfig`) and the latency callback. Nothing
-///    runs yet. Any failure undoes what was done and throws.
+///    server's facts (rate, period), registers the input then the output ports in order, builds the RT state with
+///    the engine's `allocate` (which throws `memory` when the rings cannot be had, `badConfig` when they could never
+///    fit), installs the start chain (with `strictPlugins` a chain that cannot run as asked is `badConfig`) and the
+///    latency callback (on the outputs; on the inputs of an engine without outputs). Nothing runs yet. Any failure
+///    undoes what was done and throws.
 /// 2. The engine builds what needs the state (its disk thread's object), then calls `activate`: the worker thread
 ///    starts, the process callback is set and called once on this thread (warm-up), the state's `resetAfterWarmUp`
 ///    and the engine's `afterWarmUp` undo what it changed, and the client is activated. On failure the worker is
@@ -48,25 +49,28 @@ final class EngineClient<State: EngineState>: @unchecked Sendable {
     struct Setup {
         var clientName: String
         var server: String?
-        var ports: [String]
-        var direction: PortDirection
-        /// A through client's other side (a rack's outputs, registered after `ports`, its inputs); latency is then
-        /// reported as a through client's.
-        var returnPorts: [String] = []
+        /// Short names of the input ports, then of the output ports, each in channel order (a recorder has only
+        /// inputs, a player only outputs, a rack both).
+        var inputs: [String] = []
+        var outputs: [String] = []
         /// "recorder", "player", ...: the chain's label and the words of logs and errors.
         var role: String
         var plugins: [PluginSpec]
         var pluginState: String?
         var strictPlugins: Bool
+        /// Channels the insert chain runs: the inputs, or the outputs of an engine without inputs.
+        var chainChannels: Int { inputs.isEmpty ? outputs.count : inputs.count }
     }
 
     let client: JackClient
-    let ports: [JackPort]
-    /// The ports of `Setup.returnPorts` (a rack's outputs).
-    let returnPorts: [JackPort]
+    let inputs: [JackPort]
+    let outputs: [JackPort]
+    /// Every port: the inputs, then the outputs.
+    var ports: [JackPort] { inputs + outputs }
     let state: UnsafeMutablePointer<State>
-    /// The insert chain (built for `ports.count` channels).
+    /// The insert chain (built for `chainChannels` channels).
     let plugins: ChainHolder
+    let chainChannels: Int
     let role: String
     private let latency: JackLatency
     private let logger: Logger
@@ -74,26 +78,28 @@ final class EngineClient<State: EngineState>: @unchecked Sendable {
     private var stopWorker: () -> Void = {}
     private(set) var closed = false
 
-    /// Steps 1 of the contract. `check` sees the open client before any port exists; `allocate` gets the client,
-    /// its ports and the chain slot the state must hold.
+    /// Step 1 of the contract. `check` sees the open client before any port exists; `allocate` gets the client, its
+    /// input and output ports and the chain slot the state must hold.
     init(_ setup: Setup, logger: Logger, check: (JackClient) throws(EngineError) -> Void = { _ in },
-         allocate: (JackClient, [JackPort], ChainSlot) throws(EngineError) -> UnsafeMutablePointer<State>)
+         allocate: (_ client: JackClient, _ inputs: [JackPort], _ outputs: [JackPort], _ chain: ChainSlot)
+            throws(EngineError) -> UnsafeMutablePointer<State>)
         throws(EngineError) {
         self.logger = logger
         role = setup.role
+        chainChannels = setup.chainChannels
         do {
             client = try JackClient(name: setup.clientName, server: setup.server, logger: logger)
         } catch {
             throw EngineError(error.code == .nameTaken ? .badConfig : .jack, error.description)
         }
-        var registered: [JackPort] = []
-        var returned: [JackPort] = []
+        var registered: (inputs: [JackPort], outputs: [JackPort]) = ([], [])
         do throws(EngineError) {
             try check(client)
             do {
-                for name in setup.ports { registered.append(try client.registerPort(name, direction: setup.direction)) }
-                let back: PortDirection = setup.direction == .input ? .output : .input
-                for name in setup.returnPorts { returned.append(try client.registerPort(name, direction: back)) }
+                for name in setup.inputs { registered.inputs.append(try client.registerPort(name, direction: .input)) }
+                for name in setup.outputs {
+                    registered.outputs.append(try client.registerPort(name, direction: .output))
+                }
             } catch {
                 throw EngineError(.jack, error.description)
             }
@@ -101,27 +107,32 @@ final class EngineClient<State: EngineState>: @unchecked Sendable {
             client.close()
             throw error
         }
-        ports = registered
-        returnPorts = returned
+        (inputs, outputs) = registered
         let holder = ChainHolder()
         do throws(EngineError) {
-            // A through client's state gets both sides: `ports`, then `returnPorts`.
-            state = try allocate(client, registered + returned, holder.slot)
+            state = try allocate(client, registered.inputs, registered.outputs, holder.slot)
         } catch {
             client.close()
             throw error
         }
         plugins = holder
-        if let why = holder.installForStart(setup.plugins, client: client, channels: registered.count, label: role,
+        if let why = holder.installForStart(setup.plugins, client: client, channels: chainChannels, label: role,
                                             savedState: setup.pluginState, strict: setup.strictPlugins,
                                             logger: logger) {
             client.close()
             State.free(state)
             throw EngineError(.badConfig, why)
         }
-        latency = returned.isEmpty
-            ? JackLatency(client: client, ports: registered, outputs: setup.direction == .output)
-            : JackLatency(client: client, inputs: registered, outputs: returned)
+        // The chain's delay: what leaves the outputs is that much later (capture latency); an engine without outputs
+        // keeps its inputs that much later (playback latency).
+        // A through client (a rack, both sides) reports as JACK's latency protocol asks of one: each side carries the
+        // other's latency plus the chain's.
+        if registered.inputs.isEmpty || registered.outputs.isEmpty {
+            latency = registered.outputs.isEmpty ? JackLatency(client: client, ports: registered.inputs, outputs: false)
+                : JackLatency(client: client, ports: registered.outputs, outputs: true)
+        } else {
+            latency = JackLatency(client: client, inputs: registered.inputs, outputs: registered.outputs)
+        }
     }
 
     /// Step 2 of the contract. `worker`: the engine's thread (its name, its body, and how to ask it to return), or
@@ -184,7 +195,7 @@ final class EngineClient<State: EngineState>: @unchecked Sendable {
 
     /// Replaces the insert chain while running: built here, taken by the process thread at the start of a cycle.
     func replacePlugins(_ specs: [PluginSpec], savedState: String?) {
-        plugins.rebuild(specs, client: client, channels: ports.count, label: role, savedState: savedState,
+        plugins.rebuild(specs, client: client, channels: chainChannels, label: role, savedState: savedState,
                         logger: logger)
         refreshPluginLatency()
     }
@@ -199,7 +210,8 @@ final class EngineClient<State: EngineState>: @unchecked Sendable {
         let ringFrames = frames + 2 * Period.maxFrames
         let (bytes, overflow) = ringFrames.multipliedReportingOverflow(by: channels * MemoryLayout<Float>.stride)
         guard !overflow, ResidentMemory.plausible(bytes: bytes) else {
-            throw EngineError(.badConfig, "\(what) of \(overflow ? Int.max >> 20 : bytes >> 20) MiB at \(rate) Hz is more "
+            let mib = overflow ? Int.max >> 20 : bytes >> 20
+            throw EngineError(.badConfig, "\(what) of \(mib) MiB at \(rate) Hz is more "
                               + "than half this machine's memory: \(hint)")
         }
         return ringFrames

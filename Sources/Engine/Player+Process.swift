@@ -15,8 +15,9 @@ extension PlayerState {
         return 0
     }
 
-    /// One cycle into `outputs.buffers` (this cycle's output buffers, `frames` frames, at most `Period.maxFrames`) that began at
-    /// JACK frame time `frameTime`. Touches nothing of libjack, so tests drive it cycle by cycle. Realtime: safe.
+    /// One cycle into `outputs.buffers` (this cycle's output buffers, `frames` frames, at most `Period.maxFrames`)
+    /// that began at JACK frame time `frameTime`. Touches nothing of libjack, so tests drive it cycle by cycle.
+    /// Realtime: safe.
     @inline(__always)
     static func cycle(_ s: PlayerState, frames n: Int, frameTime: UInt32) {
         let began = monotonicNanoseconds()

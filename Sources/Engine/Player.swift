@@ -34,7 +34,7 @@ public final class Player: @unchecked Sendable {
     private var announcedFinish = false
 
     public var client: JackClient { engine.client }
-    public var ports: [JackPort] { engine.ports }
+    public var ports: [JackPort] { engine.outputs }
     /// The insert chain (what the callback runs between the ring and the ports).
     public var plugins: ChainHolder { engine.plugins }
     var state: UnsafeMutablePointer<PlayerState> { engine.state }
@@ -51,9 +51,9 @@ public final class Player: @unchecked Sendable {
         self.config = config
         self.logger = logger
         let setup = EngineClient<PlayerState>.Setup(
-            clientName: config.clientName, server: server, ports: config.ports, direction: .output, role: "player",
+            clientName: config.clientName, server: server, outputs: config.ports, role: "player",
             plugins: config.plugins, pluginState: config.pluginState, strictPlugins: strictPlugins)
-        engine = try EngineClient(setup, logger: logger, allocate: { client, ports, slot throws(EngineError) in
+        engine = try EngineClient(setup, logger: logger, allocate: { client, _, ports, slot throws(EngineError) in
             let ringFrames = try EngineClient<PlayerState>.ringFrames(
                 seconds: config.ringSeconds, rate: client.sampleRate, channels: ports.count, what: "a playback ring",
                 hint: "shorten ring")
@@ -89,7 +89,8 @@ public final class Player: @unchecked Sendable {
         let s = state.pointee
         while Date() < deadline {
             let fresh = s.ring.totalWritten - max(s.ring.totalRead, s.counter(.skipTo))
-            if s.ring.capacity - fresh < max(PlayerState.minimumWakeSpace, s.wakeSpace) + DiskReader.chunkFrames || s.counter(.drainedAt) != PlayerState.notDrained {
+            let room = max(PlayerState.minimumWakeSpace, s.wakeSpace) + DiskReader.chunkFrames
+            if s.ring.capacity - fresh < room || s.counter(.drainedAt) != PlayerState.notDrained {
                 return true
             }
             usleep(2_000)

@@ -73,8 +73,8 @@ struct PlayerState: EngineState {
     let wakeSpace: Int
 
     /// Builds the state for `channels` output channels. `ports` are the client's output ports (one per channel), or
-    /// none for state driven without a server (tests call `cycle` and read `outputs.buffers`). Throws when the playback ring's
-    /// memory cannot be had. Control thread.
+    /// none for state driven without a server (tests call `cycle` and read `outputs.buffers`). Throws when the
+    /// playback ring's memory cannot be had. Control thread.
     static func allocate(client: JackClientHandle, ports: [JackPort], channels: Int, chain: ChainSlot, ringFrames: Int,
                          wakeSpace: Int, notify: Wakeup?) throws(EngineError) -> UnsafeMutablePointer<PlayerState> {
         let ring: FrameRing

@@ -18,8 +18,8 @@ public final class Rack {
     let engine: EngineClient<RackState>
 
     public var client: JackClient { engine.client }
-    public var inputs: [JackPort] { engine.ports }
-    public var outputs: [JackPort] { engine.returnPorts }
+    public var inputs: [JackPort] { engine.inputs }
+    public var outputs: [JackPort] { engine.outputs }
     public var plugins: ChainHolder { engine.plugins }
     public var name: String { config.name }
 
@@ -34,12 +34,13 @@ public final class Rack {
         }
         self.config = config
         let setup = EngineClient<RackState>.Setup(
-            clientName: config.clientName, server: server, ports: config.inputs, direction: .input,
-            returnPorts: config.outputs, role: "rack \(config.name)", plugins: config.plugins,
+            clientName: config.clientName, server: server, inputs: config.inputs, outputs: config.outputs,
+            role: "rack \(config.name)", plugins: config.plugins,
             pluginState: config.pluginState, strictPlugins: strictPlugins)
         let (ins, outs) = (config.inputs.count, config.outputs.count)
-        engine = try EngineClient(setup, logger: logger, allocate: { client, ports, slot in
-            RackState.allocate(client: client.cycleHandle, ports: ports, inputs: ins, outputs: outs, chain: slot)
+        engine = try EngineClient(setup, logger: logger, allocate: { client, inputs, outputs, slot in
+            RackState.allocate(client: client.cycleHandle, inputs: inputs, outputs: outputs, channels: (ins, outs),
+                               chain: slot)
         })
         try engine.activate(worker: nil)
         engine.refreshPluginLatency()

@@ -22,15 +22,14 @@ struct RackState: EngineState {
     let counters: AtomicCounterArray
     let cycleCost: CycleHistogram
 
-    /// `ports`: the inputs, then the outputs (or none, for state driven without a server). Control thread.
-    static func allocate(client: JackClientHandle, ports: [JackPort], inputs: Int, outputs: Int,
+    /// `inputs` and `outputs`: the client's ports (or none, for state driven without a server, with `channels`
+    /// giving the counts). Control thread.
+    static func allocate(client: JackClientHandle, inputs: [JackPort], outputs: [JackPort], channels: (Int, Int),
                          chain: ChainSlot) -> UnsafeMutablePointer<RackState> {
-        let ins = ports.isEmpty ? [] : Array(ports.prefix(inputs))
-        let outs = ports.isEmpty ? [] : Array(ports.dropFirst(inputs))
         let state = UnsafeMutablePointer<RackState>.allocate(capacity: 1)
         state.initialize(to: RackState(
-            client: client, inputs: EnginePorts.allocate(ports: ins, channels: inputs),
-            outputs: EnginePorts.allocate(ports: outs, channels: outputs), chain: chain,
+            client: client, inputs: EnginePorts.allocate(ports: inputs, channels: channels.0),
+            outputs: EnginePorts.allocate(ports: outputs, channels: channels.1), chain: chain,
             counters: .allocate(count: Counter.allCases.count), cycleCost: .allocate()))
         state.pointee.resetAfterWarmUp()
         return state

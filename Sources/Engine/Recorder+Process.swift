@@ -15,8 +15,8 @@ extension RecorderState {
         return 0
     }
 
-    /// One cycle over `inputs.buffers` (this cycle's input, `frames` frames, at most `Period.maxFrames`) that began at JACK
-    /// frame time `frameTime`: run the chain, meter, copy into the ring (or drop and count), stamp the stream
+    /// One cycle over `inputs.buffers` (this cycle's input, `frames` frames, at most `Period.maxFrames`) that began
+    /// at JACK frame time `frameTime`: run the chain, meter, copy into the ring (or drop and count), stamp the stream
     /// position, wake the writer. Touches nothing of libjack, so tests drive it cycle by cycle. Realtime: safe.
     @inline(__always)
     static func cycle(_ s: RecorderState, frames n: Int, frameTime: UInt32) {

@@ -27,7 +27,7 @@ public final class Recorder: @unchecked Sendable {
     public let recovered: [TakeRecovery.Recovered]
 
     public var client: JackClient { engine.client }
-    public var ports: [JackPort] { engine.ports }
+    public var ports: [JackPort] { engine.inputs }
     /// The insert chain (what the callback runs before the ring).
     public var plugins: ChainHolder { engine.plugins }
     var state: UnsafeMutablePointer<RecorderState> { engine.state }
@@ -49,23 +49,23 @@ public final class Recorder: @unchecked Sendable {
         self.config = config
         self.logger = logger
         let setup = EngineClient<RecorderState>.Setup(
-            clientName: config.clientName, server: server, ports: config.ports, direction: .input, role: "recorder",
+            clientName: config.clientName, server: server, inputs: config.ports, role: "recorder",
             plugins: config.plugins, pluginState: config.pluginState, strictPlugins: strictPlugins)
         engine = try EngineClient(setup, logger: logger, check: { client throws(EngineError) in
             let channels = config.stems ? 1 : config.recordedChannelNames.count
             if let e = config.format.check(channels: channels, sampleRate: client.sampleRate) {
                 throw EngineError(.badConfig, e.message)
             }
-        }, allocate: { client, ports, slot throws(EngineError) in
+        }, allocate: { client, ports, _, slot throws(EngineError) in
             let rate = client.sampleRate
             let ringFrames = try EngineClient<RecorderState>.ringFrames(
                 seconds: config.ringSeconds + config.prerollSeconds, rate: rate,
                 channels: config.recordedChannelNames.count, what: "a capture ring (ring + pre-roll)",
                 hint: "shorten ring or preroll")
+            let wake = RecorderState.wakeFrames(sampleRate: rate, period: client.bufferSize)
             return try RecorderState.allocate(client: client.cycleHandle, ports: ports, channels: ports.count,
                                               recordDry: config.recordDry, chain: slot, ringFrames: ringFrames,
-                                              wakeFrames: RecorderState.wakeFrames(sampleRate: rate, period: client.bufferSize),
-                                              sampleRate: rate)
+                                              wakeFrames: wake, sampleRate: rate)
         })
         let notifications = engine.client.notifications
         writer = DiskWriter(config: config, state: engine.state.pointee, sampleRate: engine.sampleRate,

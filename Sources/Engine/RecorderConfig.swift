@@ -55,7 +55,9 @@ public struct RecorderConfig: Sendable, Equatable {
         if let r = rotateSeconds, !Limits.contains(Limits.rotateSeconds, r) {
             out.append("rotation must be \(Limits.describe(Limits.rotateSeconds, unit: " seconds"))")
         }
-        if let r = rotateBytes, !Limits.rotateBytes.contains(r) { out.append("rotation size must be \(Limits.describeSize(Limits.rotateBytes)) bytes") }
+        if let r = rotateBytes, !Limits.rotateBytes.contains(r) {
+            out.append("rotation size must be \(Limits.describeSize(Limits.rotateBytes)) bytes")
+        }
         if !Limits.contains(Limits.prerollSeconds, prerollSeconds) {
             out.append("pre-roll must be \(Limits.describe(Limits.prerollSeconds, unit: " seconds"))")
         }

@@ -92,7 +92,8 @@ struct RecorderState: EngineState {
         let recordedChannels = recordDry ? 2 * channels : channels
         let ring: FrameRing
         do { ring = try FrameRing.allocate(channels: recordedChannels, capacity: ringFrames) } catch {
-            throw EngineError(.memory, "the capture ring (\(ringFrames) frames of \(recordedChannels) channels): \(error)")
+            throw EngineError(.memory,
+                              "the capture ring (\(ringFrames) frames of \(recordedChannels) channels): \(error)")
         }
         let wet = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: channels)
         for c in 0..<channels {

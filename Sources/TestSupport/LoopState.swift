@@ -1,4 +1,3 @@
-import CJack
 import Jack
 import Realtime
 #if canImport(Glibc)
@@ -18,7 +17,7 @@ public struct LoopState: BitwiseCopyable {
     public var cycles: AtomicCounter
     /// JACK frame time of the first frame recorded, plus one (0: nothing recorded yet). Set by `record`.
     public var firstFrameTime: AtomicCounter
-    /// The client (for `jack_last_frame_time`), once known.
+    /// The client (for its frame time through `JackClientHandle`), once known.
     public var client: OpaquePointer?
     /// `lateClock` only: every `stallEvery` cycles it sleeps `stallMicros` inside the callback.
     public var stallEvery = 0
@@ -69,7 +68,7 @@ public struct LoopState: BitwiseCopyable {
         let s = arg!.assumingMemoryBound(to: LoopState.self).pointee
         for c in 0..<s.channels { s.buffers[c] = s.ports[c].buffer(frames) ?? s.scratch }
         if s.firstFrameTime.load() == 0, let client = s.client {
-            s.firstFrameTime.store(Int(jack_last_frame_time(client)) + 1)
+            s.firstFrameTime.store(Int(JackClientHandle(raw: client).lastFrameTime) + 1)
         }
         _ = s.ring.writer.write(planar: s.buffers, frames: Int(frames))
         s.cycles.add(1)
@@ -92,7 +91,7 @@ extension LoopState {
         try client.activate(process: { frames, arg in
             let s = arg!.assumingMemoryBound(to: LoopState.self).pointee
             let out = s.ports[0].buffer(frames) ?? s.scratch
-            let now = s.client.map { Int(jack_last_frame_time($0)) } ?? 0
+            let now = Int(JackClientHandle(raw: s.client).lastFrameTime)
             for i in 0..<Int(frames) { out[i] = Float((now + i) & 0x7F_FFFF) / 8_388_608 }
             if s.started.load() != 0 && s.stallEvery > 0 && s.cycles.add(1) % s.stallEvery == 0 {
                 usleep(UInt32(s.stallMicros))

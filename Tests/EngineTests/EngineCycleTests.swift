@@ -2,6 +2,7 @@ import Testing
 import Foundation
 @testable import Engine
 import Jack
+import Presets
 @testable import Plugins
 import Realtime
 import SoundFile
@@ -330,6 +331,32 @@ import TestSupport
         #expect(s.outputs.buffers[0][0] < 400 && s.outputs.buffers[0][0] > 399 * 0.99)
         PlayerState.cycle(s, frames: n, frameTime: UInt32(2 * n))
         #expect(s.outputs.buffers[0][0] == 250 && s.outputs.buffers[1][n - 1] == -Float(500 + n - 1) * 0.5)
+    }
+
+    // MARK: Limits
+
+    /// The preset loader and the recorder's config take their rotation-size limit from `Limits` and say it the same
+    /// way: a size one accepts the other accepts (they once disagreed: 4096 bytes against 64 KiB).
+    @Test func loaderAndConfigAgreeOnTheRotationSize() {
+        #expect(Limits.describeSize(Limits.rotateBytes) == "64K to 1P")
+        #expect(Limits.size(1000) == "1000" && Limits.size(3 << 20) == "3M")
+        let dir = TestEnvironment.temporaryDirectory("limits")
+        for bytes in [Limits.rotateBytes.lowerBound - 1, Limits.rotateBytes.lowerBound, 4096, 1 << 30,
+                      Limits.rotateBytes.upperBound, Limits.rotateBytes.upperBound + 1] {
+            let (preset, problems) = PresetLoader.parse("[recorder]\nrotate_size = \(bytes)\n", file: "t.toml",
+                                                        baseDirectory: dir.path)
+            var config = RecorderConfig()
+            config.directory = dir.path
+            config.rotateBytes = bytes
+            let loaderTakes = preset != nil && problems.isEmpty
+            let configTakes = config.problems().isEmpty
+            #expect(loaderTakes == configTakes, "\(bytes): loader \(problems), config \(config.problems())")
+            #expect(loaderTakes == Limits.rotateBytes.contains(bytes), "\(bytes)")
+            if !loaderTakes {
+                #expect(problems.contains { $0.message.contains("64K to 1P") })
+                #expect(config.problems().contains { $0.contains("64K to 1P") })
+            }
+        }
     }
 
     // MARK: Chain slot, memory
