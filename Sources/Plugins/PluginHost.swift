@@ -111,6 +111,11 @@ enum LV2 {
     static let sampleRate = "http://lv2plug.in/ns/ext/parameters#sampleRate"
     static let reportsLatency = core + "reportsLatency", latency = core + "latency"
     static let connectionOptional = core + "connectionOptional"
+    static let isSideChain = core + "isSideChain", enabled = core + "enabled"
+    static let portGroup = "http://lv2plug.in/ns/ext/port-groups#group"
+    static let sideChainOf = "http://lv2plug.in/ns/ext/port-groups#sideChainOf"
+    static let fixedBlockLength = ext + "buf-size#fixedBlockLength"
+    static let powerOf2BlockLength = ext + "buf-size#powerOf2BlockLength"
     static let toggled = core + "toggled", integer = core + "integer", enumeration = core + "enumeration"
     static let presetClass = ext + "presets#Preset"
     static let rdfsLabel = "http://www.w3.org/2000/01/rdf-schema#label"
@@ -122,6 +127,9 @@ public enum HostFeatures {
         LV2.uridMap, LV2.uridUnmap, LV2.options, LV2.boundedBlockLength, LV2.workerSchedule, LV2.log,
         LV2.loadDefaultState, LV2.threadSafeRestore, LV2.mapPath, LV2.makePath, LV2.freePath,
         LV2.hardRTCapable, LV2.isLive, LV2.inPlaceBroken,
+        // Given when the chain is run once per cycle with a constant period (a power of two for the second); a
+        // chain that cannot promise it refuses a plugin that requires it (see `PluginChain.unusable`).
+        LV2.fixedBlockLength, LV2.powerOf2BlockLength,
     ]
 }
 
