@@ -45,6 +45,8 @@ public final class PluginChain: @unchecked Sendable {
     /// The period the chain was built for, and whether it promised plugins one call per cycle of that length.
     public let period: Int
     public let fixedBlock: Bool
+    /// The channel count the chain was asked to end with (nil: whatever its plugins make).
+    public let wantedOutputs: Int?
 
     let host: PluginHost
     let sampleRate: Int
@@ -129,6 +131,7 @@ public final class PluginChain: @unchecked Sendable {
         self.logger = logger
         self.period = period
         self.fixedBlock = fixedBlock
+        wantedOutputs = outputs
         mixValue = Self.clampMix(mix)
         gainValue = Self.clampGain(gainDB)
         state = .allocate(capacity: 1)

@@ -22,6 +22,19 @@ public final class PluginHost: @unchecked Sendable {
         urids = lv2host_urids_new()
     }
 
+    /// Loads one more bundle (a folder with a manifest.ttl) into the world, e.g. a plugin built by a test. Returns
+    /// whether lilv now knows plugins from it.
+    @discardableResult
+    public func load(bundle path: String) -> Bool {
+        locked {
+            let dir = path.hasSuffix("/") ? path : path + "/"
+            guard let uri = lilv_new_file_uri(world, nil, dir) else { return false }
+            defer { lilv_node_free(uri) }
+            lilv_world_load_bundle(world, uri)
+            return lilv_plugins_size(lilv_world_get_all_plugins(world)) > 0
+        }
+    }
+
     /// Runs `body` with the world to itself.
     func locked<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         lock.lock()
