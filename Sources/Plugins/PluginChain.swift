@@ -240,6 +240,7 @@ public final class PluginChain: @unchecked Sendable {
             counts.deallocate()
             state.deallocate()
         }
+        if let savedState { restoreSettings(from: savedState) }
         storeSettings()
         for p in problems { logger.error("\(p.description)", metadata: ["chain": "\(label)"]) }
     }

@@ -195,3 +195,30 @@ import Testing
         #expect(chain.mix == 1 && chain.gainDB == PluginChain.gainRange.lowerBound)
     }
 }
+
+extension ChainShapeTests {
+    /// Bypass, mix and gain are saved beside the plugins' state and come back in a new chain (the session's
+    /// restore, and a rebuild after a period change).
+    @Test(.enabled(if: installed))
+    func bypassMixAndGainAreSavedAndRestored() throws {
+        let specs = [PluginSpec(uri: Self.amp, name: "a"), PluginSpec(uri: Self.amp, name: "b", bypass: true)]
+        let chain = PluginChain(specs: specs, channels: 1, sampleRate: 48000, period: 64, label: "test")
+        #expect(try chain.isBypassed("b") && !chain.isBypassed("a"))
+        try chain.setBypass("a", true)
+        try chain.setBypass("b", false)
+        chain.mix = 0.5
+        chain.gainDB = -2
+        #expect(chain.currentSpecs.map(\.bypass) == [true, false])
+        let dir = NSTemporaryDirectory() + "tandem-chainsettings-\(getpid())"
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try chain.save(to: dir)
+        let back = PluginChain(specs: specs, channels: 1, sampleRate: 48000, period: 64, label: "test", savedState: dir)
+        #expect(try back.isBypassed("a") && !back.isBypassed("b"))
+        #expect(back.mix == 0.5 && back.gainDB == -2)
+        // A bypassed amplifier at +6 dB passes its input untouched from the first cycle.
+        let loud = PluginChain(specs: [PluginSpec(uri: Self.amp, controls: [.init(symbol: "gain", value: 6)], bypass: true)],
+                               channels: 1, sampleRate: 48000, period: 64, label: "test")
+        let input = [Self.noise(64 * 4, seed: 8)]
+        #expect(Self.run(loud, input, period: 64)[0] == input[0])
+    }
+}
