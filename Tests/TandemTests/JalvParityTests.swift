@@ -112,3 +112,24 @@ import TestSupport
         #expect(r.compared >= 3 * 48000 && r.differing == 0, "\(r)")
     }
 }
+
+/// Tandem's crash-on-command test plugin really crashes its host (what crash isolation will have to survive): in
+/// `tandem play`, mode 1 ends the process by SIGSEGV and mode 2 by SIGABRT, from the process thread.
+@Suite(.serialized) struct CrashPluginTests {
+    @Test(.enabled(if: TestPlugins.canBuild))
+    func theCrashPluginKillsAnUnisolatedHost() throws {
+        let lv2 = try TestPlugins.lv2Path()
+        let server = try TestEnvironment.server("crashplug", period: 256)
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("crashplug")
+        let file = dir.appendingPathComponent("tone.wav").path
+        try TestEnvironment.writeWAV(Signals.noise(frames: 48000, channels: 1), channels: 1, path: file)
+        for (mode, signal) in [(1, SIGSEGV), (2, SIGABRT)] {
+            let play = try TandemProcess(["play", "--plugin", "\(TestPlugins.crash),mode=\(mode)", file], server: server,
+                                         extraEnvironment: ["LV2_PATH": lv2, "SWIFT_BACKTRACE": "enable=no"],
+                                         log: dir.appendingPathComponent("play\(mode).log").path)
+            let code = play.process.wait(timeout: 20)
+            #expect(code == 128 + signal, "mode \(mode): exit \(String(describing: code)); \(play.output)")
+        }
+    }
+}
