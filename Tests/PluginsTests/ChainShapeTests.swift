@@ -222,3 +222,26 @@ extension ChainShapeTests {
         #expect(Self.run(loud, input, period: 64)[0] == input[0])
     }
 }
+
+extension ChainShapeTests {
+    /// A plugin with an lv2:enabled port (x42 fil4) bypasses itself through it: its gain of -12 dB applies before the
+    /// bypass and not after; the host's crossfade stays out of it.
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: "/usr/lib/lv2/fil4.lv2")))
+    func aPluginWithAnEnabledPortBypassesItself() throws {
+        let chain = PluginChain(specs: [PluginSpec(uri: "http://gareus.org/oss/lv2/fil4#mono", name: "eq",
+                                                   controls: [.init(symbol: "gain", value: -12)])],
+                                channels: 1, sampleRate: 48000, period: 256, label: "test")
+        #expect(chain.problems.isEmpty, "\(chain.problems)")
+        #expect(try chain.bypassesItself("eq"))
+        let frames = 256 * 400
+        let input = [Self.noise(frames, seed: 12, peak: 0.5)]
+        let out = Self.run(chain, input, period: 256) { cycle in
+            if cycle == 200 { try? chain.setBypass("eq", true) }
+        }[0]
+        let before = Self.rms(out[25600..<51200]) / Self.rms(input[0][25600..<51200])
+        let after = Self.rms(out[76800..<102400]) / Self.rms(input[0][76800..<102400])
+        #expect(before < 0.3 && after > 0.98, "gain before the bypass \(before), after \(after)")
+        #expect(try chain.value("eq", "enable") == 1, "the user's value stays; the cycle writes 0 while bypassed")
+        print("measured: fil4 -12 dB, gain before bypass \(before), after \(after)")
+    }
+}
