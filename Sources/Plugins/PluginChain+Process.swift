@@ -93,7 +93,7 @@ extension ChainState {
         let mix0 = c.current[0], gain0 = c.current[1]
         c.current[0] = wantMix
         c.current[1] = wantGain
-        let latency = min(latency(c, limit: Int.max), c.dry.maxDelay(frames: frames))
+        let latency = latency(c, limit: c.dry.maxDelay(frames: frames))
         writeDry(c.dry, inputs: inputs, widthIn: c.inputChannels, frames: frames)
         if mix0 == 1 && wantMix == 1 && gain0 == 1 && wantGain == 1 { return }
         let dryNeeded = mix0 != 1 || wantMix != 1
