@@ -245,3 +245,28 @@ extension ChainShapeTests {
         print("measured: fil4 -12 dB, gain before bypass \(before), after \(after)")
     }
 }
+
+extension ChainShapeTests {
+    /// x42 zeroconvolv#MonoToStereo (worker, LV2 preset, reported latency) on a mono path: two outputs, each the
+    /// input delayed by the latency it reports (its No-OP preset loads a delta impulse response on both sides).
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: "/usr/lib/lv2/zeroconvo.lv2")))
+    func convolverMonoToStereo() throws {
+        let chain = PluginChain(specs: [PluginSpec(uri: "http://gareus.org/oss/lv2/zeroconvolv#MonoToStereo",
+                                                   preset: "http://gareus.org/oss/lv2/zeroconvolv/pset#noopMonoToStereo")],
+                                inputs: 1, outputs: nil, sampleRate: 48000, period: 256, label: "rack")
+        #expect(chain.problems.isEmpty && chain.outputChannels == 2, "\(chain.problems)")
+        let input = [Self.noise(256 * 187, seed: 21)]
+        var output: [[Float]] = []
+        for _ in 0..<50 {
+            output = Self.run(chain, input, period: 256)
+            if output[1].suffix(1000).contains(where: { $0 != 0 }) { break }
+            usleep(20_000)
+        }
+        let latency = chain.latency
+        #expect(latency > 0 && latency < 8192)
+        var worst: Float = 0
+        for c in 0..<2 { for i in 24000..<input[0].count { worst = max(worst, abs(output[c][i] - input[0][i - latency])) } }
+        #expect(worst < 1e-5, "largest difference from the input delayed by \(latency): \(worst)")
+        print("measured: zeroconvolv MonoToStereo, latency \(latency), largest difference on both sides \(worst)")
+    }
+}
