@@ -15,16 +15,22 @@ import TestSupport
         var compared = 0, differing = 0
         var largest: Float = 0
         var lag = 0
+        /// Xruns the server reported during the run (a client skipped a cycle: the two paths no longer agree, for no
+        /// fault of either host).
+        var xruns = 0
+        /// The first differing frame, counted from the first frame of noise, and the two values there.
+        var firstDifference: (frame: Int, tandem: Float, jalv: Float)?
     }
 
     /// Tandem's player with `--plugin` into one capture; Tandem's player without plugins into jalv into another.
     static func compare(tag: String, uri: String, controls: [(String, Double)], inputs: [String], outputs: [String])
         throws -> Outcome {
         let channels = inputs.count
-        let server = try TestEnvironment.server("jalv\(tag)", period: 256)
+        // A long period: fewer chances for a loaded machine to make the server skip a client (an xrun).
+        let server = try TestEnvironment.server("jalv\(tag)", period: 1024)
         defer { server.stop() }
         let dir = TestEnvironment.temporaryDirectory("jalv\(tag)")
-        let seconds = 3
+        let seconds = 2
         let noise = Signals.noise(frames: seconds * 48000, channels: channels, seed: 0x51DE + UInt64(channels)).map { $0 * 0.5 }
         let file = dir.appendingPathComponent("noise.wav").path
         // Half a second of silence first: whatever a late connection cuts off is silence, and each plugin's state
@@ -61,6 +67,7 @@ import TestSupport
                                        server: server, log: dir.appendingPathComponent("source.log").path)
         #expect(source.process.wait(timeout: 30) == 0, "\(source.output)")
         usleep(300_000)
+        let xruns = jalvCapture.client.notifications.count(.xrun)
         tandemCapture.close()
         jalvCapture.close()
 
@@ -74,15 +81,23 @@ import TestSupport
         let oa = try #require(onset(a)), ob = try #require(onset(b))
         var best = Outcome()
         best.differing = Int.max
+        let end = seconds * 48000 + 12000
         for d in -8...8 {
             let lag = ob - oa + d
             var out = Outcome()
             out.lag = lag
             var f = oa
-            while f < a.count / channels && f + lag < b.count / channels && f + lag >= 0 {
+            // The noise and a quarter second of its tail: past that the tail is below 1e-9, where a skipped cycle on
+            // a loaded machine (a time shift of a signal that small) is all a difference could be.
+            while f < a.count / channels && f + lag < b.count / channels && f + lag >= 0 && f - oa < end {
                 for c in 0..<channels {
                     let diff = abs(a[f * channels + c] - b[(f + lag) * channels + c])
-                    if diff > 0 { out.differing += 1 }
+                    if diff > 0 {
+                        out.differing += 1
+                        if out.firstDifference == nil {
+                            out.firstDifference = (f - oa, a[f * channels + c], b[(f + lag) * channels + c])
+                        }
+                    }
                     out.largest = max(out.largest, diff)
                 }
                 out.compared += 1
@@ -90,26 +105,35 @@ import TestSupport
             }
             if out.differing < best.differing { best = out }
         }
+        best.xruns = xruns
         print("measured: \(uri) \(controls) Tandem vs jalv: \(best.compared) frames compared at lag \(best.lag),"
-              + " \(best.differing) samples differ, largest difference \(best.largest)")
+              + " \(best.differing) samples differ, largest difference \(best.largest)"
+              + ", \(xruns) xrun(s)" + (best.firstDifference.map { ", first at noise frame \($0.frame) (Tandem \($0.tandem), jalv \($0.jalv))" } ?? ""))
         return best
+    }
+
+    /// Up to four runs: a run with differences and server xruns is run again; differences without an xrun fail.
+    static func clean(_ run: () throws -> Outcome) throws -> Outcome {
+        var r = try run()
+        for _ in 0..<3 where r.differing != 0 && r.xruns > 0 { r = try run() }
+        return r
     }
 
     @Test(.enabled(if: ready))
     func monoHighpassEqualsJalvSampleForSample() throws {
-        let r = try Self.compare(tag: "mono", uri: "http://plugin.org.uk/swh-plugins/highpass_iir",
-                                 controls: [("cutoff", 1000), ("stages", 3)], inputs: ["input"], outputs: ["output"])
-        #expect(r.compared >= 3 * 48000 && r.differing == 0, "\(r)")
+        let r = try Self.clean { try Self.compare(tag: "mono", uri: "http://plugin.org.uk/swh-plugins/highpass_iir",
+                                 controls: [("cutoff", 1000), ("stages", 3)], inputs: ["input"], outputs: ["output"]) }
+        #expect(r.compared == 2 * 48000 + 12000 && r.differing == 0, "\(r)")
     }
 
     @Test(.enabled(if: ready))
     func stereoDelayEqualsJalvSampleForSample() throws {
-        let r = try Self.compare(tag: "stereo", uri: "http://plugin.org.uk/swh-plugins/lcrDelay",
+        let r = try Self.clean { try Self.compare(tag: "stereo", uri: "http://plugin.org.uk/swh-plugins/lcrDelay",
                                  controls: [("ldel", 100), ("llev", 30), ("cdel", 250), ("clev", 40), ("rdel", 400),
                                             ("rlev", 20), ("feedback", 30), ("high_d", 70), ("low_d", 20),
                                             ("spread", 40), ("wet", 1)],
-                                 inputs: ["in_l", "in_r"], outputs: ["out_l", "out_r"])
-        #expect(r.compared >= 3 * 48000 && r.differing == 0, "\(r)")
+                                 inputs: ["in_l", "in_r"], outputs: ["out_l", "out_r"]) }
+        #expect(r.compared == 2 * 48000 + 12000 && r.differing == 0, "\(r)")
     }
 }
 
