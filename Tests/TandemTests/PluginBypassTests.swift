@@ -28,11 +28,19 @@ import TestSupport
     /// The player runs x42's delay line (1000 frames, reported latency) on looped noise; `/tandem/plugin/bypass`
     /// switches it off mid-stream. The output is the noise delayed by the same 1000 frames before, through and after
     /// the switch: the host's bypass is latency-aligned. Bypass and gain come back in the next run.
+    /// Up to three runs: a run that deviates while the server reported xruns (a skipped cycle shifts the capture
+    /// for no fault of the chain) is run again; a deviation without an xrun fails.
     @Test(.enabled(if: nodelayInstalled))
     func bypassOverOSCKeepsTheSignalInPlace() throws {
-        let server = try TestEnvironment.server("plugbypass", period: 256)
+        var r = try Self.bypassRun(1)
+        for k in 2...3 where r.deviation >= 1e-6 && r.xruns > 0 { r = try Self.bypassRun(k) }
+        #expect(r.deviation < 1e-6, "largest deviation \(r.deviation), xruns \(r.xruns)")
+    }
+
+    static func bypassRun(_ attempt: Int) throws -> (deviation: Float, xruns: Int) {
+        let server = try TestEnvironment.server("plugbypass\(attempt)", period: 256)
         defer { server.stop() }
-        let dir = TestEnvironment.temporaryDirectory("plugbypass")
+        let dir = TestEnvironment.temporaryDirectory("plugbypass\(attempt)")
         let frames = 48000
         let noise = Signals.noise(frames: frames, channels: 1, seed: 77).map { $0 * 0.5 }
         let file = dir.appendingPathComponent("noise.wav").path
@@ -73,6 +81,7 @@ import TestSupport
         usleep(1_500_000)
         run.process.signal(SIGTERM)
         #expect(run.process.wait(timeout: 15) == 0, "\(run.output)")
+        let xruns = capture.client.notifications.count(.xrun)
         capture.close()
         let x = capture.samples()
         // Align on the first sound, then the whole capture must be the looped file, sample for sample.
@@ -92,12 +101,12 @@ import TestSupport
                   + " bypass replied at capture frame \(Int(bypassFrame &- (capture.firstFrameTime ?? 0))))")
         }
         print("measured: OSC bypass of a 1000-frame delay, \(stopAt - onset) frames through the switch, largest"
-              + " deviation from the delayed noise \(inPlace)")
+              + " deviation from the delayed noise \(inPlace), \(xruns) xrun(s)")
         #expect(stopAt - onset > 2 * 48000)
-        #expect(inPlace < 1e-6)
         // Saved with the session: the next run starts bypassed.
         let saved = try String(contentsOfFile: "\(dir.path)/bypass.plugins/player/chain.json", encoding: .utf8)
         #expect(saved.contains("\"bypassed\":[\"late\"]"), "\(saved)")
+        return (inPlace, xruns)
     }
 
     /// The test plugin that requires a fixed block runs in the player of a real server (the engine calls the chain
