@@ -55,7 +55,13 @@ public final class ControlProtocol {
         "/tandem/unsubscribe": "[s]", "/tandem/plugin/set": "sssf", "/tandem/plugin/get": "sss",
         "/tandem/plugin/save": "", "/tandem/engines": "", "/tandem/plugin/list": "[s]",
         "/tandem/plugin/preset": "sss", "/tandem/preset/save": "s", "/tandem/takes": "",
+        "/tandem/plugin/bypass": "ss[f]", "/tandem/plugin/mix": "s[f]", "/tandem/plugin/gain": "s[f]",
     ]
+
+    /// The chain an engine runs now, if it has one with plugins.
+    private func runningChain(_ engine: ChainEngine) -> PluginChain? {
+        session.chain(engine).flatMap { $0.isEmpty ? nil : $0 }
+    }
 
     public init(session: Session, port: Int, logger: Logger = Logger(label: "tandem.control")) throws(UDPSocket.Error) {
         self.session = session
@@ -240,6 +246,38 @@ public final class ControlProtocol {
             } catch let failure {
                 return error(failure.description)
             }
+        case "/tandem/plugin/bypass":
+            // ENGINE PLUGIN [ON]: sets (1 bypassed, 0 running) or, without ON, reads the plugin's bypass.
+            let usage = "/tandem/plugin/bypass takes ENGINE (recorder|player), PLUGIN (its name), and optionally 1 or 0"
+            guard m.arguments.count == 2 || m.arguments.count == 3 else { return error(usage) }
+            let e = m.arguments[0].string ?? m.arguments[0].description
+            guard session.hasEngine(e) else { return error("unknown engine '\(e)' (recorder, player or a rack's name)") }
+            let engine = ChainEngine(rawValue: e)
+            guard let chain = runningChain(engine) else { return error("the \(e) has no plugin chain") }
+            let plugin = m.arguments[1].string ?? m.arguments[1].description
+            do {
+                if m.arguments.count == 3 {
+                    guard let v = m.arguments[2].number, v == 0 || v == 1 else { return error(usage) }
+                    try chain.setBypass(plugin, v == 1)
+                }
+                return ok(try chain.isBypassed(plugin) ? "1" : "0")
+            } catch let failure {
+                return error(failure.description)
+            }
+        case "/tandem/plugin/mix", "/tandem/plugin/gain":
+            // ENGINE [VALUE]: the chain's dry/wet mix (0 dry ... 1 wet) or its output gain in dB; without VALUE, read.
+            let isMix = m.path.hasSuffix("mix")
+            let usage = "\(m.path) takes ENGINE (recorder|player) and optionally " + (isMix ? "MIX (0 dry to 1 wet)" : "GAIN (dB)")
+            guard m.arguments.count == 1 || m.arguments.count == 2 else { return error(usage) }
+            let e = m.arguments[0].string ?? m.arguments[0].description
+            guard session.hasEngine(e) else { return error("unknown engine '\(e)' (recorder, player or a rack's name)") }
+            let engine = ChainEngine(rawValue: e)
+            guard let chain = runningChain(engine) else { return error("the \(e) has no plugin chain") }
+            if m.arguments.count == 2 {
+                guard let v = m.arguments[1].number, v.isFinite else { return error(usage) }
+                if isMix { chain.mix = v } else { chain.gainDB = v }
+            }
+            return ok("\(isMix ? chain.mix : chain.gainDB)")
         case "/tandem/plugin/save":
             if let e = noArguments() { return error(e) }
             do {

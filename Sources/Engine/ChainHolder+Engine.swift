@@ -4,11 +4,14 @@ import Plugins
 import Presets
 
 extension ChainHolder {
-    /// The chain `specs` asks for, for a client of this server (nil when `specs` is empty). Control thread.
+    /// The chain `specs` asks for, for a client of this server (nil when `specs` is empty). The engine runs it once
+    /// per cycle with the server's period, so plugins may be promised a fixed block. `mix` and `gainDB`: the chain's
+    /// dry/wet mix and output gain (saved values in `savedState` take precedence). Control thread.
     static func chain(_ specs: [PluginSpec], client: JackClient, channels: Int, label: String,
-                      savedState: String?) -> PluginChain? {
+                      savedState: String?, mix: Double = 1, gainDB: Double = 0) -> PluginChain? {
         specs.isEmpty ? nil : PluginChain(specs: specs, channels: channels, sampleRate: client.sampleRate,
-                                          period: client.bufferSize, label: label, savedState: savedState)
+                                          period: client.bufferSize, label: label, savedState: savedState,
+                                          fixedBlock: true, mix: mix, gainDB: gainDB)
     }
 
     /// Installs the chain an engine starts with. With `strict` (a plugin that cannot run is fatal) returns why the

@@ -30,9 +30,10 @@ public enum PresetPluginCheck {
         let file = preset.path ?? "preset"
         var problems: [PresetProblem] = []
         for chain in chains {
-            for (k, spec) in chain.specs.enumerated() {
+            let found = host.check(chain: chain.specs, channels: chain.channels)
+            for (k, _) in chain.specs.enumerated() {
                 let source = k < chain.sources.count ? chain.sources[k] : PluginSource(key: chain.key)
-                for p in host.check(spec, channels: chain.channels) {
+                for p in found[k] {
                     let (key, line): (String, Int?)
                     switch p.field {
                     case .uri: (key, line) = ("\(chain.key).uri", source.uriLine ?? source.line)

@@ -36,7 +36,8 @@ extension Session {
         name == "recorder" || name == "player" || racks[name] != nil || supervisors[name] != nil
     }
 
-    func chain(_ engine: ChainEngine) -> PluginChain? {
+    /// The engine's chain running in this process (nil: none, or an isolated rack's).
+    public func chain(_ engine: ChainEngine) -> PluginChain? {
         switch engine {
         case .recorder: return recorder?.plugins.chain
         case .player: return player?.plugins.chain

@@ -300,3 +300,30 @@ void lv2host_worker_free(LV2HostWorker *w) {
     free(w->response_buf);
     free(w);
 }
+
+/* ---- Floating point mode ---------------------------------------------------------------------------------------- */
+
+uint64_t lv2host_fp_enter(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned int old = __builtin_ia32_stmxcsr();
+    __builtin_ia32_ldmxcsr(old | 0x8040u);  /* FTZ (bit 15) | DAZ (bit 6) */
+    return old;
+#elif defined(__aarch64__)
+    uint64_t old;
+    __asm__ volatile("mrs %0, fpcr" : "=r"(old));
+    __asm__ volatile("msr fpcr, %0" : : "r"(old | (1ull << 24)));  /* FZ */
+    return old;
+#else
+    return 0;
+#endif
+}
+
+void lv2host_fp_leave(uint64_t mode) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_ldmxcsr((unsigned int)mode);
+#elif defined(__aarch64__)
+    __asm__ volatile("msr fpcr, %0" : : "r"(mode));
+#else
+    (void)mode;
+#endif
+}

@@ -1,22 +1,49 @@
 import Realtime
 
 /// Everything the process thread touches to run one chain: plain pointers built by `PluginChain` before the chain is
-/// installed, never changed while it is installed.
+/// installed, never changed while it is installed (the atomics in it excepted).
 public struct ChainState: BitwiseCopyable {
     let stages: UnsafeMutablePointer<StageState>
     let stageCount: Int
-    let channels: Int
-    /// Two banks of `channels` buffers between stages (`Period.maxFrames` frames each).
+    /// Channels the chain takes and gives (they differ when a plugin changes the channel count).
+    public let inputChannels: Int
+    public let outputChannels: Int
+    /// The widest the path gets: buffers per bank of `between`.
+    let width: Int
+    /// Two banks of `width` buffers between stages (`Period.maxFrames` frames each).
     let between: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+    /// Side inputs of the chain (see `ChainLayout`), and a silent buffer for those nothing feeds.
+    public let sideInputs: Int
+    let silence: UnsafeMutablePointer<Float>
+    /// Control thread writes, process thread reads: `Setting` cells (Float bits).
+    let settings: AtomicCounterArray
+    /// Process thread only: the mix and gain of the last cycle's end (ramped towards `settings` each cycle).
+    let current: UnsafeMutablePointer<Float>
+    /// The chain's input, mapped to the output channels and delayed by the chain's latency, for the dry/wet mix.
+    let dry: DelayLines
+    /// Process thread writes, control thread reads: `Count` cells.
+    let counts: AtomicCounterArray
+
+    enum Setting: Int, CaseIterable { case mix, gain }
+    enum Count: Int, CaseIterable {
+        /// Cycles whose length was not the fixed block some plugin was promised (it was passed over, see
+        /// `StageState.fixedFrames`).
+        case blockMismatches
+        case cycles
+    }
 }
 
 /// One plugin of the chain: one instance, or one per group of channels.
 struct StageState: BitwiseCopyable {
     let instances: UnsafeMutablePointer<InstanceState>
     let instanceCount: Int
-    /// Audio inputs and outputs of each instance.
+    /// Main audio inputs, side inputs and audio outputs of each instance.
     let ins: Int
+    let sides: Int
     let outs: Int
+    /// Channels of the path before and after the stage.
+    let widthIn: Int
+    let widthOut: Int
     /// Target value of each input control port (Float bits), written by the control thread.
     let controls: AtomicCounterArray
     let controlCount: Int
@@ -25,6 +52,34 @@ struct StageState: BitwiseCopyable {
     let outputCount: Int
     /// Index (among the output controls) of the port that reports latency, or -1.
     let latencyOutput: Int
+    /// Index (among the input controls) of the lv2:enabled port, or -1. With one, bypass is the plugin's own.
+    let enabledControl: Int
+    /// Bypass wanted (0 or 1), written by the control thread.
+    let bypass: AtomicCounter
+    /// Process thread only: how dry the stage's output was at the end of the last cycle (0 wet ... 1 bypassed).
+    let fade: UnsafeMutablePointer<Float>
+    /// The stage's input mapped to its output channels and delayed by its latency (only for a stage that reports
+    /// latency and has no lv2:enabled port; otherwise `capacity` 0 and the dry signal is the input itself).
+    let dry: DelayLines
+    /// The block length the plugin was promised (buf-size:fixedBlockLength), or 0. A cycle of another length
+    /// passes the stage over (dry) rather than break the promise; the chain is rebuilt for the new period.
+    let fixedFrames: Int
+    /// The chain's side input that feeds each instance's first side port (all instances share them).
+    var firstSide: Int
+}
+
+/// One delay line per channel over a power-of-two ring, written every cycle. Process thread only (after building).
+struct DelayLines: BitwiseCopyable {
+    let buffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+    let channels: Int
+    /// Frames per ring (a power of two), 0 for none.
+    let capacity: Int
+    /// Where the next frame is written (grows; masked on use).
+    let position: UnsafeMutablePointer<Int>
+
+    /// The longest delay a line can give for a block of `frames`.
+    @inline(__always)
+    func maxDelay(frames: Int) -> Int { max(0, capacity - frames) }
 }
 
 /// One plugin instance.
@@ -32,11 +87,13 @@ struct InstanceState: BitwiseCopyable {
     let handle: UnsafeMutableRawPointer?
     let connect: @convention(c) (UnsafeMutableRawPointer?, UInt32, UnsafeMutableRawPointer?) -> Void
     let run: @convention(c) (UnsafeMutableRawPointer?, UInt32) -> Void
-    /// Port indices of the audio inputs and outputs (`ins` and `outs` of the stage).
+    /// Port indices of the main audio inputs, the side inputs and the outputs (`ins`, `sides`, `outs` of the stage).
     let audioIn: UnsafeMutablePointer<UInt32>
+    let sideIn: UnsafeMutablePointer<UInt32>
     let audioOut: UnsafeMutablePointer<UInt32>
-    /// The chain channel the first audio port works on.
+    /// The path channel the first audio input and the first audio output work on.
     let firstChannel: Int
+    let firstOutput: Int
     /// Storage the input control ports are connected to, in the stage's control order.
     let controlValues: UnsafeMutablePointer<Float>
     /// Storage the output control ports are connected to.

@@ -15,6 +15,12 @@ public struct PluginStatus: Sendable, Codable, Equatable {
     /// Requests the plugin's worker handled, and requests or responses dropped because a queue was full.
     public var workerRequests: Int?
     public var workerDropped: Int?
+    /// Bypassed (see `PluginChain.setBypass`).
+    public var bypassed: Bool = false
+    /// How the plugin sits on the path: instances, channels before and after, side inputs (chain input names).
+    public var channelsIn: Int?
+    public var channelsOut: Int?
+    public var sideInputs: [String]?
 
     public struct Control: Sendable, Codable, Equatable {
         public var symbol: String
@@ -23,14 +29,7 @@ public struct PluginStatus: Sendable, Codable, Equatable {
 }
 
 extension PluginChain {
-    private func stage(_ name: String) throws(PluginError) -> Stage {
-        guard let s = stages.first(where: { $0.spec.name == name }) else {
-            let known = specs.map(\.name)
-            throw PluginError(.unknownPlugin, plugin: name, "no plugin named '\(name)' in the \(label) chain"
-                              + (known.isEmpty ? " (it is empty)" : " (plugins: \(known.joined(separator: ", ")))"))
-        }
-        return s
-    }
+    private func stage(_ name: String) throws(PluginError) -> Stage { try namedStage(name) }
 
     /// Sets a control by symbol (clamped to the port's range), effective from the next process cycle. Returns the
     /// value set.
@@ -84,7 +83,9 @@ extension PluginChain {
                 name: s.spec.name, uri: s.spec.uri, controls: controls, outputs: outputs, instances: s.instances.count,
                 latencyFrames: s.reportedLatency,
                 workerRequests: s.workers.isEmpty ? nil : s.workers.reduce(0) { $0 + Int(lv2host_worker_handled($1)) },
-                workerDropped: s.workers.isEmpty ? nil : s.workers.reduce(0) { $0 + Int(lv2host_worker_dropped($1)) })
+                workerDropped: s.workers.isEmpty ? nil : s.workers.reduce(0) { $0 + Int(lv2host_worker_dropped($1)) },
+                bypassed: s.rt.bypass.load() != 0, channelsIn: s.layout.widthIn, channelsOut: s.layout.widthOut,
+                sideInputs: sideInputs.filter { $0.plugin == s.spec.name }.map(\.name))
         }
     }
 
@@ -93,6 +94,7 @@ extension PluginChain {
         status.enumerated().map { k, st in
             var spec = specs[k]
             spec.controls = st.controls.map { .init(symbol: $0.symbol, value: Double($0.value)) }
+            spec.bypass = st.bypassed
             return spec
         }
     }

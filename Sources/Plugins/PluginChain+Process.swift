@@ -2,45 +2,158 @@ import LV2Host
 import Realtime
 
 // The chain's real-time path: control values in, ports connected, run, worker responses delivered, output controls
-// out. Runs on a JACK process thread; Tandem's side never allocates, locks, logs, throws or waits (what a plugin's
-// own run() does is the plugin's business, and the RT-safety test measures it too).
+// out, bypass crossfades, the dry/wet mix and the output gain. Runs on a JACK process thread; Tandem's side never
+// allocates, locks, logs, throws or waits (what a plugin's own run() does is the plugin's business, and the
+// RT-safety test measures it too).
 
 extension ChainState {
-    /// Runs every stage over `frames` frames: `inputs` (one buffer per channel, read only) through the chain into
-    /// `outputs`, which must not alias `inputs`. Realtime: safe.
+    /// Runs every stage over `frames` frames: `inputs` (`inputChannels` buffers, read only) through the chain into
+    /// `outputs` (`outputChannels` buffers), which must not alias `inputs`. `sides`: one buffer per side input
+    /// (`sideInputs`), or nil to leave them all silent.
+    ///
+    /// Floating point: the plugins run with flush-to-zero and denormals-are-zero set (see docs/ARCHITECTURE.md,
+    /// "Denormals"); the thread's own mode is restored before returning. Realtime: safe.
     @inline(__always)
     public static func run(_ c: ChainState, inputs: UnsafePointer<UnsafeMutablePointer<Float>>,
-                           outputs: UnsafePointer<UnsafeMutablePointer<Float>>, frames: Int) {
+                           outputs: UnsafePointer<UnsafeMutablePointer<Float>>, frames: Int,
+                           sides: UnsafePointer<UnsafeMutablePointer<Float>>? = nil) {
+        let mode = lv2host_fp_enter()
+        defer { lv2host_fp_leave(mode) }
         var source = inputs
         for k in 0..<c.stageCount {
-            let target = k == c.stageCount - 1 ? outputs : UnsafePointer(c.between + (k & 1) * c.channels)
-            runStage(c.stages[k], inputs: source, outputs: target, frames: UInt32(frames))
+            let target = k == c.stageCount - 1 ? outputs : UnsafePointer(c.between + (k & 1) * c.width)
+            runStage(c, c.stages[k], inputs: source, outputs: target, frames: frames, sides: sides)
             source = target
         }
+        mix(c, inputs: inputs, outputs: outputs, frames: frames)
+        _ = c.counts.add(Count.cycles.rawValue, 1)
     }
 
     /// Realtime: safe.
     @inline(__always)
-    static func runStage(_ s: StageState, inputs: UnsafePointer<UnsafeMutablePointer<Float>>,
-                         outputs: UnsafePointer<UnsafeMutablePointer<Float>>, frames: UInt32) {
-        for i in 0..<s.instanceCount {
-            let inst = s.instances[i]
-            for k in 0..<s.controlCount {
-                inst.controlValues[k] = Float(bitPattern: UInt32(truncatingIfNeeded: s.controls.load(k)))
+    static func runStage(_ c: ChainState, _ s: StageState, inputs: UnsafePointer<UnsafeMutablePointer<Float>>,
+                         outputs: UnsafePointer<UnsafeMutablePointer<Float>>, frames: Int,
+                         sides: UnsafePointer<UnsafeMutablePointer<Float>>?) {
+        let runs = s.fixedFrames == 0 || s.fixedFrames == frames
+        let bypassed = s.bypass.load() != 0
+        if runs {
+            for i in 0..<s.instanceCount {
+                let inst = s.instances[i]
+                for k in 0..<s.controlCount {
+                    inst.controlValues[k] = Float(bitPattern: UInt32(truncatingIfNeeded: s.controls.load(k)))
+                }
+                if s.enabledControl >= 0 && bypassed { inst.controlValues[s.enabledControl] = 0 }
+                for j in 0..<s.ins {
+                    inst.connect(inst.handle, inst.audioIn[j], UnsafeMutableRawPointer(inputs[inst.firstChannel + j]))
+                }
+                for j in 0..<s.sides {
+                    let buffer = sides.map { $0[s.firstSide + j] } ?? c.silence
+                    inst.connect(inst.handle, inst.sideIn[j], UnsafeMutableRawPointer(buffer))
+                }
+                for j in 0..<s.outs {
+                    inst.connect(inst.handle, inst.audioOut[j], UnsafeMutableRawPointer(outputs[inst.firstOutput + j]))
+                }
+                resetAtoms(inst)
+                inst.run(inst.handle, UInt32(frames))
+                if let w = inst.worker { lv2host_worker_deliver(w) }
+                if i == 0 {
+                    for k in 0..<s.outputCount { s.outputs.store(k, Int(inst.outputValues[k].bitPattern)) }
+                }
             }
-            for j in 0..<s.ins {
-                inst.connect(inst.handle, inst.audioIn[j], UnsafeMutableRawPointer(inputs[inst.firstChannel + j]))
-            }
-            for j in 0..<s.outs {
-                inst.connect(inst.handle, inst.audioOut[j], UnsafeMutableRawPointer(outputs[inst.firstChannel + j]))
-            }
-            resetAtoms(inst)
-            inst.run(inst.handle, frames)
-            if let w = inst.worker { lv2host_worker_deliver(w) }
-            if i == 0 {
-                for k in 0..<s.outputCount { s.outputs.store(k, Int(inst.outputValues[k].bitPattern)) }
+        } else {
+            _ = c.counts.add(Count.blockMismatches.rawValue, 1)
+        }
+        // The host's bypass: a crossfade over this cycle between the plugin's output and its input (delayed by the
+        // plugin's latency, so the switch does not move the signal in time). A plugin with lv2:enabled bypasses
+        // itself; a passed-over plugin is dry at once (it wrote nothing).
+        let delay = s.dry.capacity > 0 ? min(stageLatency(s), s.dry.maxDelay(frames: frames)) : 0
+        if s.dry.capacity > 0 { writeDry(s.dry, inputs: inputs, widthIn: s.widthIn, frames: frames) }
+        let start = runs ? s.fade.pointee : 1
+        let end: Float = !runs || (bypassed && s.enabledControl < 0) ? 1 : 0
+        s.fade.pointee = end
+        if start == 0 && end == 0 { return }
+        for o in 0..<s.widthOut {
+            let out = outputs[o]
+            for i in 0..<frames {
+                let g = start + (end - start) * Float(i + 1) / Float(frames)
+                let d = s.dry.capacity > 0 ? readDry(s.dry, channel: o, delay: delay, frames: frames, at: i)
+                    : mapped(inputs, widthIn: s.widthIn, widthOut: s.widthOut, channel: o, at: i)
+                out[i] = g >= 1 ? d : out[i] * (1 - g) + d * g
             }
         }
+    }
+
+    /// The chain's dry/wet mix and output gain, each ramped over the cycle from the last value to the wanted one.
+    /// Realtime: safe.
+    @inline(__always)
+    static func mix(_ c: ChainState, inputs: UnsafePointer<UnsafeMutablePointer<Float>>,
+                    outputs: UnsafePointer<UnsafeMutablePointer<Float>>, frames: Int) {
+        let wantMix = Float(bitPattern: UInt32(truncatingIfNeeded: c.settings.load(Setting.mix.rawValue)))
+        let wantGain = Float(bitPattern: UInt32(truncatingIfNeeded: c.settings.load(Setting.gain.rawValue)))
+        let mix0 = c.current[0], gain0 = c.current[1]
+        c.current[0] = wantMix
+        c.current[1] = wantGain
+        let latency = latency(c, limit: c.dry.maxDelay(frames: frames))
+        writeDry(c.dry, inputs: inputs, widthIn: c.inputChannels, frames: frames)
+        if mix0 == 1 && wantMix == 1 && gain0 == 1 && wantGain == 1 { return }
+        let dryNeeded = mix0 != 1 || wantMix != 1
+        for o in 0..<c.outputChannels {
+            let out = outputs[o]
+            for i in 0..<frames {
+                let t = Float(i + 1) / Float(frames)
+                let m = mix0 + (wantMix - mix0) * t, g = gain0 + (wantGain - gain0) * t
+                var v = out[i]
+                if dryNeeded { v = v * m + readDry(c.dry, channel: o, delay: latency, frames: frames, at: i) * (1 - m) }
+                out[i] = v * g
+            }
+        }
+    }
+
+    /// The stage's latency as its first instance last reported it (0 for none or a nonsense value). Realtime: safe.
+    @inline(__always)
+    static func stageLatency(_ s: StageState) -> Int {
+        guard s.latencyOutput >= 0, s.instanceCount > 0 else { return 0 }
+        let v = s.instances[0].outputValues[s.latencyOutput]
+        guard v.isFinite, v >= 0.5, v < 1e9 else { return 0 }
+        return Int(v.rounded())
+    }
+
+    /// Channel `channel` of a path of `widthOut` made from one of `widthIn`: the same channel modulo `widthIn` when
+    /// the path widens (mono to both sides), the mean of the channels that fold onto it when it narrows.
+    /// Realtime: safe.
+    @inline(__always)
+    static func mapped(_ inputs: UnsafePointer<UnsafeMutablePointer<Float>>, widthIn: Int, widthOut: Int,
+                       channel: Int, at i: Int) -> Float {
+        if widthOut >= widthIn { return inputs[channel % widthIn][i] }
+        var sum: Float = 0, n: Float = 0
+        var c = channel
+        while c < widthIn {
+            sum += inputs[c][i]
+            n += 1
+            c += widthOut
+        }
+        return sum / n
+    }
+
+    /// Appends this cycle's input, mapped to the lines' channel count, to the delay lines. Realtime: safe.
+    @inline(__always)
+    static func writeDry(_ d: DelayLines, inputs: UnsafePointer<UnsafeMutablePointer<Float>>, widthIn: Int,
+                         frames: Int) {
+        guard d.capacity > 0 else { return }
+        let mask = d.capacity - 1, at = d.position.pointee
+        for o in 0..<d.channels {
+            let line = d.buffers[o]
+            for i in 0..<frames {
+                line[(at + i) & mask] = mapped(inputs, widthIn: widthIn, widthOut: d.channels, channel: o, at: i)
+            }
+        }
+        d.position.pointee = at &+ frames
+    }
+
+    /// Frame `i` of this cycle (already written) delayed by `delay` frames. Realtime: safe.
+    @inline(__always)
+    static func readDry(_ d: DelayLines, channel: Int, delay: Int, frames: Int, at i: Int) -> Float {
+        d.buffers[channel][(d.position.pointee &- frames &+ i &- delay) & (d.capacity - 1)]
     }
 
     /// Input sequences become empty, output sequences get their whole capacity back. Realtime: safe.

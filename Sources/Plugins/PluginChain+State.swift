@@ -130,9 +130,47 @@ extension PluginChain {
         restore(state, into: s)
     }
 
+    /// What a chain keeps beside its plugins' LV2 state: bypass per plugin name, mix and gain.
+    struct Settings: Codable {
+        var mix: Double
+        var gainDB: Double
+        var bypassed: [String]
+    }
+
+    static func settingsFile(directory: String) -> String { "\(directory)/chain.json" }
+
+    /// Brings back bypass, mix and gain saved by `save(to:)` (for plugins of the same name). Control thread, before
+    /// the chain is installed.
+    func restoreSettings(from directory: String) {
+        let file = Self.settingsFile(directory: directory)
+        guard let data = FileManager.default.contents(atPath: file) else { return }
+        guard let saved = try? JSONDecoder().decode(Settings.self, from: data) else {
+            problems.append(PluginError(.state, plugin: label, "saved chain settings '\(file)' cannot be read; not restored"))
+            return
+        }
+        mixValue = Self.clampMix(saved.mix)
+        gainValue = Self.clampGain(saved.gainDB)
+        for s in stages {
+            let on = saved.bypassed.contains(s.spec.name)
+            s.rt.bypass.store(on ? 1 : 0)
+            s.rt.fade.pointee = on && s.rt.enabledControl < 0 ? 1 : 0
+        }
+        restoredFrom.append(file)
+    }
+
     /// Saves every plugin's state and control values under `directory` (one folder per plugin name, each an LV2
-    /// state bundle). Safe while the chain runs (LV2 allows save concurrently with run).
+    /// state bundle), and the chain's bypass, mix and gain beside them (`chain.json`). Safe while the chain runs
+    /// (LV2 allows save concurrently with run).
     public func save(to directory: String) throws(PluginError) {
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let settings = Settings(mix: mixValue, gainDB: gainValue,
+                                    bypassed: stages.filter { $0.rt.bypass.load() != 0 }.map(\.spec.name))
+            try JSONEncoder().encode(settings).write(to: URL(fileURLWithPath: Self.settingsFile(directory: directory)),
+                                                     options: .atomic)
+        } catch {
+            throw PluginError(.state, plugin: label, "cannot save the chain's settings in '\(directory)': \(error.localizedDescription)")
+        }
         try host.locked { () throws(PluginError) in
             for s in stages {
                 let folder = "\(directory)/\(s.spec.name)"

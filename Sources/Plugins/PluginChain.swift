@@ -5,19 +5,23 @@ import Logging
 import Presets
 import Realtime
 
-/// An LV2 insert chain for one engine: the plugins of a preset, instantiated for a channel count, with their
+/// An LV2 insert chain for one engine: the plugins of a preset, instantiated for a channel layout, with their
 /// controls, workers and state. Building, control and state run on the control thread; `state` is what the process
 /// thread runs (see `ChainState.run`).
 ///
-/// Channel counts adapt: a plugin with k audio inputs and k outputs on a path of n channels (n a multiple of k)
-/// runs n / k instances side by side (a mono plugin on a stereo path runs twice). A plugin that cannot be used
-/// (not installed, needs a feature Tandem lacks, fails to instantiate, does not fit the channels) is left out and
-/// reported in `problems`; the rest of the chain runs.
+/// Channel counts follow `ChainLayout`: a plugin with k inputs and k outputs on a path of n channels (k divides n)
+/// runs n / k instances side by side; a plugin whose inputs take the whole path may change its channel count
+/// (mono→stereo, stereo→mono); side-chain and optional inputs become the chain's `sideInputs`. A plugin that cannot
+/// be used (not installed, needs a feature Tandem lacks, fails to instantiate, does not fit the channels) is left
+/// out and reported in `problems`; the rest of the chain runs.
 ///
 /// Threads: control thread only (one owner), except `state`, which the process thread reads once installed.
 public final class PluginChain: @unchecked Sendable {
     /// The longest block a plugin is ever run with (buf-size:maxBlockLength; equals JACK's largest period we allow).
     public static let maxBlock = Period.maxFrames
+    /// Frames each dry delay line holds: the longest latency a bypass or the dry/wet mix can align is this less
+    /// the period (a longer reported latency is clamped).
+    static let dryCapacity = 32768
 
     /// The plugins that run, in order (each with a name unique in the chain).
     public var specs: [PluginSpec] { stages.map(\.spec) }
@@ -29,20 +33,44 @@ public final class PluginChain: @unchecked Sendable {
     public internal(set) var restoredFrom: [String] = []
     /// What the process thread runs.
     public let state: UnsafeMutablePointer<ChainState>
+    /// Channels the chain takes (`channels`) and gives.
     public let channels: Int
+    public var inputChannels: Int { channels }
+    public private(set) var outputChannels: Int = 0
+    /// Extra inputs of the chain, one per side-chain or optional audio input of a plugin (see `ChainLayout`), in
+    /// the order `ChainState.run` takes their buffers. An engine may give each a port named `name`; an engine that
+    /// does not leaves them silent.
+    public private(set) var sideInputs: [SideInput] = []
     public let label: String
+    /// The period the chain was built for, and whether it promised plugins one call per cycle of that length.
+    public let period: Int
+    public let fixedBlock: Bool
+    /// The channel count the chain was asked to end with (nil: whatever its plugins make).
+    public let wantedOutputs: Int?
 
     let host: PluginHost
     let sampleRate: Int
     var stages: [Stage] = []
+    /// Wanted dry/wet mix (0 dry ... 1 wet) and output gain in dB.
+    var mixValue: Double
+    var gainValue: Double
     private var cleanups: [() -> Void] = []
     private let logger: Logger
+
+    /// An extra input of the chain: a side-chain or optional audio input of one plugin.
+    public struct SideInput: Sendable, Equatable {
+        /// `<plugin>_<port symbol>`, e.g. "sc2_sidechain": what an engine names its port.
+        public var name: String
+        public var plugin: String
+        public var port: String
+    }
 
     /// One plugin of the chain and everything allocated for it.
     final class Stage {
         let spec: PluginSpec
         let info: PluginInfo
         let plugin: OpaquePointer
+        let layout: ChainLayout.Stage
         var instances: [UnsafeMutablePointer<LilvInstance>] = []
         var workers: [OpaquePointer] = []
         /// Features each instance was created with (for state restore).
@@ -51,10 +79,11 @@ public final class PluginChain: @unchecked Sendable {
         let outputs: [PluginPortInfo]
         var rt: StageState!
 
-        init(spec: PluginSpec, info: PluginInfo, plugin: OpaquePointer, sampleRate: Int) {
+        init(spec: PluginSpec, info: PluginInfo, plugin: OpaquePointer, layout: ChainLayout.Stage, sampleRate: Int) {
             self.spec = spec
             self.info = info
             self.plugin = plugin
+            self.layout = layout
             controls = info.ports.filter { $0.kind == .control && $0.isInput }.map { $0.at(sampleRate: sampleRate) }
             outputs = info.ports.filter { $0.kind == .control && !$0.isInput }
         }
@@ -67,58 +96,159 @@ public final class PluginChain: @unchecked Sendable {
             let v = Float(bitPattern: UInt32(truncatingIfNeeded: rt.outputs.load(k)))
             return v.isFinite && v > 0 && v < 1e9 ? Int(v.rounded()) : 0   // a plugin's nonsense cannot trap the host
         }
+
+        /// Frees the instances (never activated or no longer run). Call inside `host.locked`.
+        func free(activated: Bool) {
+            if activated { for inst in instances { lilv_instance_deactivate(inst) } }
+            for w in workers { lv2host_worker_free(w) }   // the thread stops before the instance goes
+            for inst in instances { lilv_instance_free(inst) }
+            instances = []
+            workers = []
+        }
     }
 
-    /// Builds the chain. `savedState`: a folder from `save(to:)`; state saved there for a plugin of the same name and
-    /// URI is restored over the preset's values.
-    public init(specs: [PluginSpec], channels: Int, sampleRate: Int, period: Int, label: String,
-                savedState: String? = nil, host: PluginHost = .shared,
-                logger: Logger = Logger(label: "tandem.plugins")) {
+    /// Builds a chain that takes and gives `channels` channels (what the recorder and player need).
+    public convenience init(specs: [PluginSpec], channels: Int, sampleRate: Int, period: Int, label: String,
+                            savedState: String? = nil, fixedBlock: Bool = true, mix: Double = 1, gainDB: Double = 0,
+                            host: PluginHost = .shared, logger: Logger = Logger(label: "tandem.plugins")) {
+        self.init(specs: specs, inputs: channels, outputs: channels, sampleRate: sampleRate, period: period,
+                  label: label, savedState: savedState, fixedBlock: fixedBlock, mix: mix, gainDB: gainDB, host: host,
+                  logger: logger)
+    }
+
+    /// Builds the chain. `outputs`: the channel count it must end with, or nil for whatever its plugins make (a
+    /// rack). `fixedBlock`: the engine runs the chain once per cycle with `period` frames, so plugins may be
+    /// promised buf-size:fixedBlockLength (and powerOf2BlockLength when `period` is a power of two). `savedState`:
+    /// a folder from `save(to:)`; state saved there for a plugin of the same name and URI is restored over the
+    /// preset's values.
+    public init(specs: [PluginSpec], inputs: Int, outputs: Int?, sampleRate: Int, period: Int, label: String,
+                savedState: String? = nil, fixedBlock: Bool = true, mix: Double = 1, gainDB: Double = 0,
+                host: PluginHost = .shared, logger: Logger = Logger(label: "tandem.plugins")) {
         self.host = host
         self.sampleRate = sampleRate
-        self.channels = channels
+        self.channels = inputs
         self.label = label
         self.logger = logger
+        self.period = period
+        self.fixedBlock = fixedBlock
+        wantedOutputs = outputs
+        mixValue = Self.clampMix(mix)
+        gainValue = Self.clampGain(gainDB)
         state = .allocate(capacity: 1)
         let (options, optionValues) = Self.options(host: host, sampleRate: sampleRate, period: period)
         cleanups.append {
             options.deallocate()
             optionValues.deallocate()
         }
+        var built: [Stage] = []
+        var endWidth = inputs
         host.locked {
+            // Look every plugin up, then lay the chain out, then instantiate; a plugin that fails to instantiate
+            // is dropped and the rest laid out again (it may have changed the channel count).
+            var candidates: [(PluginSpec, PluginInfo, OpaquePointer)] = []
             for spec in PluginSpec.uniqueNames(specs) {
-                do throws(PluginError) {
-                    let stage = try build(spec, options: options)
-                    applyInitialValues(stage, savedState: savedState)
-                    for inst in stage.instances { lilv_instance_activate(inst) }
-                    stages.append(stage)
-                } catch {
-                    problems.append(error)
+                guard let plugin = host.lilvPlugin(spec.uri) else {
+                    let near = host.similarLocked(to: spec.uri)
+                    problems.append(PluginError(.notInstalled, plugin: spec.name, "<\(spec.uri)> is not installed"
+                        + (near.isEmpty ? " (see `tandem plugins`)" : " (installed: \(near.joined(separator: ", ")))")))
+                    continue
                 }
+                let info = host.describe(plugin, presets: false)
+                if let e = Self.unusable(spec, info, period: fixedBlock ? period : 0) {
+                    problems.append(e)
+                    continue
+                }
+                candidates.append((spec, info, plugin))
+            }
+            var instantiated: [String: Stage] = [:]
+            while true {
+                let (plan, planProblems) = ChainLayout.plan(candidates.map { ($0.0, $0.1) }, inputs: inputs,
+                                                            outputs: outputs, label: label)
+                var failed: Int?
+                built = []
+                endWidth = inputs
+                for (k, layout) in plan.enumerated() {
+                    guard let layout else { continue }
+                    let (spec, info, plugin) = candidates[k]
+                    if let s = instantiated[spec.name], s.layout == layout {
+                        built.append(s)
+                        endWidth = layout.widthOut
+                        continue
+                    }
+                    instantiated[spec.name]?.free(activated: false)
+                    do throws(PluginError) {
+                        let s = try build(spec, info: info, plugin: plugin, layout: layout, options: options)
+                        instantiated[spec.name] = s
+                        built.append(s)
+                        endWidth = layout.widthOut
+                    } catch {
+                        instantiated[spec.name] = nil
+                        problems.append(error)
+                        failed = k
+                        break
+                    }
+                }
+                if let failed {
+                    candidates.remove(at: failed)
+                    continue
+                }
+                problems += planProblems
+                for (name, s) in instantiated where !built.contains(where: { $0 === s }) {
+                    s.free(activated: false)
+                    instantiated[name] = nil
+                }
+                break
+            }
+            for s in built {
+                applyInitialValues(s, savedState: savedState)
+                for inst in s.instances { lilv_instance_activate(inst) }
             }
         }
-        let between = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: 2 * max(1, channels))
-        for i in 0..<(2 * max(1, channels)) { (between + i).initialize(to: zeroed(Self.maxBlock)) }
+        stages = built
+        var side = 0
+        for s in stages {
+            s.rt.firstSide = side
+            side += s.layout.sideInputs.count
+        }
+        outputChannels = stages.isEmpty ? (outputs ?? inputs) : endWidth
+        var sides: [SideInput] = []
+        for s in stages {
+            for index in s.layout.sideInputs {
+                let symbol = s.info.ports.first { $0.index == index }?.symbol ?? "port\(index)"
+                sides.append(SideInput(name: "\(s.spec.name)_\(symbol)", plugin: s.spec.name, port: symbol))
+            }
+        }
+        sideInputs = sides
+        let width = max(1, ([inputs, outputChannels] + stages.flatMap { [$0.layout.widthIn, $0.layout.widthOut] }).max() ?? 1)
+        let between = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: 2 * width)
+        for i in 0..<(2 * width) { (between + i).initialize(to: zeroed(Self.maxBlock)) }
         let stagePointer = UnsafeMutablePointer<StageState>.allocate(capacity: max(1, stages.count))
         for (k, s) in stages.enumerated() { (stagePointer + k).initialize(to: s.rt) }
-        state.initialize(to: ChainState(stages: stagePointer, stageCount: stages.count, channels: channels,
-                                        between: between))
+        let settings = AtomicCounterArray.allocate(count: ChainState.Setting.allCases.count)
+        let counts = AtomicCounterArray.allocate(count: ChainState.Count.allCases.count)
+        let current = zeroed(2)
+        current[0] = 1
+        current[1] = 1
+        state.initialize(to: ChainState(stages: stagePointer, stageCount: stages.count, inputChannels: inputs,
+                                        outputChannels: outputChannels, width: width, between: between,
+                                        sideInputs: sides.count, silence: zeroed(Self.maxBlock), settings: settings,
+                                        current: current, dry: delayLines(channels: outputChannels), counts: counts))
         cleanups.append { [state] in
             between.deallocate()
             stagePointer.deallocate()
+            settings.deallocate()
+            counts.deallocate()
             state.deallocate()
         }
+        if let savedState { restoreSettings(from: savedState) }
+        storeSettings()
         for p in problems { logger.error("\(p.description)", metadata: ["chain": "\(label)"]) }
     }
 
     /// Frees everything. Only once the process thread no longer runs this chain (see `ChainHolder`).
     deinit {
         host.locked {
-            for s in stages {
-                for inst in s.instances { lilv_instance_deactivate(inst) }
-                for w in s.workers { lv2host_worker_free(w) }   // the thread stops before the instance goes
-                for inst in s.instances { lilv_instance_free(inst) }
-            }
+            for s in stages { s.free(activated: true) }
         }
         for c in cleanups.reversed() { c() }
     }
@@ -127,11 +257,26 @@ public final class PluginChain: @unchecked Sendable {
 
     // MARK: Building
 
-    private func zeroed(_ count: Int) -> UnsafeMutablePointer<Float> {
+    func zeroed(_ count: Int) -> UnsafeMutablePointer<Float> {
         let p = UnsafeMutablePointer<Float>.allocate(capacity: count)
         p.initialize(repeating: 0, count: count)
         cleanups.append { p.deallocate() }
         return p
+    }
+
+    /// `channels` delay lines of `dryCapacity` frames, silent.
+    func delayLines(channels: Int) -> DelayLines {
+        let buffers = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: max(1, channels))
+        for c in 0..<channels { (buffers + c).initialize(to: zeroed(Self.dryCapacity)) }
+        // No lines: capacity 0, and the process thread never touches the buffers.
+        let position = UnsafeMutablePointer<Int>.allocate(capacity: 1)
+        position.initialize(to: 0)
+        cleanups.append {
+            buffers.deallocate()
+            position.deallocate()
+        }
+        return DelayLines(buffers: buffers, channels: channels, capacity: channels > 0 ? Self.dryCapacity : 0,
+                          position: position)
     }
 
     private func cString(_ s: String) -> UnsafePointer<CChar> {
@@ -168,24 +313,22 @@ public final class PluginChain: @unchecked Sendable {
     static let atomCapacity = 8192
 
     /// Call inside `host.locked`.
-    private func build(_ spec: PluginSpec, options: UnsafeMutablePointer<LV2_Options_Option>) throws(PluginError) -> Stage {
-        guard let plugin = host.lilvPlugin(spec.uri) else {
-            let near = host.similarLocked(to: spec.uri)
-            throw PluginError(.notInstalled, plugin: spec.name, "<\(spec.uri)> is not installed"
-                              + (near.isEmpty ? " (see `tandem plugins`)" : " (installed: \(near.joined(separator: ", ")))"))
-        }
-        let info = host.describe(plugin, presets: false)
-        if let e = Self.unusable(spec, info, channels: channels) { throw e }
-        let ins = info.audioInputs, outs = info.audioOutputs
-        let stage = Stage(spec: spec, info: info, plugin: plugin, sampleRate: sampleRate)
-        let instanceCount = channels / ins
+    private func build(_ spec: PluginSpec, info: PluginInfo, plugin: OpaquePointer, layout: ChainLayout.Stage,
+                       options: UnsafeMutablePointer<LV2_Options_Option>) throws(PluginError) -> Stage {
+        let stage = Stage(spec: spec, info: info, plugin: plugin, layout: layout, sampleRate: sampleRate)
+        let instanceCount = layout.instances
         let usesWorker = info.extensionData.contains(LV2.workerInterface)
             || info.requiredFeatures.contains(LV2.workerSchedule) || info.optionalFeatures.contains(LV2.workerSchedule)
+        let mentions = Set(info.requiredFeatures + info.optionalFeatures)
+        let fixed = fixedBlock && mentions.contains(LV2.fixedBlockLength)
+        let powerOf2 = fixedBlock && mentions.contains(LV2.powerOf2BlockLength) && period > 0 && period & (period - 1) == 0
         let controls = AtomicCounterArray.allocate(count: max(1, stage.controls.count))
         let outputs = AtomicCounterArray.allocate(count: max(1, stage.outputs.count))
+        let bypass = AtomicCounter.allocate(spec.bypass ? 1 : 0)
         cleanups.append {
             controls.deallocate()
             outputs.deallocate()
+            bypass.deallocate()
         }
         for (k, port) in stage.controls.enumerated() {
             controls.store(k, Int((port.defaultValue ?? port.minimum ?? 0).bitPattern))
@@ -202,6 +345,8 @@ public final class PluginChain: @unchecked Sendable {
                 (LV2.options, UnsafeMutableRawPointer(options)), (LV2.boundedBlockLength, nil),
                 (LV2.log, log.map { UnsafeMutableRawPointer(lv2host_log_feature($0)) }), (LV2.loadDefaultState, nil),
             ]
+            if fixed { list.append((LV2.fixedBlockLength, nil)) }
+            if powerOf2 { list.append((LV2.powerOf2BlockLength, nil)) }
             if let worker { list.append((LV2.workerSchedule, UnsafeMutableRawPointer(lv2host_worker_schedule_feature(worker)))) }
             let featureStructs = UnsafeMutablePointer<LV2_Feature>.allocate(capacity: list.count)
             let features = UnsafeMutablePointer<UnsafePointer<LV2_Feature>?>.allocate(capacity: list.count + 1)
@@ -216,8 +361,7 @@ public final class PluginChain: @unchecked Sendable {
             }
             guard let instance = lilv_plugin_instantiate(plugin, Double(sampleRate), features) else {
                 if let worker { lv2host_worker_free(worker) }
-                for inst in stage.instances { lilv_instance_free(inst) }
-                for w in stage.workers { lv2host_worker_free(w) }
+                stage.free(activated: false)
                 throw PluginError(.instantiateFailed, plugin: spec.name,
                                   "<\(spec.uri)> failed to instantiate (the plugin's library refused; its own messages,"
                                   + " if any, are above)")
@@ -233,30 +377,45 @@ public final class PluginChain: @unchecked Sendable {
                                                 "<\(spec.uri)> asks for a worker but has no worker interface; scheduled work is dropped"))
                 }
             }
-            instances.advanced(by: i).initialize(to: connectInstance(instance, stage: stage, first: i * ins,
-                                                                     worker: worker, sequence: sequence, chunk: chunk))
+            let perInstanceOut = layout.outputs.count
+            instances.advanced(by: i).initialize(to: connectInstance(
+                instance, stage: stage, first: i * layout.mainInputs.count, firstOutput: i * perInstanceOut,
+                worker: worker, sequence: sequence, chunk: chunk))
         }
-        stage.rt = StageState(instances: instances, instanceCount: instanceCount, ins: ins, outs: outs,
-                              controls: controls, controlCount: stage.controls.count,
-                              outputs: outputs, outputCount: stage.outputs.count,
-                              latencyOutput: stage.outputs.firstIndex(where: \.reportsLatency) ?? -1)
+        let latencyOutput = stage.outputs.firstIndex(where: \.reportsLatency) ?? -1
+        let enabled = stage.controls.firstIndex { $0.designation == LV2.enabled } ?? -1
+        let fade = zeroed(1)
+        fade.pointee = spec.bypass && enabled < 0 ? 1 : 0
+        stage.rt = StageState(instances: instances, instanceCount: instanceCount, ins: layout.mainInputs.count,
+                              sides: layout.sideInputs.count, outs: layout.outputs.count, widthIn: layout.widthIn,
+                              widthOut: layout.widthOut, controls: controls, controlCount: stage.controls.count,
+                              outputs: outputs, outputCount: stage.outputs.count, latencyOutput: latencyOutput,
+                              enabledControl: enabled, bypass: bypass, fade: fade,
+                              dry: delayLines(channels: latencyOutput >= 0 && enabled < 0 ? layout.widthOut : 0),
+                              fixedFrames: fixed ? period : 0, firstSide: 0)
         return stage
     }
 
-    /// Why a plugin cannot run in a chain of `channels` channels (a feature Tandem lacks, a channel layout that
-    /// does not fit, a port type Tandem does not host), or nil. Shared by building and by `PluginHost.check`.
-    static func unusable(_ spec: PluginSpec, _ info: PluginInfo, channels: Int) -> PluginError? {
+    /// Why a plugin cannot run here at all (a feature Tandem lacks or cannot promise at this period, a port type
+    /// Tandem does not host), or nil. `period`: the fixed block the chain can promise, 0 for none, nil when not
+    /// known yet (a preset check). Whether it fits the channels is `ChainLayout`'s question. Shared by building and
+    /// by `PluginHost.check`.
+    static func unusable(_ spec: PluginSpec, _ info: PluginInfo, period: Int?) -> PluginError? {
         if !info.missingFeatures.isEmpty {
             return PluginError(.missingFeature, plugin: spec.name, "<\(spec.uri)> requires the LV2 feature"
                                + (info.missingFeatures.count > 1 ? "s " : " ")
                                + info.missingFeatures.map { "<\($0)>" }.joined(separator: ", ")
                                + ", which Tandem does not provide")
         }
-        let ins = info.audioInputs, outs = info.audioOutputs
-        guard ins > 0, ins == outs, channels % ins == 0 else {
-            return PluginError(.channels, plugin: spec.name, "<\(spec.uri)> has \(ins) audio input(s) and \(outs) output(s);"
-                               + " on a \(channels)-channel path an insert needs as many outputs as inputs, and a"
-                               + " number of inputs that divides \(channels)")
+        if let period {
+            if info.requiredFeatures.contains(LV2.fixedBlockLength) && period == 0 {
+                return PluginError(.missingFeature, plugin: spec.name, "<\(spec.uri)> requires a fixed block length"
+                                   + " (buf-size:fixedBlockLength), which this engine cannot promise")
+            }
+            if info.requiredFeatures.contains(LV2.powerOf2BlockLength) && (period <= 0 || period & (period - 1) != 0) {
+                return PluginError(.missingFeature, plugin: spec.name, "<\(spec.uri)> requires a power-of-two block"
+                                   + " length (buf-size:powerOf2BlockLength); the period is \(period) frames")
+            }
         }
         if let odd = info.ports.first(where: { $0.kind == .other && !$0.isOptional }) {
             return PluginError(.unsupportedPort, plugin: spec.name,
@@ -267,25 +426,30 @@ public final class PluginChain: @unchecked Sendable {
 
     /// Connects the ports that never move (controls, atoms, CV) and returns the instance's process-thread view.
     private func connectInstance(_ instance: UnsafeMutablePointer<LilvInstance>, stage: Stage, first: Int,
-                                 worker: OpaquePointer?, sequence: UInt32, chunk: UInt32) -> InstanceState {
-        let info = stage.info
-        let audioIn = UnsafeMutablePointer<UInt32>.allocate(capacity: max(1, info.audioInputs))
-        let audioOut = UnsafeMutablePointer<UInt32>.allocate(capacity: max(1, info.audioOutputs))
+                                 firstOutput: Int, worker: OpaquePointer?, sequence: UInt32,
+                                 chunk: UInt32) -> InstanceState {
+        let info = stage.info, layout = stage.layout
+        let audioIn = UnsafeMutablePointer<UInt32>.allocate(capacity: max(1, layout.mainInputs.count))
+        let sideIn = UnsafeMutablePointer<UInt32>.allocate(capacity: max(1, layout.sideInputs.count))
+        let audioOut = UnsafeMutablePointer<UInt32>.allocate(capacity: max(1, layout.outputs.count))
+        for (k, p) in layout.mainInputs.enumerated() { audioIn[k] = UInt32(p) }
+        for (k, p) in layout.sideInputs.enumerated() { sideIn[k] = UInt32(p) }
+        for (k, p) in layout.outputs.enumerated() { audioOut[k] = UInt32(p) }
         let controlValues = zeroed(max(1, stage.controls.count))
         let outputValues = zeroed(max(1, stage.outputs.count))
         let atomPorts = info.ports.filter { $0.kind == .atom }.sorted { ($0.isInput ? 0 : 1, $0.index) < ($1.isInput ? 0 : 1, $1.index) }
         let atoms = UnsafeMutablePointer<UnsafeMutableRawPointer>.allocate(capacity: max(1, atomPorts.count))
         cleanups.append {
             audioIn.deallocate()
+            sideIn.deallocate()
             audioOut.deallocate()
             atoms.deallocate()
         }
-        var ai = 0, ao = 0
         for port in info.ports {
             let index = UInt32(port.index)
             switch port.kind {
             case .audio:
-                if port.isInput { audioIn[ai] = index; ai += 1 } else { audioOut[ao] = index; ao += 1 }
+                break   // connected every cycle (`ChainState.runStage`)
             case .control:
                 if port.isInput, let k = stage.controlIndex(port.symbol) {
                     controlValues[k] = port.defaultValue ?? 0
@@ -309,7 +473,8 @@ public final class PluginChain: @unchecked Sendable {
         let descriptor = instance.pointee.lv2_descriptor.pointee
         return InstanceState(
             handle: instance.pointee.lv2_handle, connect: descriptor.connect_port!, run: descriptor.run!,
-            audioIn: audioIn, audioOut: audioOut, firstChannel: first, controlValues: controlValues,
+            audioIn: audioIn, sideIn: sideIn, audioOut: audioOut, firstChannel: first, firstOutput: firstOutput,
+            controlValues: controlValues,
             outputValues: outputValues, atoms: atoms, atomInputs: atomPorts.filter(\.isInput).count,
             atomCount: atomPorts.count, atomCapacity: UInt32(Self.atomCapacity), sequenceURID: sequence,
             chunkURID: chunk, worker: worker)

@@ -23,7 +23,8 @@ extension PluginHost {
     /// every required feature provided by Tandem, channels fit, port types hosted, the LV2 preset known, every
     /// control symbol an input control and every value within its range (ranges given in fractions of the sample
     /// rate are left to the start, which knows the rate). Control thread.
-    public func check(_ spec: PluginSpec, channels: Int) -> [PluginCheckProblem] {
+    /// `channels`: the path's width before this plugin, or nil to leave the channels to `check(chain:)`.
+    public func check(_ spec: PluginSpec, channels: Int?) -> [PluginCheckProblem] {
         locked {
             guard let plugin = lilvPlugin(spec.uri) else {
                 let near = similarLocked(to: spec.uri)
@@ -33,7 +34,9 @@ extension PluginHost {
             }
             let info = describe(plugin, presets: false)
             var out: [PluginCheckProblem] = []
-            if let e = PluginChain.unusable(spec, info, channels: channels) {
+            if let e = PluginChain.unusable(spec, info, period: nil) {
+                out.append(PluginCheckProblem(field: .uri, error: e))
+            } else if let channels, case .failure(let e) = ChainLayout.plan(spec, info, width: channels) {
                 out.append(PluginCheckProblem(field: .uri, error: e))
             }
             if let preset = spec.preset {
@@ -64,5 +67,26 @@ extension PluginHost {
             }
             return out
         }
+    }
+
+    /// Checks a whole chain that takes and gives `channels` channels: each plugin as `check(_:channels:)` does,
+    /// and the channel layout of the chain (`ChainLayout`: a plugin that does not fit the path where it stands, or
+    /// one that changes the count so that the chain would not end with `channels`). One list per spec, same order.
+    public func check(chain specs: [PluginSpec], channels: Int) -> [[PluginCheckProblem]] {
+        var out = specs.map { check($0, channels: nil) }
+        let known: [(Int, PluginSpec, PluginInfo)] = locked {
+            specs.enumerated().compactMap { k, spec in
+                guard out[k].allSatisfy({ $0.field != .uri }), let p = lilvPlugin(spec.uri) else { return nil }
+                return (k, spec, describe(p, presets: false))
+            }
+        }
+        let (_, problems) = ChainLayout.plan(known.map { ($0.1, $0.2) }, inputs: channels, outputs: channels,
+                                             label: "")
+        for e in problems {
+            if let k = known.first(where: { $0.1.name == e.plugin })?.0 {
+                out[k].append(PluginCheckProblem(field: .uri, error: e))
+            }
+        }
+        return out
     }
 }

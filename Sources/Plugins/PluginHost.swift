@@ -22,6 +22,19 @@ public final class PluginHost: @unchecked Sendable {
         urids = lv2host_urids_new()
     }
 
+    /// Loads one more bundle (a folder with a manifest.ttl) into the world, e.g. a plugin built by a test. Returns
+    /// whether lilv now knows plugins from it.
+    @discardableResult
+    public func load(bundle path: String) -> Bool {
+        locked {
+            let dir = path.hasSuffix("/") ? path : path + "/"
+            guard let uri = lilv_new_file_uri(world, nil, dir) else { return false }
+            defer { lilv_node_free(uri) }
+            lilv_world_load_bundle(world, uri)
+            return lilv_plugins_size(lilv_world_get_all_plugins(world)) > 0
+        }
+    }
+
     /// Runs `body` with the world to itself.
     func locked<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         lock.lock()
@@ -111,6 +124,11 @@ enum LV2 {
     static let sampleRate = "http://lv2plug.in/ns/ext/parameters#sampleRate"
     static let reportsLatency = core + "reportsLatency", latency = core + "latency"
     static let connectionOptional = core + "connectionOptional"
+    static let isSideChain = core + "isSideChain", enabled = core + "enabled"
+    static let portGroup = "http://lv2plug.in/ns/ext/port-groups#group"
+    static let sideChainOf = "http://lv2plug.in/ns/ext/port-groups#sideChainOf"
+    static let fixedBlockLength = ext + "buf-size#fixedBlockLength"
+    static let powerOf2BlockLength = ext + "buf-size#powerOf2BlockLength"
     static let toggled = core + "toggled", integer = core + "integer", enumeration = core + "enumeration"
     static let presetClass = ext + "presets#Preset"
     static let unitsPrefix = "http://lv2plug.in/ns/extensions/units#"
@@ -124,6 +142,9 @@ public enum HostFeatures {
         LV2.uridMap, LV2.uridUnmap, LV2.options, LV2.boundedBlockLength, LV2.workerSchedule, LV2.log,
         LV2.loadDefaultState, LV2.threadSafeRestore, LV2.mapPath, LV2.makePath, LV2.freePath,
         LV2.hardRTCapable, LV2.isLive, LV2.inPlaceBroken,
+        // Given when the chain is run once per cycle with a constant period (a power of two for the second); a
+        // chain that cannot promise it refuses a plugin that requires it (see `PluginChain.unusable`).
+        LV2.fixedBlockLength, LV2.powerOf2BlockLength,
     ]
 }
 

@@ -36,6 +36,11 @@ public struct PluginPortInfo: Sendable, Codable, Equatable {
         public var label: String
         public var value: Float
     }
+    /// An audio input that is a side chain (lv2:isSideChain, or in a port group that is pg:sideChainOf another):
+    /// a chain feeds it from an extra input of its own, never from the path (see `ChainLayout`).
+    public var isSideChain: Bool = false
+    /// The port's lv2:designation (e.g. lv2:enabled, the plugin's own bypass switch), if any.
+    public var designation: String? = nil
 
     /// This port's range and default at `sampleRate`.
     func at(sampleRate: Int) -> PluginPortInfo {
@@ -135,10 +140,11 @@ extension PluginHost {
         let toggled = node(LV2.toggled), integer = node(LV2.integer), optional = node(LV2.connectionOptional)
         let designationKey = node(LV2.core + "designation"), rateRelative = node(LV2.core + "sampleRate")
         let unitKey = node(LV2.unitsUnit), unitSymbolKey = node(LV2.unitsSymbol)
+        let sideChain = node(LV2.isSideChain), groupKey = node(LV2.portGroup), sideChainOf = node(LV2.sideChainOf)
         defer {
             for (n, _) in kindNodes { lilv_node_free(n) }
             for n in [input, latency, latencyDesignation, toggled, integer, optional, designationKey, rateRelative,
-                      unitKey, unitSymbolKey] {
+                      unitKey, unitSymbolKey, sideChain, groupKey, sideChainOf] {
                 lilv_node_free(n)
             }
         }
@@ -151,6 +157,15 @@ extension PluginHost {
             let designation = lilv_port_get(p, port, designationKey)
             defer { lilv_node_free(designation) }
             let designatedLatency = designation.map { lilv_node_equals($0, latencyDesignation) } ?? false
+            var isSideChain = lilv_port_has_property(p, port, sideChain)
+            if !isSideChain, kind == .audio, isInput {
+                // pg:sideChainOf on the port itself, or on the group it belongs to.
+                let own = lilv_port_get(p, port, sideChainOf)
+                let group = lilv_port_get(p, port, groupKey)
+                isSideChain = own != nil || (group.map { lilv_world_ask(world, $0, sideChainOf, nil) } ?? false)
+                lilv_node_free(own)
+                lilv_node_free(group)
+            }
             let (unit, unitSymbol) = units(p, port, unitKey, unitSymbolKey)
             var info = PluginPortInfo(
                 index: i, symbol: Self.string(lilv_port_get_symbol(p, port)) ?? "port\(i)",
@@ -161,7 +176,8 @@ extension PluginHost {
                     && (lilv_port_has_property(p, port, latency) || designatedLatency),
                 isToggle: lilv_port_has_property(p, port, toggled), isInteger: lilv_port_has_property(p, port, integer),
                 isOptional: lilv_port_has_property(p, port, optional),
-                scalesWithRate: lilv_port_has_property(p, port, rateRelative))
+                scalesWithRate: lilv_port_has_property(p, port, rateRelative),
+                isSideChain: isSideChain, designation: designation.flatMap { Self.string($0) })
             info.unit = unit
             info.unitSymbol = unitSymbol
             info.scalePoints = scalePoints(p, port)

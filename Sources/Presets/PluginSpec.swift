@@ -8,6 +8,8 @@ public struct PluginSpec: Sendable, Equatable, Codable {
     public var preset: String?
     /// Control values by port symbol, in the order given.
     public var controls: [Control]
+    /// Bypassed: the plugin runs, its output is replaced by its input (see `PluginChain.setBypass`).
+    public var bypass: Bool = false
 
     public struct Control: Sendable, Equatable, Codable {
         public var symbol: String
@@ -18,11 +20,25 @@ public struct PluginSpec: Sendable, Equatable, Codable {
         }
     }
 
-    public init(uri: String, name: String? = nil, preset: String? = nil, controls: [Control] = []) {
+    public init(uri: String, name: String? = nil, preset: String? = nil, controls: [Control] = [],
+                bypass: Bool = false) {
         self.uri = uri
         self.name = name ?? PluginSpec.defaultName(uri: uri)
         self.preset = preset
         self.controls = controls
+        self.bypass = bypass
+    }
+
+    enum CodingKeys: String, CodingKey { case uri, name, preset, controls, bypass }
+
+    /// Reads reports written before `bypass` existed as not bypassed.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        uri = try c.decode(String.self, forKey: .uri)
+        name = try c.decode(String.self, forKey: .name)
+        preset = try c.decodeIfPresent(String.self, forKey: .preset)
+        controls = try c.decode([Control].self, forKey: .controls)
+        bypass = try c.decodeIfPresent(Bool.self, forKey: .bypass) ?? false
     }
 
     /// The last path or fragment component of the URI ("amp" for http://plugin.org.uk/swh-plugins/amp).
@@ -32,7 +48,8 @@ public struct PluginSpec: Sendable, Equatable, Codable {
         return cleaned.isEmpty ? "plugin" : String(cleaned).lowercased()
     }
 
-    /// Reads the command line's form: `URI[,name=NAME][,preset=URI][,SYMBOL=VALUE...]`.
+    /// Reads the command line's form: `URI[,name=NAME][,preset=URI][,bypass][,SYMBOL=VALUE...]` (`bypass` is a
+    /// bare word, so it never collides with a control symbol).
     public static func parse(_ text: String) -> Result<PluginSpec, PluginSpecError> {
         let parts = text.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
         guard let uri = parts.first, isURI(uri) else {
@@ -41,6 +58,10 @@ public struct PluginSpec: Sendable, Equatable, Codable {
         }
         var spec = PluginSpec(uri: uri)
         for part in parts.dropFirst() {
+            if part == "bypass" {
+                spec.bypass = true
+                continue
+            }
             guard let eq = part.firstIndex(of: "="), eq != part.startIndex else {
                 return .failure(PluginSpecError("'\(part)' in '\(text)': expected KEY=VALUE"))
             }
@@ -66,6 +87,7 @@ public struct PluginSpec: Sendable, Equatable, Codable {
     public var commandLine: String {
         var parts = [uri, "name=\(name)"]
         if let preset { parts.append("preset=\(preset)") }
+        if bypass { parts.append("bypass") }
         parts += controls.map { "\($0.symbol)=\($0.value)" }
         return parts.joined(separator: ",")
     }

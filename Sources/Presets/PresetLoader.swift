@@ -571,7 +571,7 @@ struct Validator {
         return p
     }
 
-    /// `[[SECTION.plugins]]`: uri, name, preset, controls = { symbol = value, ... }.
+    /// `[[SECTION.plugins]]`: uri, name, preset, bypass, controls = { symbol = value, ... }.
     mutating func plugins(_ t: TOMLTable, _ section: String) -> ([PluginSpec], [PluginSource]) {
         guard let v = t["plugins"] else { return ([], []) }
         let key = "\(section).plugins"
@@ -587,7 +587,7 @@ struct Validator {
                 problem(key, item.line, "expected [[\(key)]] tables, found \(item.typeName)")
                 continue
             }
-            unknownKeys(p, ["uri", "name", "preset", "controls"], section: key)
+            unknownKeys(p, ["uri", "name", "preset", "bypass", "controls"], section: key)
             guard let (uri, uriLine) = string(p, "uri", key) else {
                 if p["uri"] == nil { problem("\(key).uri", p.line, "every [[\(key)]] needs 'uri' (see `tandem plugins`)") }
                 continue
@@ -601,6 +601,7 @@ struct Validator {
                 }
                 if names.contains(name) { problem("\(key).name", line, "two plugins in one chain are named '\(name)'") }
             }
+            spec.bypass = bool(p, "bypass", key) ?? false
             if let (preset, line) = string(p, "preset", key) {
                 if !PluginSpec.isURI(preset) { problem("\(key).preset", line, "'\(preset)' is not a preset URI") }
                 spec.preset = preset

@@ -140,6 +140,7 @@ struct TOMLText {
             string("uri", spec.uri)
             if spec.name != PluginSpec.defaultName(uri: spec.uri) { string("name", spec.name) }
             if let preset = spec.preset { string("preset", preset) }
+            if spec.bypass { bool("bypass", true) }
             if !spec.controls.isEmpty {
                 line("controls = { " + spec.controls.map { "\(Self.key($0.symbol)) = \(Self.number($0.value))" }
                     .joined(separator: ", ") + " }")

@@ -167,6 +167,7 @@ public struct OSCFuzzer {
         "/tandem/unsubscribe": "[s]", "/tandem/plugin/set": "sssf", "/tandem/plugin/get": "sss",
         "/tandem/plugin/save": "", "/tandem/engines": "", "/tandem/plugin/list": "[s]",
         "/tandem/plugin/preset": "sss", "/tandem/preset/save": "s", "/tandem/takes": "",
+        "/tandem/plugin/bypass": "ss[f]", "/tandem/plugin/mix": "s[f]", "/tandem/plugin/gain": "s[f]",
     ]
 
     /// What the fuzzer knows about its target.
@@ -291,6 +292,16 @@ public struct OSCFuzzer {
                 names = [.string(random.pick(["recorder", "player", text()])), .string(text()), .string(text())]
             }
             return address.hasSuffix("set") ? names + [numeric()] : names
+        case "/tandem/plugin/bypass":
+            let p = target.plugins.isEmpty || random.chance(0.3) ? nil : random.pick(target.plugins)
+            var args: [OSCArgument] = [.string(p?.engine ?? random.pick(["recorder", "player", text()])),
+                                       .string(p?.name ?? text())]
+            if random.chance(0.7) { args.append(random.chance(0.5) ? .float(Float(random.below(2))) : numeric()) }
+            return args
+        case "/tandem/plugin/mix", "/tandem/plugin/gain":
+            let e = target.plugins.isEmpty || random.chance(0.3) ? random.pick(["recorder", "player", text()])
+                : random.pick(target.plugins).engine
+            return random.chance(0.7) ? [.string(e), numeric()] : [.string(e)]
         default: return []
         }
     }

@@ -1,3 +1,4 @@
+import Foundation
 import Presets
 import Testing
 
@@ -9,6 +10,13 @@ import Testing
         #expect(spec.controls == [.init(symbol: "gain", value: -6)])
         #expect(try PluginSpec.parse(spec.commandLine).get() == spec)
         #expect(PluginSpec(uri: "http://gareus.org/oss/lv2/zeroconvolv#Mono").name == "mono")
+        // `bypass` is a bare word: never a control, whatever the plugin's symbols.
+        let off = try PluginSpec.parse("http://plugin.org.uk/swh-plugins/amp,bypass,gain=1").get()
+        #expect(off.bypass && off.controls == [.init(symbol: "gain", value: 1)])
+        #expect(try PluginSpec.parse(off.commandLine).get() == off)
+        // A report written before `bypass` existed reads as not bypassed.
+        let old = #"{"uri":"urn:x","name":"x","controls":[]}"#
+        #expect(try JSONDecoder().decode(PluginSpec.self, from: Data(old.utf8)).bypass == false)
     }
 
     @Test func badCommandLineFormsAreExplained() {

@@ -66,6 +66,7 @@ import TestSupport
             [[recorder.plugins]]
             uri = "http://plugin.org.uk/swh-plugins/highpass_iir"
             preset = "urn:example:preset"
+            bypass = true
             [player]
             client = "play"
             channels = 4
@@ -86,6 +87,7 @@ import TestSupport
             to = "system:playback_1"
             """, file: "full.toml", baseDirectory: Self.dir.path)
         #expect(problems.isEmpty, "\(problems)")
+        #expect(p?.recorder?.plugins.map(\.bypass) == [false, true])
         try roundTrip(try #require(p), "every key")
 
         var waiting = Preset()

@@ -381,7 +381,8 @@ import TestSupport
         #expect(bad.code == 2, "\(bad.output)")
         for line in [
             "fx.toml:7: recorder.plugins.uri: plugin not-installed: <http://example.org/not-installed> is not installed",
-            "fx.toml:9: recorder.plugins.uri: plugin stereo: <http://gareus.org/oss/lv2/zeroconvolv#Stereo> has 2 audio input(s)",
+            "fx.toml:9: recorder.plugins.uri: plugin stereo: <http://gareus.org/oss/lv2/zeroconvolv#Stereo> has audio"
+                + " inputs (in_1, in_2) and outputs (out_1, out_2): 2 → 2 channel(s) cannot follow a 3-channel path",
             "fx.toml:12: recorder.plugins.controls.gian: plugin amp: <\(Self.amp)> has no control 'gian'",
             "fx.toml:12: recorder.plugins.controls.gain: plugin amp: control 'gain' = 500.0 is outside its range",
             "fx.toml:13: recorder.plugins.preset: plugin amp: LV2 preset <urn:tandem:no-such-preset> not found",

@@ -70,7 +70,11 @@ import TestSupport
         // The recorder also runs a plugin with latency and records the dry input, delayed to match (the dry delay
         // line and the latency announcement are on the process thread).
         let latent = FileManager.default.fileExists(atPath: "/usr/lib/lv2/nodelay.lv2/nodelay.so")
-            ? ["--plugin", "http://gareus.org/oss/lv2/nodelay,delay=1000", "--dry"] : []
+            ? ["--plugin", "http://gareus.org/oss/lv2/nodelay,delay=1000", "--dry",
+               // A side-chain compressor (its side input silent), and a bypassed plugin with latency (the host's
+               // latency-aligned dry path).
+               "--plugin", "http://plugin.org.uk/swh-plugins/sc2,threshold=-20",
+               "--plugin", "http://gareus.org/oss/lv2/nodelay,name=bypassed,delay=300,bypass"] : []
         let rec = try TandemProcess(["record", "-c", "4", "-d", dir.path] + chain + latent, server: server,
                                     extraEnvironment: ["LD_PRELOAD": interposer, "RTCHECK_REPORT": recReport],
                                     log: dir.appendingPathComponent("rec.log").path)

@@ -55,6 +55,13 @@ uint64_t lv2host_worker_handled(LV2HostWorker *worker);
 /* Stops the thread (after the process thread no longer runs the instance) and frees. */
 void lv2host_worker_free(LV2HostWorker *worker);
 
+/*
+ * Floating point mode for running plugins: flush-to-zero and denormals-are-zero on (x86 MXCSR FTZ|DAZ, AArch64
+ * FPCR.FZ). lv2host_fp_enter returns the thread's mode before, lv2host_fp_leave puts it back. Realtime: safe.
+ */
+uint64_t lv2host_fp_enter(void);
+void lv2host_fp_leave(uint64_t mode);
+
 #ifdef __cplusplus
 }
 #endif

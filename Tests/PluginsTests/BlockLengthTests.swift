@@ -1,0 +1,87 @@
+import Foundation
+import Logging
+import Plugins
+import Presets
+import Testing
+import TestSupport
+
+/// buf-size:fixedBlockLength and powerOf2BlockLength, proved with Tandem's test plugin (Tests/Fixtures/lv2), which
+/// refuses to instantiate without the fixed-block promise and counts every run() of another length.
+@Suite(.serialized) struct BlockLengthTests {
+    static let ready: Bool = {
+        guard TestPlugins.canBuild, let b = try? TestPlugins.bundle() else { return false }
+        return PluginHost.shared.load(bundle: b)
+    }()
+
+    static func outputs(_ chain: PluginChain) -> [String: Float] {
+        Dictionary(uniqueKeysWithValues: (chain.status.first?.outputs ?? []).map { ($0.symbol, $0.value) })
+    }
+
+    static func run(_ chain: PluginChain, cycles: Int, frames: Int, value: Float = 0.25) -> [Float] {
+        let input = UnsafeMutablePointer<Float>.allocate(capacity: frames)
+        let output = UnsafeMutablePointer<Float>.allocate(capacity: frames)
+        defer {
+            input.deallocate()
+            output.deallocate()
+        }
+        var out: [Float] = []
+        for k in 0..<cycles {
+            input.initialize(repeating: value + Float(k) * 1e-3, count: frames)
+            var ins = [input], outs = [output]
+            ChainState.run(chain.state.pointee, inputs: &ins, outputs: &outs, frames: frames)
+            out += UnsafeBufferPointer(start: output, count: frames)
+        }
+        return out
+    }
+
+    @Test(.enabled(if: ready))
+    func aFixedBlockPluginSeesOnlyItsBlockAcrossAPeriodChange() throws {
+        let chain = PluginChain(specs: [PluginSpec(uri: TestPlugins.fixedBlock, name: "fixed")], channels: 1,
+                                sampleRate: 48000, period: 256, label: "test")
+        #expect(chain.problems.isEmpty, "the plugin requires the fixed-block promise: \(chain.problems)")
+        _ = Self.run(chain, cycles: 100, frames: 256)
+        var o = Self.outputs(chain)
+        #expect(o["mismatches"] == 0 && o["block"] == 256 && o["pow2"] == 1, "\(o)")
+        // The period changes to 128 before the chain is rebuilt: the plugin is passed over (its input goes through
+        // dry), never run with 128.
+        let passed = Self.run(chain, cycles: 10, frames: 128)
+        o = Self.outputs(chain)
+        #expect(o["mismatches"] == 0, "\(o)")
+        #expect(chain.blockMismatches == 10)
+        #expect(passed.first == 0.25 && passed.last == 0.25 + 9e-3)
+        #expect(chain.needsRebuild(forPeriod: 128) && !chain.needsRebuild(forPeriod: 256))
+        // Rebuilt off the process thread (here: the test's) for 128.
+        let holder = ChainHolder()
+        holder.install(chain)
+        #expect(holder.periodChanged(to: 128, isRunning: { false }, logger: Logger(label: "test")))
+        let again = try #require(holder.chain)
+        #expect(again !== chain && again.period == 128 && again.problems.isEmpty)
+        _ = Self.run(again, cycles: 50, frames: 128)
+        o = Self.outputs(again)
+        #expect(o["mismatches"] == 0 && o["block"] == 128 && again.blockMismatches == 0, "\(o)")
+        print("measured: fixedblock 100 cycles of 256, 10 of 128 passed over, rebuilt, 50 of 128: mismatches \(o["mismatches"] ?? -1)")
+    }
+
+    @Test(.enabled(if: ready))
+    func noPromiseNoPluginAndNoPowerOfTwoForOddPeriods() throws {
+        let refused = PluginChain(specs: [PluginSpec(uri: TestPlugins.fixedBlock)], channels: 1, sampleRate: 48000,
+                                  period: 256, label: "test", fixedBlock: false)
+        let e = try #require(refused.problems.first)
+        #expect(refused.isEmpty && e.code == .missingFeature && e.description.contains("fixed block length"), "\(e)")
+        let odd = PluginChain(specs: [PluginSpec(uri: TestPlugins.fixedBlock)], channels: 1, sampleRate: 48000,
+                              period: 96, label: "test")
+        #expect(odd.problems.isEmpty)
+        _ = Self.run(odd, cycles: 5, frames: 96)
+        let o = Self.outputs(odd)
+        #expect(o["pow2"] == 0 && o["block"] == 96 && o["mismatches"] == 0, "\(o)")
+    }
+
+    /// The crash plugin passes audio while `mode` is 0 (it is crashed for real by the isolation tests, in a child).
+    @Test(.enabled(if: ready))
+    func theCrashPluginIsHarmlessUntilTold() throws {
+        let chain = PluginChain(specs: [PluginSpec(uri: TestPlugins.crash)], channels: 2, sampleRate: 48000,
+                                period: 64, label: "test")
+        #expect(chain.problems.isEmpty && chain.status.first?.instances == 2, "\(chain.problems)")
+        #expect(try chain.value("crash", "mode") == 0)
+    }
+}
