@@ -1,6 +1,7 @@
 import Testing
 import Foundation
 @testable import Engine
+import Presets
 
 /// The level trigger decided from samples alone (no server): exact frames, thresholds, attack, hold, hysteresis,
 /// minimum and maximum length, channel rules.
@@ -198,5 +199,32 @@ import Foundation
         #expect(t.runningSince == 100)
         #expect(t.stop(at: 5_000) == .init(endFrame: 5_000, lastLoudFrame: nil, reason: .stopped))
         #expect(t.runningSince == nil)
+    }
+}
+
+/// The preset's units become frames and 0-based channels.
+@Suite struct UnattendedPresetMappingTests {
+    @Test func aTriggerTableBecomesARuleInFrames() throws {
+        var g = TriggerSection()
+        g.measure = .rms
+        g.windowSeconds = 0.05
+        g.channels = .listed([1, 3], all: true)
+        g.thresholdDB = -40
+        g.stopThresholdDB = -50
+        g.attackSeconds = 0.2
+        g.holdSeconds = 5
+        g.postrollSeconds = 1.5
+        g.minLengthSeconds = 10
+        g.maxLengthSeconds = 3600
+        let rule = LevelTrigger.Rule(g, sampleRate: 48_000, prerollSeconds: 2)
+        #expect(rule == LevelTrigger.Rule(measure: .rms, windowFrames: 2_400, channels: [0, 2], combine: .all, startDB: -40,
+                                          stopDB: -50, attackFrames: 9_600, holdFrames: 240_000, pretriggerFrames: 96_000,
+                                          postrollFrames: 72_000, minFrames: 480_000, maxFrames: 172_800_000))
+        var k = RetentionSection()
+        k.keepDays = 7
+        k.minFreeBytes = 1 << 30
+        k.runningTake = .closedChunks
+        #expect(RetentionPolicy(k) == RetentionPolicy(keepSeconds: 604_800, minFreeBytes: 1 << 30, guardSeconds: 3600,
+                                                      closedChunksOfRunningTake: true))
     }
 }

@@ -64,4 +64,21 @@ import TestSupport
         #expect(found == markers)
         #expect(TakeMarkers.write([TakeMarker(frame: 106_001, label: "late")], chunks: chunks).count == 1)
     }
+
+    @Test func theReportCarriesTriggerAndMarkersAndOldReportsStillRead() throws {
+        var r = RetentionTests.report(session: "s", take: 1, started: Date(timeIntervalSince1970: 0), chunks: Self.chunks,
+                                      running: false)
+        let plain = r.json()
+        #expect(!String(decoding: plain, as: UTF8.self).contains("\"trigger\""))
+        let start = LevelTrigger.Start(startFrame: 1_000, triggerFrame: 5_800, levelDB: -6.02061, channel: 1, continued: false)
+        let end = LevelTrigger.End(endFrame: 40_000, lastLoudFrame: 30_000, reason: .quiet)
+        r.trigger = TakeReport.TriggerInfo(start: start, end: end, takeStreamStart: 1_000)
+        r.markers = [TakeMarker(frame: 12, label: "verse", source: "osc")]
+        let back = try JSONDecoder().decode(TakeReport.self, from: r.json())
+        #expect(back.trigger == TakeReport.TriggerInfo(start: start, end: end, takeStreamStart: 1_000))
+        #expect(back.trigger?.triggerFrame == 4_800 && back.trigger?.channel == 2 && back.trigger?.levelDB == -6.02)
+        #expect(back.trigger?.lastLoudFrame == 29_000 && back.trigger?.ended == .quiet)
+        #expect(back.markers == r.markers)
+        #expect(try JSONDecoder().decode(TakeReport.self, from: plain).trigger == nil)
+    }
 }
