@@ -50,6 +50,24 @@ import Foundation
         #expect(chunks[1].frames.count == 3600 * rate && chunks[2].frames.count == 3600 * rate)
     }
 
+    @Test func twoHourChunksStayOnEvenLocalHoursAcrossTheChanges() throws {
+        // Every second local hour: on the spring day 02:00 does not exist, so the chunk from 00:00 runs to 04:00
+        // (three real hours); on the autumn day 02:00 comes twice and both begin a chunk.
+        let rate = 1_000
+        let spring = try #require(WallClockRotation(intervalSeconds: 7200, zone: Self.berlin, sampleRate: rate,
+                                                    anchorFrame: 0, anchorTime: Self.utc("2026-03-28T23:00:00Z")))
+        let s = spring.chunks(from: 0, to: 7 * 3600 * rate)
+        #expect(s.map { spring.label($0.startsAt) } == ["2026-03-29T00:00:00+0100", "2026-03-29T04:00:00+0200",
+                                                       "2026-03-29T06:00:00+0200"])
+        #expect(s.map(\.frames.count) == [3 * 3600 * rate, 7200 * rate, 7200 * rate])
+        let autumn = try #require(WallClockRotation(intervalSeconds: 7200, zone: Self.berlin, sampleRate: rate,
+                                                    anchorFrame: 0, anchorTime: Self.utc("2026-10-24T22:00:00Z")))
+        let a = autumn.chunks(from: 0, to: 6 * 3600 * rate)
+        #expect(a.map { autumn.label($0.startsAt) } == ["2026-10-25T00:00:00+0200", "2026-10-25T02:00:00+0200",
+                                                       "2026-10-25T02:00:00+0100", "2026-10-25T04:00:00+0100"])
+        #expect(a.map(\.frames.count) == [7200 * rate, 3600 * rate, 7200 * rate, 3600 * rate])
+    }
+
     @Test func boundariesAreTheExactFrameOfTheirInstant() throws {
         // Quarter hours in a zone half an hour off UTC, at 44.1 kHz, from an anchor with a fractional second.
         let kolkata = TimeZone(identifier: "Asia/Kolkata")!
