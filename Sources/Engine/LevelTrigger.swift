@@ -193,7 +193,8 @@ public struct LevelTrigger {
         guard frames > 0 else { return events }
         let zero = [Float](repeating: 0, count: channelCount)
         zero.withUnsafeBufferPointer { z in
-            for _ in 0..<frames { step(z.baseAddress!, &events) }
+            guard let base = z.baseAddress else { return }
+            for _ in 0..<frames { step(base, &events) }
         }
         return events
     }

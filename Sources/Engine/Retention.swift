@@ -1,4 +1,5 @@
 import Foundation
+import Presets
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -232,8 +233,8 @@ public struct Retention {
     }
 
     static func describe(seconds: Double) -> String {
-        seconds >= 86_400 && seconds.truncatingRemainder(dividingBy: 86_400) == 0 ? "\(Int(seconds / 86_400)) days"
-            : "\(Int(seconds)) s"
+        seconds >= 86_400 && seconds.truncatingRemainder(dividingBy: 86_400) == 0 ? "\(Limits.number(seconds / 86_400)) days"
+            : "\(Limits.number(seconds)) s"
     }
 
     static func describe(bytes: Int64) -> String {

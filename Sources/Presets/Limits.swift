@@ -46,7 +46,7 @@ public enum Limits {
     public static let tailSeconds: ClosedRange<Double> = 0...600
     /// Level trigger: thresholds, the level's window, attack, hold, a take's minimum length.
     public static let triggerDBFS: ClosedRange<Double> = -120...0
-    public static let triggerWindowSeconds: ClosedRange<Double> = 0.0001...10
+    public static let triggerWindowSeconds: ClosedRange<Double> = 0.0001...1
     public static let triggerAttackSeconds: ClosedRange<Double> = 0...60
     public static let triggerHoldSeconds: ClosedRange<Double> = 0...3600
     public static let triggerMinLengthSeconds: ClosedRange<Double> = 0...86_400

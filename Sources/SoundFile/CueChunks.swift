@@ -224,7 +224,10 @@ public enum CueChunks {
     static func pwriteAll(_ fd: Int32, _ bytes: [UInt8], at offset: Int) -> Bool {
         var done = 0
         while done < bytes.count {
-            let n = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress! + done, bytes.count - done, off_t(offset + done)) }
+            let n = bytes.withUnsafeBytes { b -> Int in
+                guard let base = b.baseAddress else { return 0 }
+                return pwrite(fd, base + done, b.count - done, off_t(offset + done))
+            }
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else { return false }
             done += n
