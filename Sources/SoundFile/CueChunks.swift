@@ -18,8 +18,9 @@ public struct CueMarker: Sendable, Equatable, Codable {
 
 /// Cue points with labels in WAV and RF64 files, written as the chunks DAWs read: a `cue ` chunk (one point per
 /// marker: id, position and sample offset = the frame, in the `data` chunk) followed by a `LIST` chunk of type
-/// `adtl` holding one `labl` per marker (id, NUL-terminated UTF-8 text). This is the layout Sound Forge, REAPER and
-/// Wavosaur write and Audacity, Ardour (through libsndfile) and REAPER read.
+/// `adtl` holding one `labl` per marker (id, NUL-terminated UTF-8 text): the standard RIFF layout (Sound Forge and
+/// REAPER write markers this way). Checked here against libsndfile (which Ardour and Audacity import through) and an
+/// independent parser; not yet checked in a DAW itself.
 ///
 /// Why not libsndfile: `SFC_SET_CUE` is refused once audio has been written (markers arrive during a take), it
 /// writes no labels, and its RF64 writer writes no cue chunk at all. So the chunks are appended after the `data`
