@@ -100,6 +100,10 @@ public struct TakeReport: Codable, Sendable {
     public var rackIncidents: [RackIncidentNote]? = nil
     /// With the dry input recorded too: the recorded channels' names (processed ones, then `PORT-dry`).
     public var channelNames: [String]? = nil
+    /// A level-triggered take: the frame and level that started it and why it ended (absent otherwise).
+    public var trigger: TriggerInfo? = nil
+    /// Markers added during the take, at their frames (absent when there were none).
+    public var markers: [TakeMarker]? = nil
 
     /// Encodes as pretty JSON.
     public func json() -> Data {

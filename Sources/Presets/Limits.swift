@@ -46,6 +46,16 @@ public enum Limits {
     public static let tailSeconds: ClosedRange<Double> = 0...600
     /// A rack's dry/wet mix: 0 is the input alone, 1 the chain's output alone.
     public static let mix: ClosedRange<Double> = 0...1
+    /// Level trigger: thresholds, the level's window, attack, hold, a take's minimum length.
+    public static let triggerDBFS: ClosedRange<Double> = -120...0
+    public static let triggerWindowSeconds: ClosedRange<Double> = 0.0001...1
+    public static let triggerAttackSeconds: ClosedRange<Double> = 0...60
+    public static let triggerHoldSeconds: ClosedRange<Double> = 0...3600
+    public static let triggerMinLengthSeconds: ClosedRange<Double> = 0...86_400
+    /// Retention: how long takes are kept, the free space to keep, the guard time.
+    public static let retentionKeepDays: ClosedRange<Double> = 0.01...36_500
+    public static let retentionFreeBytes: ClosedRange<Int> = 65_536...(1 << 50)
+    public static let retentionGuardSeconds: ClosedRange<Double> = 60...31_536_000
 
     /// Whether `value` is a number inside `range` (NaN and infinities never are).
     public static func contains(_ range: ClosedRange<Double>, _ value: Double) -> Bool {

@@ -14,6 +14,8 @@ public enum RecorderStart: String, Sendable, CaseIterable {
     case armed
     /// A take per JACK transport roll.
     case transport
+    /// A take whenever the level says so (`[recorder.trigger]`). Parsed and validated; not yet acted on.
+    case level
 }
 
 /// When the player starts.
@@ -192,6 +194,14 @@ public struct RecorderSection: Sendable, Equatable {
     public var recordDry = false
     /// Where each plugin of `plugins` was written (same order), for problems found by looking the plugins up.
     public var pluginSources: [PluginSource] = []
+    /// `[recorder.trigger]` (with `start = "level"`).
+    public var trigger: TriggerSection?
+    /// Local times to record in (`Schedule` entries, as written).
+    public var schedule: [String]?
+    /// Chunks rotate on the local clock (`rotate` divides a day): a new chunk on the hour.
+    public var rotateOnClock = false
+    /// `[recorder.retention]`.
+    public var retention: RetentionSection?
     public init() {}
 }
 

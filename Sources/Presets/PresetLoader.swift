@@ -467,7 +467,8 @@ struct Validator {
     mutating func recorder(_ t: TOMLTable) -> RecorderSection {
         let s = "recorder"
         unknownKeys(t, ["client", "channels", "ports", "format", "sample", "quality", "template", "stems", "rotate",
-                        "rotate_size", "preroll", "duration", "stop_at", "start", "ring", "plugins", "dry"],
+                        "rotate_size", "preroll", "duration", "stop_at", "start", "ring", "plugins", "dry",
+                        "trigger", "schedule", "rotate_on_clock", "retention"],
                     section: s)
         var r = RecorderSection()
         r.client = client(t, s, default: r.client)
@@ -510,6 +511,10 @@ struct Validator {
         if r.recordDry && r.plugins.isEmpty {
             problem("recorder.dry", t.keyLines["dry"], "'dry' records the input beside the plugin chain's output: it needs [[recorder.plugins]]")
         }
+        trigger(t, &r)
+        schedule(t, &r)
+        rotateOnClock(t, &r)
+        retention(t, &r)
         return r
     }
 

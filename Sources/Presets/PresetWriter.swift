@@ -49,7 +49,11 @@ public extension Preset {
             if r.start != d.start { out.raw("start", r.start.rawValue) }
             if r.ringSeconds != d.ringSeconds { out.number("ring", r.ringSeconds) }
             if r.recordDry { out.bool("dry", true) }
+            if let schedule = r.schedule { out.line("schedule = [" + schedule.map(TOMLText.quoted).joined(separator: ", ") + "]") }
+            if r.rotateOnClock { out.bool("rotate_on_clock", true) }
             out.plugins(r.plugins, section: "recorder")
+            if let g = r.trigger { out.trigger(g) }
+            if let k = r.retention { out.retention(k) }
         }
 
         if let p = player {
@@ -146,6 +150,37 @@ struct TOMLText {
                     .joined(separator: ", ") + " }")
             }
         }
+    }
+
+    mutating func trigger(_ g: TriggerSection) {
+        let d = TriggerSection()
+        table("recorder.trigger")
+        if g.measure != d.measure { raw("measure", g.measure.rawValue) }
+        if g.windowSeconds != d.windowSeconds { number("window", g.windowSeconds) }
+        switch g.channels {
+        case .any: break
+        case .all: raw("channels", "all")
+        case .listed(let list, let all):
+            line("channels = [" + list.map(String.init).joined(separator: ", ") + "]")
+            if all { raw("combine", "all") }
+        }
+        number("threshold", g.thresholdDB)
+        number("stop_threshold", g.stopThresholdDB)
+        if g.attackSeconds != d.attackSeconds { number("attack", g.attackSeconds) }
+        if g.holdSeconds != d.holdSeconds { number("hold", g.holdSeconds) }
+        if g.postrollSeconds != d.postrollSeconds { number("postroll", g.postrollSeconds) }
+        if g.minLengthSeconds != d.minLengthSeconds { number("min_length", g.minLengthSeconds) }
+        if let m = g.maxLengthSeconds { number("max_length", m) }
+    }
+
+    mutating func retention(_ k: RetentionSection) {
+        let d = RetentionSection()
+        table("recorder.retention")
+        if let days = k.keepDays { number("keep_days", days) }
+        if let free = k.minFreeBytes { integer("min_free", free) }
+        if k.guardSeconds != d.guardSeconds { number("guard", k.guardSeconds) }
+        if k.dryRun { bool("dry_run", true) }
+        if k.runningTake != d.runningTake { raw("running_take", k.runningTake.rawValue) }
     }
 
     /// A number that reads back to the same Double (floats always carry a point or an exponent).

@@ -13,6 +13,8 @@ public final class SoundFileReader {
     /// libsndfile's format word.
     public let formatWord: Int32
     private var file: OpaquePointer?
+    /// The open libsndfile handle (nil once closed), for extensions in this module.
+    var handle: OpaquePointer? { file }
 
     /// Opens `path`. Errors name the file and say what is wrong with it.
     public init(path: String) throws(SoundFileError) {

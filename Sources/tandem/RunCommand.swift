@@ -75,9 +75,10 @@ struct RunCommand: ParsableCommand {
         let nsm = NSMMode.start(template: preset, overrides: overrides, signals: runner.signals, logger: runner.logger)
         let path = nsm?.presetPath ?? resolvePreset(preset ?? "")
         let (loaded, problems) = nsm?.load() ?? PresetLoader.load(path: path, overrides: overrides)
-        guard let initial = loaded else {
-            for p in problems { Console.err("\(p)\n") }
-            fail(.badInput, "\(problems.count) problem(s) in \(path); nothing started")
+        guard let initial = loaded, loaded?.pendingProblems.isEmpty == true else {
+            let all = problems + (loaded?.pendingProblems ?? [])
+            for p in all { Console.err("\(p)\n") }
+            fail(.badInput, "\(all.count) problem(s) in \(path); nothing started")
         }
         // Plugins are looked up before anything starts, as `preset check` does.
         if case .checked(let problems) = PresetPluginCheck.check(initial), !problems.isEmpty {
@@ -107,6 +108,7 @@ struct RunCommand: ParsableCommand {
         }
         let end = runner.loop(reload: {
             let (next, problems) = nsm?.load(answering: false) ?? PresetLoader.load(path: path, overrides: overrides)
+            if let pending = next?.pendingProblems, !pending.isEmpty { return (nil, problems + pending, path) }
             return (next, problems, path)
         })
         for c in runner.finish() { say("\(c.engine) " + cycleCostLine(c.cost, period: c.period, rate: c.rate)) }
@@ -159,6 +161,10 @@ struct PresetCommand: ParsableCommand {
             for name in files {
                 let path = resolvePreset(name)
                 var (preset, problems) = PresetLoader.load(path: path, overrides: set)
+                if let pending = preset?.pendingProblems, !pending.isEmpty {
+                    problems += pending
+                    preset = nil
+                }
                 var pluginNote = ""
                 if let p = preset {
                     switch PresetPluginCheck.check(p) {
