@@ -8,18 +8,27 @@ extension ChainHolder {
     /// per cycle with the server's period, so plugins may be promised a fixed block. `mix` and `gainDB`: the chain's
     /// dry/wet mix and output gain (saved values in `savedState` take precedence). Control thread.
     static func chain(_ specs: [PluginSpec], client: JackClient, channels: Int, label: String,
-                      savedState: String?, mix: Double = 1, gainDB: Double = 0) -> PluginChain? {
-        specs.isEmpty ? nil : PluginChain(specs: specs, channels: channels, sampleRate: client.sampleRate,
-                                          period: client.bufferSize, label: label, savedState: savedState,
-                                          fixedBlock: true, mix: mix, gainDB: gainDB)
+                      savedState: String?, mix: Double = 1, gainDB: Double = 0,
+                      through: (inputs: Int, outputs: Int, mix: Double, gainDB: Double)? = nil) -> PluginChain? {
+        guard !specs.isEmpty else { return nil }
+        if let t = through {
+            // A rack: its main inputs in, exactly its outputs out (what cannot end there is left out, and said).
+            return PluginChain(specs: specs, inputs: t.inputs, outputs: t.outputs, sampleRate: client.sampleRate,
+                               period: client.bufferSize, label: label, savedState: savedState, fixedBlock: true,
+                               mix: t.mix, gainDB: t.gainDB)
+        }
+        return PluginChain(specs: specs, channels: channels, sampleRate: client.sampleRate, period: client.bufferSize,
+                           label: label, savedState: savedState, fixedBlock: true, mix: mix, gainDB: gainDB)
     }
 
     /// Installs the chain an engine starts with. With `strict` (a plugin that cannot run is fatal) returns why the
     /// engine cannot start, having freed the chain (the caller closes the rest); otherwise logs each problem (the
     /// chain runs without what failed) and returns nil. Control thread, before activation.
     func installForStart(_ specs: [PluginSpec], client: JackClient, channels: Int, label: String, savedState: String?,
-                         strict: Bool, logger: Logger) -> String? {
-        install(Self.chain(specs, client: client, channels: channels, label: label, savedState: savedState))
+                         strict: Bool, logger: Logger,
+                         through: (inputs: Int, outputs: Int, mix: Double, gainDB: Double)? = nil) -> String? {
+        install(Self.chain(specs, client: client, channels: channels, label: label, savedState: savedState,
+                           through: through))
         if strict, let why = PluginChain.startFailure(chain, engine: label) {
             close()
             return why
@@ -32,8 +41,9 @@ extension ChainHolder {
 
     /// Builds the chain `specs` asks for here, off the process thread, and swaps it in for the running one.
     func rebuild(_ specs: [PluginSpec], client: JackClient, channels: Int, label: String, savedState: String?,
-                 logger: Logger) {
-        replace(with: Self.chain(specs, client: client, channels: channels, label: label, savedState: savedState),
+                 logger: Logger, through: (inputs: Int, outputs: Int, mix: Double, gainDB: Double)? = nil) {
+        replace(with: Self.chain(specs, client: client, channels: channels, label: label, savedState: savedState,
+                                 through: through),
                 isRunning: { client.isActive && !client.wasShutDown }, logger: logger)
     }
 }

@@ -58,6 +58,9 @@ final class EngineClient<State: EngineState>: @unchecked Sendable {
         var plugins: [PluginSpec]
         var pluginState: String?
         var strictPlugins: Bool
+        /// A rack's chain: the channels it takes (its main inputs; the inputs after them are the chain's side
+        /// inputs) and gives, its dry/wet mix and output gain. Nil: the insert chain of a recorder or player.
+        var through: (inputs: Int, outputs: Int, mix: Double, gainDB: Double)? = nil
         /// Channels the insert chain runs: the inputs, or the outputs of an engine without inputs.
         var chainChannels: Int { inputs.isEmpty ? outputs.count : inputs.count }
     }
@@ -71,6 +74,8 @@ final class EngineClient<State: EngineState>: @unchecked Sendable {
     /// The insert chain (built for `chainChannels` channels).
     let plugins: ChainHolder
     let chainChannels: Int
+    /// A rack's chain shape (see `Setup.through`).
+    let through: (inputs: Int, outputs: Int, mix: Double, gainDB: Double)?
     let role: String
     private let latency: JackLatency
     private let logger: Logger
@@ -116,9 +121,10 @@ final class EngineClient<State: EngineState>: @unchecked Sendable {
             throw error
         }
         plugins = holder
+        through = setup.through
         if let why = holder.installForStart(setup.plugins, client: client, channels: chainChannels, label: role,
                                             savedState: setup.pluginState, strict: setup.strictPlugins,
-                                            logger: logger) {
+                                            logger: logger, through: setup.through) {
             client.close()
             State.free(state)
             throw EngineError(.badConfig, why)
@@ -196,7 +202,7 @@ final class EngineClient<State: EngineState>: @unchecked Sendable {
     /// Replaces the insert chain while running: built here, taken by the process thread at the start of a cycle.
     func replacePlugins(_ specs: [PluginSpec], savedState: String?) {
         plugins.rebuild(specs, client: client, channels: chainChannels, label: role, savedState: savedState,
-                        logger: logger)
+                        logger: logger, through: through.map { ($0.inputs, $0.outputs, plugins.chain?.mix ?? $0.mix, plugins.chain?.gainDB ?? $0.gainDB) })
         refreshPluginLatency()
     }
 

@@ -25,13 +25,15 @@ extension RackState {
         let jump = SkippedCycles.frames(frameTime: frameTime, expected: c.load(Counter.nextFrameTime.rawValue))
         if jump != 0 { c.add(Counter.missedFrames.rawValue, jump) }
         c.store(Counter.nextFrameTime.rawValue, Int(frameTime &+ UInt32(truncatingIfNeeded: n)))
+        let main = s.inputs.channels - s.sides
         if let chain = s.chain.acquire() {
-            ChainState.run(chain.pointee, inputs: s.inputs.buffers, outputs: s.outputs.buffers, frames: n)
+            ChainState.run(chain.pointee, inputs: s.inputs.buffers, outputs: s.outputs.buffers, frames: n,
+                           sides: s.sides > 0 ? UnsafePointer(s.inputs.buffers + main) : nil)
         } else {
             // No chain (none given, or every plugin bypassed at build): the inputs pass through, extra outputs
             // are silent.
             for ch in 0..<s.outputs.channels {
-                if ch < s.inputs.channels {
+                if ch < main {
                     s.outputs.buffers[ch].update(from: s.inputs.buffers[ch], count: n)
                 } else {
                     s.outputs.buffers[ch].update(repeating: 0, count: n)

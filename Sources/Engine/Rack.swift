@@ -18,7 +18,9 @@ public final class Rack {
     let engine: EngineClient<RackState>
 
     public var client: JackClient { engine.client }
-    public var inputs: [JackPort] { engine.inputs }
+    /// The main inputs (the side inputs' ports follow them in `sidePorts`).
+    public var inputs: [JackPort] { Array(engine.inputs.prefix(config.inputs.count)) }
+    public var sidePorts: [JackPort] { Array(engine.inputs.dropFirst(config.inputs.count)) }
     public var outputs: [JackPort] { engine.outputs }
     public var plugins: ChainHolder { engine.plugins }
     public var name: String { config.name }
@@ -27,21 +29,26 @@ public final class Rack {
     /// plugin that cannot run as asked is an error (nothing started); otherwise the rack runs without it.
     public init(config: RackConfig, server: String?, logger: Logger = Logger(label: "tandem.rack"),
                 strictPlugins: Bool = false) throws(EngineError) {
-        guard !config.inputs.isEmpty, config.outputs.count == config.inputs.count else {
-            throw EngineError(.badConfig, "rack '\(config.name)': \(config.inputs.count) input(s) and \(config.outputs.count) "
-                              + "output(s): its chain runs one instance per channel group, so it gives as many outputs "
-                              + "as it takes inputs")
+        guard !config.inputs.isEmpty, !config.outputs.isEmpty else {
+            throw EngineError(.badConfig, "rack '\(config.name)' needs at least one input and one output port")
         }
         self.config = config
         let setup = EngineClient<RackState>.Setup(
-            clientName: config.clientName, server: server, inputs: config.inputs, outputs: config.outputs,
-            role: "rack \(config.name)", plugins: config.plugins,
-            pluginState: config.pluginState, strictPlugins: strictPlugins)
-        let (ins, outs) = (config.inputs.count, config.outputs.count)
+            clientName: config.clientName, server: server, inputs: config.inputs + config.sideInputs,
+            outputs: config.outputs, role: "rack \(config.name)", plugins: config.plugins,
+            pluginState: config.pluginState, strictPlugins: strictPlugins,
+            through: (config.inputs.count, config.outputs.count, config.mix, config.gainDB))
+        let (ins, sides, outs) = (config.inputs.count, config.sideInputs.count, config.outputs.count)
         engine = try EngineClient(setup, logger: logger, allocate: { client, inputs, outputs, slot in
-            RackState.allocate(client: client.cycleHandle, inputs: inputs, outputs: outputs, channels: (ins, outs),
-                               chain: slot)
+            RackState.allocate(client: client.cycleHandle, inputs: inputs, outputs: outputs,
+                               channels: (ins, sides, outs), chain: slot)
         })
+        if let chain = engine.plugins.chain, chain.sideInputs.map(\.name) != config.sideInputs {
+            // A plugin with a side input was left out: the ports no longer match the chain's side inputs.
+            logger.warning("the chain's side inputs differ from the rack's ports; they stay silent",
+                           metadata: ["rack": "\(config.name)", "chain": "\(chain.sideInputs.map(\.name))",
+                                      "ports": "\(config.sideInputs)"])
+        }
         try engine.activate(worker: nil)
         engine.refreshPluginLatency()
     }

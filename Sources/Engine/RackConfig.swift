@@ -7,6 +7,9 @@ public struct RackConfig: Sendable, Equatable {
     public var clientName = "rack"
     public var inputs: [String] = ["in_1", "in_2"]
     public var outputs: [String] = ["out_1", "out_2"]
+    /// Input ports for the chain's side inputs (a compressor's side chain: `<plugin>_<port symbol>`), after the
+    /// inputs; silent while nothing is connected.
+    public var sideInputs: [String] = []
     public var plugins: [PluginSpec] = []
     public var gainDB: Double = 0
     public var mix: Double = 1
@@ -17,5 +20,6 @@ public struct RackConfig: Sendable, Equatable {
     /// Whether `other` can be applied without re-creating the JACK client (same name and ports).
     func sameClient(as other: RackConfig) -> Bool {
         clientName == other.clientName && inputs == other.inputs && outputs == other.outputs
+            && sideInputs == other.sideInputs
     }
 }

@@ -15,21 +15,23 @@ struct RackState: EngineState {
 
     /// The JACK client (for the frame time the glue in `process` hands the cycle); `.none` without a server.
     let client: JackClientHandle
+    /// The main inputs, then the side inputs (`sides` of them, the last ones).
     let inputs: EnginePorts
+    let sides: Int
     let outputs: EnginePorts
     /// The chain the callback runs from the inputs to the outputs (none: the inputs are passed through).
     let chain: ChainSlot
     let counters: AtomicCounterArray
     let cycleCost: CycleHistogram
 
-    /// `inputs` and `outputs`: the client's ports (or none, for state driven without a server, with `channels`
-    /// giving the counts). Control thread.
-    static func allocate(client: JackClientHandle, inputs: [JackPort], outputs: [JackPort], channels: (Int, Int),
+    /// `inputs` (main, then side) and `outputs`: the client's ports, or none for state driven without a server;
+    /// `channels`: main inputs, side inputs, outputs. Control thread.
+    static func allocate(client: JackClientHandle, inputs: [JackPort], outputs: [JackPort], channels: (Int, Int, Int),
                          chain: ChainSlot) -> UnsafeMutablePointer<RackState> {
         let state = UnsafeMutablePointer<RackState>.allocate(capacity: 1)
         state.initialize(to: RackState(
-            client: client, inputs: EnginePorts.allocate(ports: inputs, channels: channels.0),
-            outputs: EnginePorts.allocate(ports: outputs, channels: channels.1), chain: chain,
+            client: client, inputs: EnginePorts.allocate(ports: inputs, channels: channels.0 + channels.1),
+            sides: channels.1, outputs: EnginePorts.allocate(ports: outputs, channels: channels.2), chain: chain,
             counters: .allocate(count: Counter.allCases.count), cycleCost: .allocate()))
         state.pointee.resetAfterWarmUp()
         return state

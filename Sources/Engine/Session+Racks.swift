@@ -158,8 +158,10 @@ extension Session {
 }
 
 extension RackConfig {
-    /// The rack a `[[rack]]` table asks for; inputs left out are what the first plugin takes (2 when it cannot be
-    /// looked up), outputs left out as many as the inputs (the chain runs one instance per channel group).
+    /// The rack a `[[rack]]` table asks for. Inputs left out: what the first plugin takes (2 when it cannot be looked
+    /// up); outputs left out: what the chain gives from them (`ChainLayout`: mono→stereo, stereo→mono, N instances
+    /// of a mono plugin); the chain's side inputs (side-chain and optional audio inputs) become input ports named
+    /// `<plugin>_<port symbol>`.
     public init(section r: RackSection, session: SessionSection, host: PluginHost = .shared) {
         self.init()
         name = r.name
@@ -167,11 +169,20 @@ extension RackConfig {
         plugins = r.plugins
         gainDB = r.gainDB
         mix = r.mix
-        let first = r.plugins.first.flatMap { host.plugin($0.uri) }
-        let ins = r.inputs?.count ?? max(1, first?.audioInputs ?? 2)
-        let outs = r.outputs?.count ?? ins
+        let named = PluginSpec.uniqueNames(r.plugins)
+        let infos = named.compactMap { spec in host.plugin(spec.uri).map { (spec, $0) } }
+        let firstMain = infos.first.map { _, info in
+            info.ports.filter { $0.kind == .audio && $0.isInput && !$0.isSideChain && !$0.isOptional }.count
+        }
+        let ins = r.inputs?.count ?? max(1, firstMain ?? 2)
+        let plan = ChainLayout.plan(infos, inputs: ins, outputs: r.outputs?.count, label: "rack \(r.name)")
+        let outs = r.outputs?.count ?? plan.stages.compactMap { $0 }.last?.widthOut ?? ins
         inputs = r.inputs ?? (1...ins).map { "in_\($0)" }
-        outputs = r.outputs ?? (1...outs).map { "out_\($0)" }
+        outputs = r.outputs ?? (1...max(1, outs)).map { "out_\($0)" }
+        sideInputs = zip(infos, plan.stages).flatMap { pair, stage -> [String] in
+            guard let stage else { return [] }
+            return stage.sideInputs.map { "\(pair.0.name)_\(pair.1.ports[$0].symbol)" }
+        }
         pluginState = session.restorePlugins ? Session.pluginStateDirectory(session, engine: .rack(r.name)) : nil
     }
 }

@@ -97,6 +97,100 @@ import TestSupport
     }
 }
 
+extension RackTests {
+    /// Channel shapes in a rack: swh split (mono→stereo) gets one input and two outputs, each the input; swh sc2
+    /// gets a side-chain input port (`sc2_sidechain`) and ducks its main input only while that port is loud.
+    @Test(.enabled(if: hasSWH))
+    func racksTakeTheShapeOfTheirChainAndSideInputsArePorts() throws {
+        let server = try TestEnvironment.server("rackshape")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("rackshape")
+        let main = dir.appendingPathComponent("main.wav").path
+        try TestEnvironment.writeWAV(Signals.noise(frames: 48000, channels: 1).map { $0 * 0.1 }, channels: 1, path: main,
+                                     sample: .float32)
+        // The side signal: 1 s of silence, then 1 s of loud noise, looped.
+        let side = dir.appendingPathComponent("side.wav").path
+        try TestEnvironment.writeWAV([Float](repeating: 0, count: 48000) + Signals.noise(frames: 48000, channels: 1, seed: 7).map { $0 * 0.9 },
+                                     channels: 1, path: side, sample: .float32)
+        let path = dir.appendingPathComponent("shapes.toml").path
+        try """
+            [session]
+            name = "shapes"
+            directory = "\(dir.path)"
+            control_port = \(35000 + Int(getpid() % 20000))
+            [recorder]
+            channels = 5
+            [[rack]]
+            name = "duck"
+            isolate = false
+            [[rack.plugins]]
+            uri = "http://plugin.org.uk/swh-plugins/sc2"
+            controls = { threshold = -30, ratio = 10, attack = 2, release = 2, knee = 1 }
+            [[rack]]
+            name = "wide"
+            isolate = false
+            [[rack.plugins]]
+            uri = "http://plugin.org.uk/swh-plugins/split"
+            [[connect]]
+            from = "main:out_1"
+            to = "/(duck:in_1|wide:in_1|tandem-rec:in_1)/"
+            mode = "all"
+            [[connect]]
+            from = "side:out_1"
+            to = "/(duck:sc2_sidechain|tandem-rec:in_3)/"
+            mode = "all"
+            [[connect]]
+            from = "duck:out_1"
+            to = "tandem-rec:in_2"
+            [[connect]]
+            from = "wide:out_*"
+            to = "/tandem-rec:in_[45]/"
+            """.write(toFile: path, atomically: true, encoding: .utf8)
+        let players = try [("main", main), ("side", side)].map { name, file in
+            try TandemProcess(["play", "--client", name, "--loop", "item", file], server: server,
+                              log: dir.appendingPathComponent("\(name).log").path)
+        }
+        defer { for p in players { p.process.signal(SIGTERM); _ = p.process.wait(timeout: 10) } }
+        let run = try TandemProcess(["run", "--no-view", path], server: server, log: dir.appendingPathComponent("run.log").path)
+        #expect(run.waitFor("connected wide:out_2 -> tandem-rec:in_5"), "\(run.output)")
+        #expect(run.waitFor("connected side:out_1 -> duck:sc2_sidechain"), "\(run.output)")
+        usleep(4_500_000)
+        run.process.signal(SIGTERM)
+        #expect(run.process.wait(timeout: 15) == 0, "\(run.output)")
+        let report = try TakeReport.read(from: try #require(TakeCheck.reports(in: dir.path).first))
+        let file = try #require(report.chunks.first?.files.first)
+        let audio = try TestEnvironment.readAudio(file.hasPrefix("/") ? file : dir.appendingPathComponent(file).path)
+        let frames = audio.samples.count / 5
+        func ch(_ c: Int, _ f: Int) -> Float { audio.samples[5 * f + c] }
+        // Mono→stereo: both outputs are the input, frame for frame.
+        var worst: Float = 0
+        for f in 0..<frames { worst = max(worst, abs(ch(3, f) - ch(0, f)), abs(ch(4, f) - ch(0, f))) }
+        #expect(worst < 1e-6 && frames > 96000, "split: worst \(worst) over \(frames) frames")
+        // Side chain: the gain follows the side input, not the main one (which is steady).
+        var quiet: [Double] = [], loud: [Double] = []
+        let window = 2400
+        for w in stride(from: 0, to: frames - window, by: window) {
+            var side = 0.0, input = 0.0, output = 0.0
+            for f in w..<(w + window) {
+                side += Double(ch(2, f) * ch(2, f))
+                input += Double(ch(0, f) * ch(0, f))
+                output += Double(ch(1, f) * ch(1, f))
+            }
+            guard input > 0 else { continue }
+            let ratio = (output / input).squareRoot()
+            let sideRMS = (side / Double(window)).squareRoot()
+            if sideRMS < 1e-4 { quiet.append(ratio) } else if sideRMS > 0.1 { loud.append(ratio) }
+        }
+        let q = quiet.sorted(), l = loud.sorted()
+        try? "silent side: median gain \(q.isEmpty ? 0 : q[q.count / 2]) over \(q.count) windows; loud side: \(l.isEmpty ? 0 : l[l.count / 2]) over \(l.count)\n"
+            .write(toFile: "/tmp/tandem-rack-sidechain.txt", atomically: true, encoding: .utf8)
+        #expect(q.count > 10 && l.count > 10, "windows: \(q.count) quiet, \(l.count) loud")
+        // Medians: unity while the side is silent, well below while it is loud.
+        #expect(q.isEmpty || abs(q[q.count / 2] - 1) < 0.05, "gain with a silent side chain: \(q)")
+        #expect(l.isEmpty || l[l.count / 2] < 0.5, "gain with a loud side chain: \(l)")
+    }
+}
+
 /// Crash isolation: a rack in its own process, supervised by the session that records.
 @Suite(.serialized) struct RackIsolationTests {
     static func status(_ port: Int) throws -> [String: Any] {
