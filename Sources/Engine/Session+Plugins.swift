@@ -88,14 +88,23 @@ extension Session {
         return saved
     }
 
-    /// Saves chains whose controls changed (at most once a second), and reports latency changes to JACK.
+    /// Saves chains whose controls changed (at most once a second), and reports latency changes to JACK. Never
+    /// while a callback is stuck (the engines' cycle counters stood still since the last look): a control value
+    /// that hung a plugin is not saved, so a restarted rack does not come back hung.
     func tickPlugins() {
         recorder?.plugins.collect()
         player?.plugins.collect()
         recorder?.refreshPluginLatency()
         player?.refreshPluginLatency()
+        for rack in racks.values {
+            rack.plugins.collect()
+            rack.refreshPluginLatency()
+        }
+        let cycles = (recorder?.cycles ?? 0) + (player?.cycles ?? 0) + racks.values.reduce(0) { $0 + $1.cycles }
+        let moving = cycles != cyclesAtLastPluginTick
+        cyclesAtLastPluginTick = cycles
         let dirty = chainEngines.contains { chain($0)?.dirty == true }
-        guard dirty, preset?.session.savePlugins == true, Date().timeIntervalSince(lastPluginSave) >= 1 else { return }
+        guard dirty, moving, preset?.session.savePlugins == true, Date().timeIntervalSince(lastPluginSave) >= 1 else { return }
         lastPluginSave = Date()
         do {
             try savePlugins()

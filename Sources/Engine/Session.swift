@@ -61,6 +61,8 @@ public final class Session {
     /// Where the player was when the server was lost (see Session+PlayerResume.swift).
     var playerResume: PlayerResumePoint?
     var lastPluginSave = Date.distantPast
+    /// The engines' cycles summed at the last plugin tick (a stuck callback stops them).
+    var cyclesAtLastPluginTick = -1
     /// The chain whose problems were last announced, per engine (weak: a freed chain never matches a new one).
     var announcedChains: [ChainEngine: WeakChain] = [:]
     /// Whether the first apply succeeded: from then on a plugin that cannot run is bypassed, whatever

@@ -299,4 +299,69 @@ extension RackTests {
         let counted = (r.report.missedFrames ?? 0) > 0 || r.report.xruns > 0 || !r.report.drops.isEmpty
         #expect(check.foreignFrames == 0 && (check.discontinuities == 0 || counted), "\(check), missed \(r.report.missedFrames ?? 0)")
     }
+
+    /// Tandem's own crash plugin in an isolated rack, told over the rack process's control port to segfault, abort
+    /// and hang in run(): each time only the rack's process goes (the hang detected by its stopped cycle counter),
+    /// it is back within 2 s with the last state saved while it was healthy (mode 0), and a take of the source beside
+    /// it keeps every frame.
+    @Test(.enabled(if: TestPlugins.canBuild))
+    func theCrashPluginTakesDownOnlyItsRack() throws {
+        let lv2 = try TestPlugins.lv2Path()
+        let server = try TestEnvironment.server("rackcrash")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("rackcrash")
+        let noise = try LoopedNoise(dir: dir)
+        let source = try TandemProcess(["play", "--client", "src", "--loop", "item", noise.path], server: server,
+                                       log: dir.appendingPathComponent("src.log").path)
+        defer { source.process.signal(SIGTERM); _ = source.process.wait(timeout: 10) }
+        #expect(source.waitFor("playing 1/1"), "\(source.output)")
+        let port = 36000 + Int(getpid() % 20000)
+        let path = dir.appendingPathComponent("crash.toml").path
+        try """
+            [session]
+            name = "crash"
+            directory = "\(dir.path)"
+            control_port = \(port)
+            [recorder]
+            channels = 2
+            [[rack]]
+            name = "fx"
+            [[rack.plugins]]
+            uri = "\(TestPlugins.crash)"
+            [[connect]]
+            from = "src:out_*"
+            to = "tandem-rec:in_*"
+            [[connect]]
+            from = "src:out_1"
+            to = "fx:in_1"
+            """.write(toFile: path, atomically: true, encoding: .utf8)
+        let run = try TandemProcess(["run", "--no-view", path], server: server, extraEnvironment: ["LV2_PATH": lv2],
+                                    log: dir.appendingPathComponent("run.log").path)
+        #expect(run.waitFor("connected src:out_1 -> fx:in_1"), "\(run.output)")
+        #expect(run.waitFor("take 1 recording"), "\(run.output)")
+        var recoveries: [Double] = []
+        for (round, mode) in [(1, 1), (2, 2), (3, 3)] {
+            usleep(700_000)
+            let rack = RackIsolationTests.rack(try RackIsolationTests.status(port))
+            let childPort = try #require(rack["controlPort"] as? Int, "\(rack)")
+            let set = try TestEnvironment.run([TestEnvironment.product("tandem"), "ctl", "--port", "\(childPort)",
+                                               "/tandem/plugin/set", "fx", "crash", "mode", "\(mode)"], timeout: 10)
+            #expect(set.code == 0, "mode \(mode): \(set.output)")
+            #expect(run.waitFor("rack fx back after", timeout: 8, occurrence: round), "mode \(mode): \(run.output)")
+            let after = RackIsolationTests.rack(try RackIsolationTests.status(port))
+            if let t = after["lastRecoverySeconds"] as? Double { recoveries.append(t) }
+        }
+        usleep(500_000)
+        run.process.signal(SIGTERM)
+        #expect(run.process.wait(timeout: 15) == 0, "\(run.output)")
+        #expect(run.output.contains("SIGSEGV") && run.output.contains("SIGABRT") && run.output.contains("rack fx hung for"),
+                "\(run.output)")
+        #expect(recoveries.count == 3 && recoveries.allSatisfy { $0 < 2 }, "back within 2 s each time: \(recoveries)")
+        try? "recoveries \(recoveries)\n".write(toFile: "/tmp/tandem-crash-plugin-recoveries.txt", atomically: true, encoding: .utf8)
+        let reportPath = try #require(TakeCheck.reports(in: dir.path).first)
+        let check = TakeCheck.verify(report: reportPath, source: noise.index)
+        let report = try TakeReport.read(from: reportPath)
+        #expect(check.problems.isEmpty && check.audio.discontinuities == 0 && (report.missedFrames ?? 0) == 0,
+                "\(check), missed \(report.missedFrames ?? 0)")
+    }
 }
