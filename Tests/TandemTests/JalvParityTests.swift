@@ -23,8 +23,9 @@ import TestSupport
     }
 
     /// Tandem's player with `--plugin` into one capture; Tandem's player without plugins into jalv into another.
-    static func compare(tag: String, uri: String, controls: [(String, Double)], inputs: [String], outputs: [String])
-        throws -> Outcome {
+    /// `rack`: Tandem's side is a rack (`tandem rack`, fed by a plugin-less player) instead of the player's chain.
+    static func compare(tag: String, uri: String, controls: [(String, Double)], inputs: [String], outputs: [String],
+                        rack: Bool = false) throws -> Outcome {
         let channels = inputs.count
         // A long period: fewer chances for a loaded machine to make the server skip a client (an xrun).
         let server = try TestEnvironment.server("jalv\(tag)", period: 1024)
@@ -35,15 +36,29 @@ import TestSupport
         let file = dir.appendingPathComponent("noise.wav").path
         // Half a second of silence first: whatever a late connection cuts off is silence, and each plugin's state
         // is still its initial one when the noise arrives.
-        try TestEnvironment.writeWAV([Float](repeating: 0, count: 24000 * channels) + noise, channels: channels, path: file)
+        // And a second of silence after: a player that ends (its client leaving the graph) does so after the compared
+        // stretch (a client leaving can cost the clients after it a cycle, which shifts a delay's tail).
+        try TestEnvironment.writeWAV([Float](repeating: 0, count: 24000 * channels) + noise
+                                     + [Float](repeating: 0, count: 48000 * channels), channels: channels, path: file)
         let tandemCapture = try TestCapture(name: "capt", server: server.name, channels: channels, seconds: 20)
         let jalvCapture = try TestCapture(name: "capj", server: server.name, channels: channels, seconds: 20)
 
-        // Tandem: file → player chain → capt.
+        // Tandem: file → player chain → capt, or file → player → rack → capt.
         let spec = ([uri] + controls.map { "\($0.0)=\($0.1)" }).joined(separator: ",")
-        let played = try TandemProcess(["play", "--plugin", spec] + (1...channels).flatMap { ["--connect", "capt:in_\($0)"] }
-                                       + [file], server: server, log: dir.appendingPathComponent("tandem.log").path)
-        #expect(played.process.wait(timeout: 30) == 0, "\(played.output)")
+        if rack {
+            let rk = try TandemProcess(["rack", "--name", "rk", "--inputs", "\(channels)", "--plugin", spec]
+                                       + (1...channels).flatMap { ["--connect-out", "capt:in_\($0)"] },
+                                       server: server, log: dir.appendingPathComponent("rack.log").path)
+            defer { rk.process.signal(SIGTERM); _ = rk.process.wait(timeout: 10) }
+            #expect(rk.waitFor("connected rk:out_\(channels) -> capt:in_\(channels)"), "\(rk.output)")
+            let played = try TandemProcess(["play"] + (1...channels).flatMap { ["--connect", "rk:in_\($0)"] } + [file],
+                                           server: server, log: dir.appendingPathComponent("tandem.log").path)
+            #expect(played.process.wait(timeout: 30) == 0, "\(played.output)")
+        } else {
+            let played = try TandemProcess(["play", "--plugin", spec] + (1...channels).flatMap { ["--connect", "capt:in_\($0)"] }
+                                           + [file], server: server, log: dir.appendingPathComponent("tandem.log").path)
+            #expect(played.process.wait(timeout: 30) == 0, "\(played.output)")
+        }
 
         // jalv: its console reads commands from stdin and exits at end of input, so stdin is a pipe held open.
         var fds: [Int32] = [0, 0]
@@ -125,6 +140,25 @@ import TestSupport
                                  controls: [("cutoff", 1000), ("stages", 3)], inputs: ["input"], outputs: ["output"]) }
         #expect(r.compared == 2 * 48000 + 12000 && r.differing == 0, "\(r)")
     }
+
+    /// The same two plugins in a rack (`tandem rack`, live between ports): equal to jalv sample for sample.
+    @Test(.enabled(if: ready), arguments: ["mono", "stereo"])
+    func aRackEqualsJalvSampleForSample(_ shape: String) throws {
+        let r = try Self.clean {
+            shape == "mono"
+                ? try Self.compare(tag: "rackmono", uri: "http://plugin.org.uk/swh-plugins/highpass_iir",
+                                   controls: [("cutoff", 1000), ("stages", 3)], inputs: ["input"], outputs: ["output"],
+                                   rack: true)
+                : try Self.compare(tag: "rackstereo", uri: "http://plugin.org.uk/swh-plugins/lcrDelay",
+                                   controls: Self.delayControls, inputs: ["in_l", "in_r"], outputs: ["out_l", "out_r"],
+                                   rack: true)
+        }
+        #expect(r.compared == 2 * 48000 + 12000 && r.differing == 0, "\(r)")
+    }
+
+    static let delayControls: [(String, Double)] = [("ldel", 100), ("llev", 30), ("cdel", 250), ("clev", 40), ("rdel", 400),
+                                                    ("rlev", 20), ("feedback", 30), ("high_d", 70), ("low_d", 20),
+                                                    ("spread", 40), ("wet", 1)]
 
     @Test(.enabled(if: ready))
     func stereoDelayEqualsJalvSampleForSample() throws {
