@@ -1,4 +1,5 @@
 import Foundation
+import Jack
 import Logging
 import Plugins
 import Presets
@@ -100,6 +101,7 @@ extension Session {
             rack.plugins.collect()
             rack.refreshPluginLatency()
         }
+        periodChanges()
         let cycles = (recorder?.cycles ?? 0) + (player?.cycles ?? 0) + racks.values.reduce(0) { $0 + $1.cycles }
         let moving = cycles != cyclesAtLastPluginTick
         cyclesAtLastPluginTick = cycles
@@ -136,8 +138,9 @@ extension Session {
             $0.uri == $1.uri && $0.name == $1.name && $0.preset == $1.preset
         }
         if sameShape, let chain {
-            for (old, new) in zip(current, want) where old.controls != new.controls {
+            for (old, new) in zip(current, want) {
                 for c in new.controls where !old.controls.contains(c) { _ = try? chain.set(new.name, c.symbol, c.value) }
+                if old.bypass != new.bypass { try? chain.setBypass(new.name, new.bypass) }
             }
             return true
         }
@@ -168,3 +171,21 @@ extension ChainConfig {
 
 extension RecorderConfig: ChainConfig {}
 extension PlayerConfig: ChainConfig {}
+
+extension Session {
+    /// After the server's period changed: chains that promised their plugins a fixed block are rebuilt for the new
+    /// one off the process thread (until then the callback passes those plugins over; see `PluginChain.rebuilt`).
+    func periodChanges() {
+        var holders: [(ChainHolder, JackClient)] = []
+        if let r = recorder { holders.append((r.plugins, r.client)) }
+        if let p = player { holders.append((p.plugins, p.client)) }
+        for rack in racks.values { holders.append((rack.plugins, rack.client)) }
+        for (holder, client) in holders where holder.chain?.period != client.bufferSize {
+            if holder.periodChanged(to: client.bufferSize, isRunning: { client.isActive && !client.wasShutDown },
+                                    logger: pluginLogger) {
+                pluginLogger.info("plugin chain rebuilt for the new period", metadata: ["client": "\(client.name)",
+                                                                                       "period": "\(client.bufferSize)"])
+            }
+        }
+    }
+}

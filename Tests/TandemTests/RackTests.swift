@@ -191,6 +191,40 @@ extension RackTests {
     }
 }
 
+extension RackTests {
+    /// A plugin promised a fixed block (Tandem's `fixedblock` test plugin counts runs of another length) in a rack
+    /// whose server changes its period (jack_bufsize 256 → 128): the chain is rebuilt for the new period and the
+    /// plugin reports the new block and no run of another length.
+    @Test(.enabled(if: TestPlugins.canBuild && TestEnvironment.hasProgram("jack_bufsize")))
+    func aPeriodChangeRebuildsAFixedBlockChain() throws {
+        let lv2 = try TestPlugins.lv2Path()
+        let server = try TestEnvironment.server("rackblock", period: 256)
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("rackblock")
+        let port = 37000 + Int(getpid() % 20000)
+        let rack = try TandemProcess(["rack", "--name", "blk", "--plugin", TestPlugins.fixedBlock, "--control-port", "\(port)"],
+                                     server: server, extraEnvironment: ["LV2_PATH": lv2],
+                                     log: dir.appendingPathComponent("rack.log").path)
+        defer { rack.process.signal(SIGTERM); _ = rack.process.wait(timeout: 10) }
+        #expect(rack.waitFor("rack blk ready"), "\(rack.output)")
+        func output(_ symbol: String) throws -> Double? {
+            let status = try RackIsolationTests.status(port)
+            let plugins = ((status["plugins"] as? [String: Any])?["blk"] as? [String: Any])?["plugins"] as? [[String: Any]]
+            let outputs = plugins?.first?["outputs"] as? [[String: Any]]
+            return outputs?.first { $0["symbol"] as? String == symbol }?["value"] as? Double
+        }
+        usleep(500_000)
+        let before = try output("block")
+        #expect(before == 256, "block \(String(describing: before))")
+        let bufsize = try TestEnvironment.run(["jack_bufsize", "128"], environment: ["JACK_DEFAULT_SERVER": server.name])
+        #expect(bufsize.code == 0, "\(bufsize.output)")
+        #expect(rack.waitFor("plugin chain rebuilt for the new period"), "\(rack.output)")
+        usleep(500_000)
+        let block = try output("block"), mismatches = try output("mismatches")
+        #expect(block == 128 && mismatches == 0, "block \(String(describing: block)), mismatches \(String(describing: mismatches))")
+    }
+}
+
 /// Crash isolation: a rack in its own process, supervised by the session that records.
 @Suite(.serialized) struct RackIsolationTests {
     static func status(_ port: Int) throws -> [String: Any] {
