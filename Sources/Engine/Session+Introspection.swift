@@ -32,6 +32,8 @@ extension Session {
         /// The plugin's own name.
         public var label: String
         public var latencyFrames: Int
+        /// Left out of the signal by a bypass (live, or from the preset).
+        public var bypassed: Bool = false
         public var controls: [ControlDescription]
         public var presets: [PresetDescription]
     }
@@ -85,6 +87,26 @@ extension Session {
                 PortDescription(name: $0.name, direction: "output", connections: p.client.connections(of: $0.name))
             }))
         }
+        for name in racks.keys.sorted() {
+            guard let r = racks[name] else { continue }
+            let ports = r.inputs.map { ($0, "input") } + r.sidePorts.map { ($0, "side input") } + r.outputs.map { ($0, "output") }
+            out.append(.init(engine: name, client: r.client.name, ports: ports.map { port, direction in
+                PortDescription(name: port.name, direction: direction, connections: r.client.connections(of: port.name))
+            }))
+        }
+        // An isolated rack's ports are its process's: named from its settings, read from the graph.
+        if let c = patchClient {
+            for name in supervisors.keys.sorted() {
+                guard let section = supervisors[name]?.rack, let p = preset else { continue }
+                let config = RackConfig(section: section, session: p.session)
+                let names = config.inputs.map { ($0, "input") } + config.sideInputs.map { ($0, "side input") }
+                    + config.outputs.map { ($0, "output") }
+                out.append(.init(engine: name, client: section.client, ports: names.map { short, direction in
+                    let full = "\(section.client):\(short)"
+                    return PortDescription(name: full, direction: direction, connections: c.connections(of: full))
+                }))
+            }
+        }
         return out
     }
 
@@ -103,7 +125,8 @@ extension Session {
                                        scalePoints: c.scalePoints.map { .init(label: $0.label, value: $0.value) })
                 }
                 out.append(PluginDescription(engine: e.rawValue, name: spec.name, uri: spec.uri, label: info?.name ?? spec.uri,
-                                             latencyFrames: status.latencyFrames, controls: controls,
+                                             latencyFrames: status.latencyFrames, bypassed: status.bypassed,
+                                             controls: controls,
                                              presets: (info?.presets ?? []).map { .init(uri: $0.uri, label: $0.label) }))
             }
         }

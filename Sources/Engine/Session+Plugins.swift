@@ -180,11 +180,14 @@ extension Session {
         if let r = recorder { holders.append((r.plugins, r.client)) }
         if let p = player { holders.append((p.plugins, p.client)) }
         for rack in racks.values { holders.append((rack.plugins, rack.client)) }
-        for (holder, client) in holders where holder.chain?.period != client.bufferSize {
-            if holder.periodChanged(to: client.bufferSize, isRunning: { client.isActive && !client.wasShutDown },
-                                    logger: pluginLogger) {
+        // Only chains are asked about: the period is read from JACK's notification counter, never queried per poll.
+        for (holder, client) in holders {
+            let period = client.notifications.bufferSize.load()
+            guard let chain = holder.chain, client.notifications.count(.bufferSize) > 0, period > 0,
+                  chain.period != period else { continue }
+            if holder.periodChanged(to: period, isRunning: { client.isActive && !client.wasShutDown }, logger: pluginLogger) {
                 pluginLogger.info("plugin chain rebuilt for the new period", metadata: ["client": "\(client.name)",
-                                                                                       "period": "\(client.bufferSize)"])
+                                                                                       "period": "\(period)"])
             }
         }
     }

@@ -127,14 +127,8 @@ struct PlayCommand: ParsableCommand {
     func makePreset() -> Preset {
         let c = makeConfig()
         var p = Preset()
-        p.session.name = "play"
-        p.session.server = server.server
-        p.session.onServerLoss = ServerLossPolicy(rawValue: onServerLoss) ?? .stop
-        p.session.onPluginError = plugins.strict ? .fail : .bypass
-        p.session.controlPort = controlOptions.controlPort
-        p.session.restorePlugins = false
-        p.session.savePlugins = false
-        p.session.serverWaitSeconds = 0
+        p.session = SessionRunner.oneShotSession(name: "play", server: server.server, onServerLoss: onServerLoss,
+                                                 strictPlugins: plugins.strict, controlPort: controlOptions.controlPort)
         p.session.exitAfter = .playback
         var pl = PlayerSection()
         pl.client = c.clientName
@@ -172,12 +166,7 @@ struct PlayCommand: ParsableCommand {
                         + "are not connected: the sound goes nowhere until a patchbay or jack_connect connects them "
                         + "(or give --connect 'system:playback_.*')\n")
         } else {
-            do {
-                preset.connections = try runner.session.orderedRules(connect, ports: player.ports.map(\.name), towardUs: false)
-            } catch {
-                runner.session.close()
-                fail(.badInput, "\(error)")
-            }
+            preset.connections = runner.rules(connect, ports: player.ports, towardUs: false)
             preset.player?.start = start ?? .immediately
             runner.reapply(preset)
             if start == .immediately && startAt == nil { runner.session.play() }
@@ -190,10 +179,6 @@ struct PlayCommand: ParsableCommand {
                 + "\(p.missedFrames) frames of skipped cycles, \(p.xruns) xruns"
                 + (p.plugins.chain.map { $0.isEmpty } ?? true ? "" : ", \(ringOut) frames of plugin latency and tail rung out"))
         }
-        let failed = runner.session.failedItems
-        let costs = runner.finish()
-        for c in costs { say(cycleCostLine(c.cost, period: c.period, rate: c.rate)) }
-        if let end, ExitStatus(end) != .ok { Foundation.exit(ExitStatus(end).rawValue) }
-        if failed > 0 { Foundation.exit(ExitStatus.badInput.rawValue) }
+        runner.exit(end, failedItems: runner.session.failedItems)
     }
 }

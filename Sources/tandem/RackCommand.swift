@@ -90,17 +90,12 @@ struct RackCommand: ParsableCommand {
     /// The session this command runs: a preset with one rack, in this process.
     func makePreset() -> Preset {
         var p = Preset()
-        p.session.name = session ?? name
-        p.session.server = server.server
-        p.session.directory = dir ?? FileManager.default.currentDirectoryPath
-        p.session.onServerLoss = ServerLossPolicy(rawValue: onServerLoss) ?? .stop
-        p.session.onPluginError = plugins.strict ? .fail : .bypass
-        p.session.controlPort = controlOptions.controlPort
         // A supervised child keeps its chain's state in the session folder, so a restart brings it back; a rack run
         // by hand writes nothing.
-        p.session.restorePlugins = child
-        p.session.savePlugins = child
-        p.session.serverWaitSeconds = 0
+        p.session = SessionRunner.oneShotSession(name: session ?? name, server: server.server,
+                                                 directory: dir ?? FileManager.default.currentDirectoryPath,
+                                                 onServerLoss: onServerLoss, strictPlugins: plugins.strict,
+                                                 controlPort: controlOptions.controlPort, keepsPluginState: child)
         var r = RackSection()
         r.name = name
         r.client = client ?? name
@@ -125,13 +120,8 @@ struct RackCommand: ParsableCommand {
                         + "output(s), not connected: a patchbay or jack_connect connects them (or give --connect-in/--connect-out)\n")
         }
         if !connectIn.isEmpty || !connectOut.isEmpty {
-            do {
-                preset.connections = try runner.session.orderedRules(connectIn, ports: rack.inputs.map(\.name), towardUs: true)
-                    + runner.session.orderedRules(connectOut, ports: rack.outputs.map(\.name), towardUs: false)
-            } catch {
-                runner.session.close()
-                fail(.badInput, "\(error)")
-            }
+            preset.connections = runner.rules(connectIn, ports: rack.inputs, towardUs: true)
+                + runner.rules(connectOut, ports: rack.outputs, towardUs: false)
             runner.reapply(preset)
         }
         runner.openControl(explicit: controlOptions.controlPort, fallback: nil)
@@ -139,9 +129,6 @@ struct RackCommand: ParsableCommand {
             var heart = RackHeartbeat(fd: fd)
             runner.tick = { session, _ in heart.beat(cycles: session.racks.first?.value.cycles ?? 0, ready: true) }
         }
-        let end = runner.loop()
-        let costs = runner.finish()
-        for c in costs { say(cycleCostLine(c.cost, period: c.period, rate: c.rate)) }
-        if let end, ExitStatus(end) != .ok { Foundation.exit(ExitStatus(end).rawValue) }
+        runner.exit(runner.loop())
     }
 }

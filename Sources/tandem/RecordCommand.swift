@@ -136,16 +136,10 @@ struct RecordCommand: ParsableCommand {
     func makePreset() -> Preset {
         let c = makeConfig()
         var p = Preset()
-        p.session.name = session
-        p.session.server = server.server
-        p.session.directory = dir
-        p.session.onServerLoss = ServerLossPolicy(rawValue: onServerLoss) ?? .stop
+        p.session = SessionRunner.oneShotSession(name: session, server: server.server, directory: dir,
+                                                 onServerLoss: onServerLoss, strictPlugins: plugins.strict,
+                                                 controlPort: controlOptions.controlPort)
         p.session.onDiskError = DiskErrorPolicy(rawValue: onDiskError) ?? .stop
-        p.session.onPluginError = plugins.strict ? .fail : .bypass
-        p.session.controlPort = controlOptions.controlPort
-        p.session.restorePlugins = false
-        p.session.savePlugins = false
-        p.session.serverWaitSeconds = 0
         p.session.exitAfter = duration != nil || stopAt != nil ? .take : nil
         var r = RecorderSection()
         r.client = c.clientName
@@ -169,6 +163,10 @@ struct RecordCommand: ParsableCommand {
     func run() throws {
         let runner = SessionRunner(server: server, json: controlOptions.json, noView: controlOptions.noView, liveViewOnPipes: false)
         var preset = makePreset()
+        // Connected before the first take starts, so the take's first frame is the sources' and its report names
+        // them: armed by the first apply, started after the second.
+        let start = preset.recorder?.start
+        if !connect.isEmpty { preset.recorder?.start = .armed }
         runner.start(preset)
         guard let recorder = runner.session.recorder else { fail(.failure, "the recorder did not start") }
         for r in recorder.recovered {
@@ -179,18 +177,12 @@ struct RecordCommand: ParsableCommand {
                         + "are not connected: silence is recorded until a patchbay or jack_connect connects them "
                         + "(or give --connect 'system:capture_.*')\n")
         } else {
-            do {
-                preset.connections = try runner.session.orderedRules(connect, ports: recorder.ports.map(\.name), towardUs: true)
-            } catch {
-                runner.session.close()
-                fail(.badInput, "\(error)")
-            }
+            preset.connections = runner.rules(connect, ports: recorder.ports, towardUs: true)
+            preset.recorder?.start = start ?? .immediately
             runner.reapply(preset)
+            if start == .immediately { runner.session.startTake() }
         }
         runner.openControl(explicit: controlOptions.controlPort, fallback: nil)
-        let end = runner.loop()
-        let costs = runner.finish()
-        for c in costs { say(cycleCostLine(c.cost, period: c.period, rate: c.rate)) }
-        if let end, ExitStatus(end) != .ok { Foundation.exit(ExitStatus(end).rawValue) }
+        runner.exit(runner.loop())
     }
 }

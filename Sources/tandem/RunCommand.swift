@@ -78,12 +78,15 @@ struct RunCommand: ParsableCommand {
         guard let initial = loaded, loaded?.pendingProblems.isEmpty == true else {
             let all = problems + (loaded?.pendingProblems ?? [])
             for p in all { Console.err("\(p)\n") }
+            nsm?.opened(runner.session, error: "\(all.count) problem(s) in \(path): \(all.first.map { "\($0)" } ?? "")")
             fail(.badInput, "\(all.count) problem(s) in \(path); nothing started")
         }
         // Plugins are looked up before anything starts, as `preset check` does.
         if case .checked(let problems) = PresetPluginCheck.check(initial), !problems.isEmpty {
             for p in problems { Console.err("\(p)\n") }
             if initial.session.onPluginError != .bypass {
+                // A session manager waiting for the open hears why (its /error), then the process ends.
+                nsm?.opened(runner.session, error: "\(problems.count) plugin problem(s): \(problems.first.map { "\($0)" } ?? "")")
                 fail(.badInput, "\(problems.count) plugin problem(s) in \(path); nothing started"
                      + " (on_plugin_error = \"bypass\" runs without what failed)")
             }
@@ -111,8 +114,7 @@ struct RunCommand: ParsableCommand {
             if let pending = next?.pendingProblems, !pending.isEmpty { return (nil, problems + pending, path) }
             return (next, problems, path)
         })
-        for c in runner.finish() { say("\(c.engine) " + cycleCostLine(c.cost, period: c.period, rate: c.rate)) }
-        if let end, ExitStatus(end) != .ok { Foundation.exit(ExitStatus(end).rawValue) }
+        runner.exit(end, engineNames: true)
     }
 }
 

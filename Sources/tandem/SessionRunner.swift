@@ -120,6 +120,43 @@ final class SessionRunner {
         }
     }
 
+    /// Exact connection rules for a one-shot command's `--connect` patterns (see `Session.orderedRules`); a pattern
+    /// that names nothing, or too many ports, closes the session and exits 2 in words.
+    func rules(_ patterns: [String], ports: [JackPort], towardUs: Bool) -> [ConnectionRule] {
+        guard !patterns.isEmpty else { return [] }
+        do {
+            return try session.orderedRules(patterns, ports: ports.map(\.name), towardUs: towardUs)
+        } catch {
+            session.close()
+            fail(.badInput, "\(error)")
+        }
+    }
+
+    /// The `[session]` of a one-shot command (`record`, `play`, `rack`): its policies from the options, no waiting
+    /// for a server, plugin state neither restored nor saved unless `keepsPluginState`.
+    static func oneShotSession(name: String, server: String?, directory: String = ".", onServerLoss: String,
+                               strictPlugins: Bool, controlPort: Int?, keepsPluginState: Bool = false) -> SessionSection {
+        var s = SessionSection()
+        s.name = name
+        s.server = server
+        s.directory = directory
+        s.onServerLoss = ServerLossPolicy(rawValue: onServerLoss) ?? .stop
+        s.onPluginError = strictPlugins ? .fail : .bypass
+        s.controlPort = controlPort
+        s.restorePlugins = keepsPluginState
+        s.savePlugins = keepsPluginState
+        s.serverWaitSeconds = 0
+        return s
+    }
+
+    /// Ends a one-shot command: finishes the session, prints the cycle cost line (`engineNames`: one per engine,
+    /// named) and exits with the outcome's code (2 when `failedItems` files could not be played).
+    func exit(_ end: SessionEnd?, engineNames: Bool = false, failedItems: Int = 0) -> Never {
+        for c in finish() { say((engineNames ? "\(c.engine) " : "") + cycleCostLine(c.cost, period: c.period, rate: c.rate)) }
+        if let end, ExitStatus(end) != .ok { Foundation.exit(ExitStatus(end).rawValue) }
+        Foundation.exit(failedItems > 0 ? ExitStatus.badInput.rawValue : ExitStatus.ok.rawValue)
+    }
+
     /// Ends the session: takes finalized, clients closed, the last events printed; returns the cycle costs measured.
     func finish() -> [(engine: String, cost: CycleHistogram.Summary, period: Int, rate: Int)] {
         systemd.stopping()

@@ -212,7 +212,8 @@ import TestSupport
         #expect(worstCycle < 1_000_000, "worst process cycle \(worstCycle) ns during the stall")
         #expect(report.droppedFrames > 48000, "about 1.5 s dropped: \(report.droppedFrames)")
         #expect(!report.drops.isEmpty)
-        #expect(report.drops.map(\.frames).reduce(0, +) == report.droppedFrames)
+        // Overruns only: a cycle the server skipped under load is a gap of another cause (`missedCycles`), counted apart.
+        #expect(report.drops.filter { $0.cause == .overrun }.map(\.frames).reduce(0, +) == report.droppedFrames)
         let onDisk = try TakeReport.read(from: sidecar)
         #expect(onDisk.droppedFrames == report.droppedFrames && onDisk.drops.count == report.drops.count)
         let audio = try TestEnvironment.readAudio(report.chunks[0].files[0]).samples

@@ -107,6 +107,38 @@ struct NetJackTests {
         print("NetJACK2 slave -> master, 16 ch: \(a)")
     }
 
+    /// A rack on the slave returns the processed signal to the master: 2 channels of noise played on the master into
+    /// the slave, through a rack there running swh's inverter (exact: -x) from system:capture_* to system:playback_*,
+    /// recorded on the master from the slave: the noise inverted, sample for sample, as the same rack gives locally.
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: "/usr/lib/lv2/inv-swh.lv2")))
+    func aRackOnTheSlaveReturnsItsOutputToTheMaster() throws {
+        let rig = try NetJackRig("rack")
+        defer { stopAndCheck(rig) }
+        let dir = rig.directory
+        let noise = Signals.noise(frames: 4 * 48000, channels: 2, seed: 1917)
+        let source = dir.appendingPathComponent("noise.wav").path
+        try TestEnvironment.writeWAV(noise, channels: 2, path: source, sample: .float32)
+        let rack = try RigTandem(rig, .slave, ["rack", "--name", "inv", "--inputs", "2",
+                                               "--plugin", "http://plugin.org.uk/swh-plugins/inv",
+                                               "--connect-in", "system:capture_.*", "--connect-out", "system:playback_.*"],
+                                 log: dir.appendingPathComponent("rack.log").path)
+        defer { rack.process.signal(SIGTERM); _ = rack.process.wait(timeout: 10) }
+        #expect(rack.waitFor("connected inv:out_2 -> system:playback_2"), "\(rack.output)")
+        let recorder = try RigTandem(rig, .master, ["record", "-c", "2", "--connect", "slave:from_slave_.*",
+                                                    "-d", dir.path, "--session", "rackback", "-t", "7"],
+                                     log: dir.appendingPathComponent("record.log").path)
+        #expect(recorder.waitFor(" recording: "), "\(recorder.output)")
+        let player = try RigTandem(rig, .master, ["play", source, "--connect", "slave:to_slave_.*"],
+                                   log: dir.appendingPathComponent("play.log").path)
+        #expect(player.process.wait(timeout: 15) == 0, "\(player.output)")
+        #expect(recorder.process.wait(timeout: 15) == 0, "\(recorder.output)")
+        let recorded = try TestEnvironment.readAudio(try #require(announcedFile(recorder.output)))
+        let a = try #require(AudioCompare.align(source: noise.map { -$0 }, recorded: recorded.samples, channels: 2),
+                             "\(rig.logs)")
+        #expect(a.matchedFrames == 4 * 48000 && a.mismatchedFrames == 0, "\(a)\n\(rig.logs)")
+        print("NetJACK2 master -> rack on the slave -> master, 2 ch: \(a)")
+    }
+
     /// Record-while-play on the master through a loop on the slave (system:capture_1 -> system:playback_1): the
     /// direct copy lines up with the file to the frame, the copy that went over the network and back arrives exactly
     /// `latency` × period later, and the take's report carries the capture latency JACK declares for it.
