@@ -120,15 +120,17 @@ struct NetJackTests {
         try TestEnvironment.writeWAV(noise, channels: 2, path: source, sample: .float32)
         let rack = try RigTandem(rig, .slave, ["rack", "--name", "inv", "--inputs", "2",
                                                "--plugin", "http://plugin.org.uk/swh-plugins/inv",
-                                               "--connect-in", "system:capture_.*", "--connect-out", "system:playback_.*"],
+                                               "--connect-in", "system:capture_1", "--connect-in", "system:capture_2",
+                                               "--connect-out", "system:playback_1", "--connect-out", "system:playback_2"],
                                  log: dir.appendingPathComponent("rack.log").path)
         defer { rack.process.signal(SIGTERM); _ = rack.process.wait(timeout: 10) }
         #expect(rack.waitFor("connected inv:out_2 -> system:playback_2"), "\(rack.output)")
-        let recorder = try RigTandem(rig, .master, ["record", "-c", "2", "--connect", "slave:from_slave_.*",
+        let recorder = try RigTandem(rig, .master, ["record", "-c", "2", "--connect", "slave:from_slave_1",
+                                                    "--connect", "slave:from_slave_2",
                                                     "-d", dir.path, "--session", "rackback", "-t", "7"],
                                      log: dir.appendingPathComponent("record.log").path)
         #expect(recorder.waitFor(" recording: "), "\(recorder.output)")
-        let player = try RigTandem(rig, .master, ["play", source, "--connect", "slave:to_slave_.*"],
+        let player = try RigTandem(rig, .master, ["play", source, "--connect", "slave:to_slave_1", "--connect", "slave:to_slave_2"],
                                    log: dir.appendingPathComponent("play.log").path)
         #expect(player.process.wait(timeout: 15) == 0, "\(player.output)")
         #expect(recorder.process.wait(timeout: 15) == 0, "\(recorder.output)")
