@@ -209,7 +209,10 @@ import TestSupport
             $0.faults = RecorderFaults(stallAfterSeconds: 1, stallSeconds: 2)
         }
         // The RT side never waited for the stalled writer: its worst cycle stayed far below the period (21 ms).
-        #expect(worstCycle < 1_000_000, "worst process cycle \(worstCycle) ns during the stall")
+        // A callback that waited for the writer would take the stall's 2 s; the bound is half the period (10.7 ms), far
+        // above what a callback that never waits takes, even when a test server without RT priority preempts it
+        // (1.0–3.3 ms seen on this 2-core box), and far below any wait.
+        #expect(worstCycle < 10_000_000, "worst process cycle \(worstCycle) ns during the stall")
         #expect(report.droppedFrames > 48000, "about 1.5 s dropped: \(report.droppedFrames)")
         #expect(!report.drops.isEmpty)
         // Overruns only: a cycle the server skipped under load is a gap of another cause (`missedCycles`), counted apart.
