@@ -41,13 +41,6 @@ public final class JackClient: @unchecked Sendable {
             throw JackError(.openFailed, "cannot open JACK client: its name is \(name.utf8.count) bytes long "
                             + "(1 to \(JackNames.clientBytes))")
         }
-        // PipeWire's libjack opens a second client under a taken name, and once that one closes the first one's node is
-        // no longer scheduled (measured with pipewire 0.3.65: its take stops at frame 0): ask first there, and never
-        // open the duplicate.
-        if JackLibrary.isPipeWire && JackServer.hasClient(named: name, on: effective) {
-            throw JackError(.nameTaken, "cannot open JACK client '\(name)' on JACK server '\(effective)': a client of that "
-                            + "name is already there (another Tandem, or another program): choose another client name")
-        }
         let opened: OpaquePointer? = name.withCString { cname in
             if let server {
                 return server.withCString { tandem_jack_client_open(cname, options, &status, $0) }
