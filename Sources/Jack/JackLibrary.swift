@@ -24,11 +24,4 @@ public enum JackLibrary {
             }
         }
     }
-
-    /// Whether the libjack this process runs on is PipeWire's (pipewire-jack), where some JACK behaviours differ (see
-    /// docs/RELIABILITY.md). Read once from the process's mappings.
-    public static let isPipeWire: Bool = {
-        let maps = (try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8)) ?? ""
-        return maps.split(separator: "\n").contains { $0.contains("libjack.so") && $0.contains("pipewire") }
-    }()
 }
