@@ -240,6 +240,7 @@ extension RackTests {
         let play = try TandemProcess(["play", "--loop", "item", "--client", "src", noise], server: server,
                                      log: dir.appendingPathComponent("play.log").path)
         defer { play.process.signal(SIGTERM); _ = play.process.wait(timeout: 10) }
+        #expect(play.waitFor("playing 1/1"), "\(play.output)")
         let rack = try TandemProcess(["rack", "--name", "late", "--plugin", "http://gareus.org/oss/lv2/nodelay,delay=1000",
                                       "--connect-in", "src:out_1", "--control-port", "\(port)"],
                                      server: server, log: dir.appendingPathComponent("rack.log").path)
