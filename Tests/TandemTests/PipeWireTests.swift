@@ -13,7 +13,7 @@ struct PipeWireTests {
     /// Runs of a data test before it fails: a run where PipeWire skipped cycles (and Tandem counted them) is repeated.
     /// One run that lost a single period with nothing counted is tolerated too (seen once in about 30 runs, on jackd2's
     /// demo as well: the unexplained one-period loss noted in docs/RELIABILITY.md); a second fails the test.
-    static let runs = 4
+    static let runs = 6
 
     struct Client {
         let process: ChildProcess
