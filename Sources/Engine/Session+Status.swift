@@ -229,8 +229,8 @@ extension Session {
 
     // MARK: Commands for the control protocol
 
-    /// Plays (or resumes). False when there is no player.
-    /// Plays the cued or paused player once its ring is full (a start time still waiting is cancelled).
+    /// Plays the cued or paused player once its ring is full (a start time still waiting is cancelled). False when there is
+    /// no player.
     @discardableResult public func play() -> Bool {
         guard let p = player else { return false }
         playerStartAt = nil

@@ -147,7 +147,8 @@ public final class Session {
     /// Ends everything cleanly: takes finalized, clients closed.
     public func close() {
         do {
-            for dir in try (preset?.session.savePlugins == true ? savePlugins() : []) { logger.info("plugin state saved", metadata: ["folder": "\(dir)"]) }
+            let saved = preset?.session.savePlugins == true ? try savePlugins() : []
+            for dir in saved { logger.info("plugin state saved", metadata: ["folder": "\(dir)"]) }
         } catch {
             pluginLogger.error("\(error.description)")
         }

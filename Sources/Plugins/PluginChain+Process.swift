@@ -47,7 +47,9 @@ extension ChainState {
                     inst.connect(inst.handle, inst.audioIn[j], UnsafeMutableRawPointer(inputs[inst.firstChannel + j]))
                 }
                 for j in 0..<s.sides {
-                    let buffer = sides.map { $0[s.firstSide + j] } ?? c.silence
+                    // A plain branch, no closure: nothing here may allocate on the process thread.
+                    var buffer = c.silence
+                    if let sides { buffer = sides[s.firstSide + j] }
                     inst.connect(inst.handle, inst.sideIn[j], UnsafeMutableRawPointer(buffer))
                 }
                 for j in 0..<s.outs {
