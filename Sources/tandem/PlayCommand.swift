@@ -106,45 +106,29 @@ struct PlayCommand: ParsableCommand {
         return parts.isEmpty || parts.count != fields.count ? nil : parts
     }
 
-    func makeConfig() -> PlayerConfig {
-        var c = PlayerConfig()
-        c.clientName = client
-        let count = channels ?? (try? SoundFileReader(path: files[0]).channels) ?? 2
-        c.ports = !port.isEmpty ? port : (1...max(1, count)).map { "out_\($0)" }
-        c.queue = files
-        c.loop = LoopMode(rawValue: loop) ?? .none
-        c.gainDB = gain
-        c.channelMap = map.flatMap(parseMap)
-        c.resampleQuality = ResampleQuality(rawValue: quality) ?? .high
-        c.ringSeconds = ring
-        c.startImmediately = false
-        c.plugins = plugins.specs
-        return c
-    }
-
     /// The session this command runs: a preset with one player, built from the options (what `run` would read
     /// from a file saying the same).
     func makePreset() -> Preset {
-        let c = makeConfig()
         var p = Preset()
         p.session = SessionRunner.oneShotSession(name: "play", server: server.server, onServerLoss: onServerLoss,
                                                  strictPlugins: plugins.strict, controlPort: controlOptions.controlPort)
         p.session.exitAfter = .playback
         var pl = PlayerSection()
-        pl.client = c.clientName
-        pl.ports = c.ports
-        pl.queue = c.queue
-        pl.loop = c.loop
-        pl.gainDB = c.gainDB
-        pl.channelMap = c.channelMap
-        pl.quality = c.resampleQuality
+        pl.client = client
+        let count = channels ?? files.first.flatMap { try? SoundFileReader(path: $0).channels } ?? 2
+        pl.ports = !port.isEmpty ? port : (1...max(1, count)).map { "out_\($0)" }
+        pl.queue = files
+        pl.loop = LoopMode(rawValue: loop) ?? .none
+        pl.gainDB = gain
+        pl.channelMap = map.flatMap(parseMap)
+        pl.quality = ResampleQuality(rawValue: quality) ?? .high
         pl.seekSeconds = seek ?? 0
         pl.seekFrame = seekFrame
         pl.start = wait ? .command : .immediately
         pl.startAt = startAt
         pl.tailSeconds = tail
-        pl.ringSeconds = c.ringSeconds
-        pl.plugins = c.plugins
+        pl.ringSeconds = ring
+        pl.plugins = plugins.specs
         p.player = pl
         return p
     }
@@ -152,9 +136,10 @@ struct PlayCommand: ParsableCommand {
     func run() throws {
         let runner = SessionRunner(server: server, json: controlOptions.json, noView: controlOptions.noView,
                                    liveViewOnPipes: false, printer: EventPrinter(playStyle: true))
-        let problems = makeConfig().problems()
-        if !problems.isEmpty { fail(.badInput, problems.joined(separator: "; ")) }
         var preset = makePreset()
+        // The checks the session's player would make, before anything opens.
+        let problems = PlayerConfig(section: preset.player ?? PlayerSection(), session: preset.session).problems()
+        if !problems.isEmpty { fail(.badInput, problems.joined(separator: "; ")) }
         // Connected before anything plays, so nothing is played into the void: cued by the first apply, started
         // after the second.
         let start = preset.player?.start

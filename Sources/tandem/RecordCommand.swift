@@ -110,31 +110,15 @@ struct RecordCommand: ParsableCommand {
         if !problems.isEmpty { throw ValidationError(problems.joined(separator: "\n")) }
     }
 
+    /// The recorder configuration the session builds from `makePreset()` (what `validate` checks).
     func makeConfig() -> RecorderConfig {
-        var c = RecorderConfig()
-        c.clientName = client
-        c.ports = !port.isEmpty ? port : (1...(channels ?? 2)).map { "in_\($0)" }
-        c.directory = dir
-        c.session = session
-        c.template = template
-        c.format = AudioFormat(container: Container(rawValue: format) ?? .wav,
-                               sample: SampleFormat(rawValue: sample) ?? .float32, quality: quality)
-        c.stems = stems
-        c.rotateSeconds = rotate
-        c.rotateBytes = rotateSize.flatMap(Preset.bytes)
-        c.prerollSeconds = preroll
-        c.maxDurationSeconds = duration
-        c.ringSeconds = ring
-        c.faults = RecorderFaults.fromEnvironment()
-        c.plugins = plugins.specs
-        c.recordDry = dry
-        return c
+        let p = makePreset()
+        return RecorderConfig(section: p.recorder ?? RecorderSection(), session: p.session)
     }
 
     /// The session this command runs: a preset with one recorder, built from the options (what `run` would read
     /// from a file saying the same).
     func makePreset() -> Preset {
-        let c = makeConfig()
         var p = Preset()
         p.session = SessionRunner.oneShotSession(name: session, server: server.server, directory: dir,
                                                  onServerLoss: onServerLoss, strictPlugins: plugins.strict,
@@ -142,20 +126,21 @@ struct RecordCommand: ParsableCommand {
         p.session.onDiskError = DiskErrorPolicy(rawValue: onDiskError) ?? .stop
         p.session.exitAfter = duration != nil || stopAt != nil ? .take : nil
         var r = RecorderSection()
-        r.client = c.clientName
-        r.ports = c.ports
-        r.format = c.format
-        r.template = c.template
-        r.stems = c.stems
-        r.rotateSeconds = c.rotateSeconds
-        r.rotateBytes = c.rotateBytes
-        r.prerollSeconds = c.prerollSeconds
-        r.maxDurationSeconds = c.maxDurationSeconds
+        r.client = client
+        r.ports = !port.isEmpty ? port : (1...(channels ?? 2)).map { "in_\($0)" }
+        r.format = AudioFormat(container: Container(rawValue: format) ?? .wav,
+                               sample: SampleFormat(rawValue: sample) ?? .float32, quality: quality)
+        r.template = template
+        r.stems = stems
+        r.rotateSeconds = rotate
+        r.rotateBytes = rotateSize.flatMap(Preset.bytes)
+        r.prerollSeconds = preroll
+        r.maxDurationSeconds = duration
         r.stopAt = stopAt
         r.start = armed ? .armed : .immediately
-        r.ringSeconds = c.ringSeconds
-        r.plugins = c.plugins
-        r.recordDry = c.recordDry
+        r.ringSeconds = ring
+        r.plugins = plugins.specs
+        r.recordDry = dry
         p.recorder = r
         return p
     }
