@@ -4,6 +4,7 @@
 #include <jack/jack.h>
 #include <jack/types.h>
 #include <jack/transport.h>
+#include <jack/midiport.h>
 #include <jack/statistics.h>
 #include <jack/session.h>   // jack_client_get_uuid
 

@@ -12,7 +12,9 @@ extension RackState {
         let s = arg!.assumingMemoryBound(to: RackState.self).pointee
         s.inputs.fetch(frames)
         s.outputs.fetch(frames)
+        s.midi.gather(frames)
         RackState.cycle(s, frames: Int(frames), frameTime: s.client.lastFrameTime)
+        s.midi.scatter(frames)
         return 0
     }
 
@@ -28,10 +30,11 @@ extension RackState {
         let main = s.inputs.channels - s.sides
         if let chain = s.chain.acquire() {
             ChainState.run(chain.pointee, inputs: s.inputs.buffers, outputs: s.outputs.buffers, frames: n,
-                           sides: s.sides > 0 ? UnsafePointer(s.inputs.buffers + main) : nil)
+                           sides: s.sides > 0 ? UnsafePointer(s.inputs.buffers + main) : nil, midi: s.midi.chain)
         } else {
             // No chain (none given, or every plugin bypassed at build): the inputs pass through, extra outputs
-            // are silent.
+            // are silent, no MIDI leaves.
+            AtomSequence.clear(s.midi.output, sequenceURID: s.midi.sequenceURID)
             for ch in 0..<s.outputs.channels {
                 if ch < main {
                     s.outputs.buffers[ch].update(from: s.inputs.buffers[ch], count: n)

@@ -29,8 +29,9 @@ public final class Rack {
     /// plugin that cannot run as asked is an error (nothing started); otherwise the rack runs without it.
     public init(config: RackConfig, server: String?, logger: Logger = Logger(label: "tandem.rack"),
                 strictPlugins: Bool = false) throws(EngineError) {
-        guard !config.inputs.isEmpty, !config.outputs.isEmpty else {
-            throw EngineError(.badConfig, "rack '\(config.name)' needs at least one input and one output port")
+        guard !config.inputs.isEmpty || !config.midiInputs.isEmpty, !config.outputs.isEmpty else {
+            throw EngineError(.badConfig, "rack '\(config.name)' needs at least one input (audio or MIDI) and one "
+                              + "output port")
         }
         self.config = config
         let setup = EngineClient<RackState>.Setup(
@@ -39,9 +40,10 @@ public final class Rack {
             pluginState: config.pluginState, strictPlugins: strictPlugins,
             through: (config.inputs.count, config.outputs.count, config.mix, config.gainDB))
         let (ins, sides, outs) = (config.inputs.count, config.sideInputs.count, config.outputs.count)
-        engine = try EngineClient(setup, logger: logger, allocate: { client, inputs, outputs, slot in
-            RackState.allocate(client: client.cycleHandle, inputs: inputs, outputs: outputs,
-                               channels: (ins, sides, outs), chain: slot)
+        engine = try EngineClient(setup, logger: logger, allocate: { client, inputs, outputs, slot throws(EngineError) in
+            let midi = try Self.registerMIDI(config, client: client)
+            return RackState.allocate(client: client.cycleHandle, inputs: inputs, outputs: outputs,
+                                      channels: (ins, sides, outs), chain: slot, midi: midi)
         })
         if let chain = engine.plugins.chain, chain.sideInputs.map(\.name) != config.sideInputs {
             // A plugin with a side input was left out: the ports no longer match the chain's side inputs.

@@ -23,16 +23,18 @@ struct RackState: EngineState {
     let chain: ChainSlot
     let counters: AtomicCounterArray
     let cycleCost: CycleHistogram
+    /// The MIDI ports and the chain's MIDI sequences (see `RackMIDI`).
+    let midi: RackMIDI
 
     /// `inputs` (main, then side) and `outputs`: the client's ports, or none for state driven without a server;
     /// `channels`: main inputs, side inputs, outputs. Control thread.
     static func allocate(client: JackClientHandle, inputs: [JackPort], outputs: [JackPort], channels: (Int, Int, Int),
-                         chain: ChainSlot) -> UnsafeMutablePointer<RackState> {
+                         chain: ChainSlot, midi: RackMIDI) -> UnsafeMutablePointer<RackState> {
         let state = UnsafeMutablePointer<RackState>.allocate(capacity: 1)
         state.initialize(to: RackState(
             client: client, inputs: EnginePorts.allocate(ports: inputs, channels: channels.0 + channels.1),
             sides: channels.1, outputs: EnginePorts.allocate(ports: outputs, channels: channels.2), chain: chain,
-            counters: .allocate(count: Counter.allCases.count), cycleCost: .allocate()))
+            counters: .allocate(count: Counter.allCases.count), cycleCost: .allocate(), midi: midi))
         state.pointee.resetAfterWarmUp()
         return state
     }
@@ -43,6 +45,7 @@ struct RackState: EngineState {
         s.outputs.deallocate()
         s.counters.deallocate()
         s.cycleCost.deallocate()
+        s.midi.deallocate()
         state.deallocate()
     }
 
@@ -51,6 +54,8 @@ struct RackState: EngineState {
         cycleCost.reset()
         for i in 0..<counters.count { counters.store(i, 0) }
         counters.store(Counter.nextFrameTime.rawValue, -1)
+        midi.clear()
+        midi.resetCounters()
     }
 
     func counter(_ c: Counter) -> Int { counters.load(c.rawValue) }

@@ -12,8 +12,12 @@ extension Session {
         // Read before the ports: a change while this pass runs (a net driver re-creating its ports) makes another.
         let generationAtStart = generation(c)
         patchbay.repair = p.session.onManualDisconnect == .repair
-        let desired = Patchbay.desired(p.connections, outputs: c.ports(direction: .output),
-                                       inputs: c.ports(direction: .input))
+        // Each port type on its own: a rule connects audio to audio and MIDI to MIDI (a pattern matching both kinds
+        // pairs each kind with its own kind).
+        let desired = PortType.allCases.reduce(into: Set<Connection>()) { all, type in
+            all.formUnion(Patchbay.desired(p.connections, outputs: c.ports(direction: .output, type: type),
+                                           inputs: c.ports(direction: .input, type: type)))
+        }
         var cache = ConnectionCache(client: c)
         let plan = patchbay.plan(desired: desired, isConnected: { cache.contains($0) })
         for x in plan.disconnect {
@@ -65,9 +69,12 @@ extension Session {
     /// Exact rules for the one-shot commands' `--connect`: the ports `patterns` name (exact names or regular
     /// expressions), in order, to the engine's `ports` (`towardUs`: they are sources for our inputs; else
     /// destinations of our outputs). Read from the graph as it is now.
-    public func orderedRules(_ patterns: [String], ports: [String], towardUs: Bool) throws(PatchError) -> [ConnectionRule] {
+    /// `type`: the kind of `ports` (only ports of that kind are matched).
+    public func orderedRules(_ patterns: [String], ports: [String], towardUs: Bool,
+                             type: PortType = .audio) throws(PatchError) -> [ConnectionRule] {
         guard let c = patchClient else { throw PatchError(message: "no JACK client to read the graph with") }
-        return try Patchbay.orderedRules(patterns, ours: ports, existing: c.ports(direction: towardUs ? .output : .input),
+        return try Patchbay.orderedRules(patterns, ours: ports,
+                                         existing: c.ports(direction: towardUs ? .output : .input, type: type),
                                          towardUs: towardUs)
     }
 }

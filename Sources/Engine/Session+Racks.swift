@@ -97,6 +97,8 @@ extension Session {
         if let s = session.server { args += ["--server", s] }
         for p in rack.inputs ?? [] { args += ["--input", p] }
         for p in rack.outputs ?? [] { args += ["--output", p] }
+        if rack.inputs?.isEmpty == true { args += ["--inputs", "0"] }
+        args += Self.midiArguments(rack)
         if rack.gainDB != 0 { args += ["--gain=\(rack.gainDB)"] }
         if rack.mix != 1 { args += ["--mix", "\(rack.mix)"] }
         for spec in rack.plugins { args += ["--plugin", spec.commandLine] }
@@ -174,15 +176,17 @@ extension RackConfig {
         let firstMain = infos.first.map { _, info in
             info.ports.filter { $0.kind == .audio && $0.isInput && !$0.isSideChain && !$0.isOptional }.count
         }
-        let ins = r.inputs?.count ?? max(1, firstMain ?? 2)
+        // An instrument first (no audio input): no audio input port unless asked.
+        let ins = r.inputs?.count ?? (firstMain == 0 ? 0 : max(1, firstMain ?? 2))
         let plan = ChainLayout.plan(infos, inputs: ins, outputs: r.outputs?.count, label: "rack \(r.name)")
         let outs = r.outputs?.count ?? plan.stages.compactMap { $0 }.last?.widthOut ?? ins
-        inputs = r.inputs ?? (1...ins).map { "in_\($0)" }
+        inputs = r.inputs ?? (0..<ins).map { "in_\($0 + 1)" }
         outputs = r.outputs ?? (1...max(1, outs)).map { "out_\($0)" }
         sideInputs = zip(infos, plan.stages).flatMap { pair, stage -> [String] in
             guard let stage else { return [] }
             return stage.sideInputs.map { "\(pair.0.name)_\(pair.1.ports[$0].symbol)" }
         }
+        (midiInputs, midiOutputs) = Self.midiPorts(r, infos: infos.map(\.1))
         pluginState = session.restorePlugins ? Session.pluginStateDirectory(session, engine: .rack(r.name)) : nil
     }
 }

@@ -128,10 +128,11 @@ public final class JackClient: @unchecked Sendable {
 
     // MARK: Ports
 
-    /// Registers an audio port named `shortName` on this client.
-    public func registerPort(_ shortName: String, direction: PortDirection) throws(JackError) -> JackPort {
+    /// Registers a port named `shortName` on this client (audio unless `type` says MIDI).
+    public func registerPort(_ shortName: String, direction: PortDirection,
+                             type: PortType = .audio) throws(JackError) -> JackPort {
         let h = try live()
-        guard let port = jack_port_register(h, shortName, "32 bit float mono audio", direction.flags, 0) else {
+        guard let port = jack_port_register(h, shortName, type.jackType, direction.flags, 0) else {
             throw JackError(.portRegisterFailed, "cannot register port '\(name):\(shortName)' (name taken or invalid?)")
         }
         return JackPort(handle: port)
@@ -160,11 +161,13 @@ public final class JackClient: @unchecked Sendable {
         }
     }
 
-    /// Full names of ports matching a regular expression (nil: all), with flags narrowing direction.
-    public func ports(matching pattern: String? = nil, direction: PortDirection? = nil) -> [String] {
+    /// Full names of ports matching a regular expression (nil: all), with flags narrowing direction and `type`
+    /// narrowing the kind (nil: every kind).
+    public func ports(matching pattern: String? = nil, direction: PortDirection? = nil,
+                      type: PortType? = nil) -> [String] {
         guard let handle else { return [] }
         let flags = direction?.flags ?? 0
-        guard let list = jack_get_ports(handle, pattern, nil, flags) else { return [] }
+        guard let list = jack_get_ports(handle, pattern, type.map { "^" + $0.jackType + "$" }, flags) else { return [] }
         defer { jack_free(UnsafeMutableRawPointer(mutating: list)) }
         return Self.strings(list)
     }

@@ -327,3 +327,101 @@ void lv2host_fp_leave(uint64_t mode) {
     (void)mode;
 #endif
 }
+
+/* ---- Atom sequences of MIDI events ------------------------------------------------------------------------------ */
+
+#define SEQ_HEADER 16u /* LV2_Atom (size, type) + LV2_Atom_Sequence_Body (unit, pad) */
+
+static uint32_t pad8(uint32_t n) { return (n + 7u) & ~7u; }
+
+void lv2host_seq_clear(void *seq, uint32_t sequence_urid) {
+    uint32_t *h = seq;
+    h[0] = 8;             /* atom.size: the body header alone */
+    h[1] = sequence_urid;
+    h[2] = 0;             /* unit: frames */
+    h[3] = 0;
+}
+
+/* The end of the valid events of `seq` (of `capacity` bytes): atom.size clamped to the buffer, so a plugin's nonsense
+   size never makes the host read past it. */
+static uint32_t seq_end(const void *seq, uint32_t capacity) {
+    uint32_t size = ((const uint32_t *)seq)[0];
+    if (capacity < SEQ_HEADER) return 0;
+    if (size < 8u || size > capacity - 8u) return size < 8u ? SEQ_HEADER : capacity;
+    return 8u + size;
+}
+
+int lv2host_seq_insert(void *seq, uint32_t capacity, int64_t frame, uint32_t type, uint32_t size, const void *body) {
+    uint8_t *base = seq;
+    uint32_t end = seq_end(seq, capacity);
+    uint32_t need = (uint32_t)sizeof(LV2_Atom_Event) + pad8(size);
+    if (size > capacity || end + need > capacity || end + need < end) return -1;
+    /* The first event later than `frame`: the new one goes before it (events of one frame keep their order). */
+    uint32_t at = SEQ_HEADER;
+    while (at + sizeof(LV2_Atom_Event) <= end) {
+        const LV2_Atom_Event *e = (const LV2_Atom_Event *)(base + at);
+        if (e->time.frames > frame) break;
+        uint32_t step = (uint32_t)sizeof(LV2_Atom_Event) + pad8(e->body.size);
+        if (step > end - at) { at = end; break; }
+        at += step;
+    }
+    if (at < end) memmove(base + at + need, base + at, end - at);
+    LV2_Atom_Event *e = (LV2_Atom_Event *)(base + at);
+    e->time.frames = frame;
+    e->body.size = size;
+    e->body.type = type;
+    memcpy(e + 1, body, size);
+    if (pad8(size) > size) memset((uint8_t *)(e + 1) + size, 0, pad8(size) - size);
+    ((uint32_t *)seq)[0] = end + need - 8u;
+    return 0;
+}
+
+int lv2host_seq_event(const void *seq, uint32_t capacity, uint32_t *cursor, int64_t *frame, uint32_t *type,
+                      uint32_t *size, const uint8_t **body) {
+    const uint8_t *base = seq;
+    uint32_t end = seq_end(seq, capacity);
+    if (*cursor < SEQ_HEADER) *cursor = SEQ_HEADER;
+    if (*cursor + sizeof(LV2_Atom_Event) > end) return 0;
+    const LV2_Atom_Event *e = (const LV2_Atom_Event *)(base + *cursor);
+    uint32_t room = end - *cursor - (uint32_t)sizeof(LV2_Atom_Event);
+    if (e->body.size > room) return 0;
+    *frame = e->time.frames;
+    *type = e->body.type;
+    *size = e->body.size;
+    *body = (const uint8_t *)(e + 1);
+    *cursor += (uint32_t)sizeof(LV2_Atom_Event) + pad8(e->body.size);
+    return 1;
+}
+
+uint32_t lv2host_seq_copy_midi(void *dst, uint32_t dst_capacity, const void *src, uint32_t src_capacity,
+                               uint32_t midi_urid, uint32_t channel_mask, uint32_t *dropped) {
+    uint32_t cursor = 0, type, size, copied = 0;
+    int64_t frame;
+    const uint8_t *body;
+    while (lv2host_seq_event(src, src_capacity, &cursor, &frame, &type, &size, &body)) {
+        if (type != midi_urid || size == 0) continue;
+        uint8_t status = body[0];
+        if (status < 0xF0 && status >= 0x80 && !(channel_mask & (1u << (status & 0x0F)))) continue;
+        if (lv2host_seq_insert(dst, dst_capacity, frame, type, size, body) != 0) {
+            ++*dropped;
+            continue;
+        }
+        ++copied;
+    }
+    return copied;
+}
+
+uint32_t lv2host_seq_notes_off(void *dst, uint32_t dst_capacity, uint32_t midi_urid, uint32_t channel_mask,
+                               uint32_t *dropped) {
+    uint32_t sent = 0;
+    for (uint32_t ch = 0; ch < 16; ++ch) {
+        if (!(channel_mask & (1u << ch))) continue;
+        /* Sustain pedal up, then All Notes Off (CC 123) and All Sound Off (CC 120). */
+        const uint8_t msgs[3][3] = {{0xB0 | ch, 64, 0}, {0xB0 | ch, 123, 0}, {0xB0 | ch, 120, 0}};
+        for (int m = 0; m < 3; ++m) {
+            if (lv2host_seq_insert(dst, dst_capacity, 0, midi_urid, 3, msgs[m]) != 0) ++*dropped;
+            else ++sent;
+        }
+    }
+    return sent;
+}

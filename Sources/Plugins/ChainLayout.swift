@@ -9,7 +9,10 @@ import Presets
 ///    `w` channels (a mono plugin on a stereo path runs twice).
 /// 2. otherwise `a == w`: one instance takes the whole path and the path continues with `b` channels (mono→stereo,
 ///    stereo→mono, 4→2).
-/// 3. anything else cannot be mapped and is refused with the plugin, its ports and both channel counts named.
+/// 3. `a == 0` and `b > 0` (an instrument: a synth, a sampler): one instance, sounding from MIDI, starts the path
+///    anew with `b` channels (what came before it is its dry signal when bypassed; a rack without audio inputs starts
+///    with one).
+/// 4. anything else cannot be mapped and is refused with the plugin, its ports and both channel counts named.
 ///
 /// Side inputs are audio inputs flagged lv2:isSideChain or in a pg:sideChainOf group, and optional
 /// (lv2:connectionOptional) audio inputs, unless making them side inputs would leave the plugin without a main
@@ -45,6 +48,7 @@ public struct ChainLayout: Sendable, Equatable {
                   instances: instances, widthIn: width, widthOut: widthOut)
         }
         if a > 0, a == b, width % a == 0 { return .success(stage(width / a, width)) }
+        if a == 0, b > 0 { return .success(stage(1, b)) }
         if a == width, b > 0 { return .success(stage(1, b)) }
         func names(_ ports: [PluginPortInfo]) -> String {
             ports.isEmpty ? "none" : ports.map(\.symbol).joined(separator: ", ")
@@ -55,8 +59,6 @@ public struct ChainLayout: Sendable, Equatable {
         let why: String
         if b == 0 {
             why = "it has no audio output to continue the path with"
-        } else if a == 0 {
-            why = "it has no main audio input to take the path's \(width) channel(s)"
         } else {
             why = "a plugin fits when its \(a) input(s) take all \(width) channel(s), or when it has as many outputs as"
                 + " inputs and \(a) divides \(width)"

@@ -23,6 +23,9 @@ public struct ChainState: BitwiseCopyable {
     let dry: DelayLines
     /// Process thread writes, control thread reads: `Count` cells.
     let counts: AtomicCounterArray
+    /// URIDs of atom:Sequence and midi:MidiEvent (what the MIDI of `run` is made of).
+    let sequenceURID: UInt32
+    let midiURID: UInt32
 
     enum Setting: Int, CaseIterable { case mix, gain }
     enum Count: Int, CaseIterable {
@@ -30,6 +33,10 @@ public struct ChainState: BitwiseCopyable {
         /// `StageState.fixedFrames`).
         case blockMismatches
         case cycles
+        /// MIDI events that did not fit a plugin's atom input or the chain's MIDI output, and were left out.
+        case midiDropped
+        /// MIDI events given to plugins' atom inputs.
+        case midiDelivered
     }
 }
 
@@ -66,6 +73,12 @@ struct StageState: BitwiseCopyable {
     let fixedFrames: Int
     /// The chain's side input that feeds each instance's first side port (all instances share them).
     var firstSide: Int
+    /// The MIDI channels the stage's MIDI inputs take (bit n: channel n + 1; all 16 unless the spec names one).
+    let midiChannels: UInt32
+    /// Whether some instance has an atom input that takes MIDI.
+    let takesMIDI: Bool
+    /// Process thread only: whether the stage was bypassed last cycle (1), to send all-notes-off once on the way in.
+    let midiBypassed: UnsafeMutablePointer<Int>
 }
 
 /// One delay line per channel over a power-of-two ring, written every cycle. Process thread only (after building).
@@ -80,6 +93,14 @@ struct DelayLines: BitwiseCopyable {
     /// The longest delay a line can give for a block of `frames`.
     @inline(__always)
     func maxDelay(frames: Int) -> Int { max(0, capacity - frames) }
+}
+
+/// What an atom port carries, as far as the host feeds or reads it.
+enum AtomFlag {
+    /// atom:supports midi:MidiEvent.
+    static let midi: UInt8 = 1
+    /// atom:supports time:Position.
+    static let time: UInt8 = 2
 }
 
 /// One plugin instance.
@@ -100,6 +121,8 @@ struct InstanceState: BitwiseCopyable {
     let outputValues: UnsafeMutablePointer<Float>
     /// Atom sequence buffers (input ports first), reset every cycle.
     let atoms: UnsafeMutablePointer<UnsafeMutableRawPointer>
+    /// Per atom port (same order): `AtomFlag` bits.
+    let atomFlags: UnsafeMutablePointer<UInt8>
     let atomInputs: Int
     let atomCount: Int
     let atomCapacity: UInt32

@@ -9,20 +9,22 @@ import Realtime
 extension ChainState {
     /// Runs every stage over `frames` frames: `inputs` (`inputChannels` buffers, read only) through the chain into
     /// `outputs` (`outputChannels` buffers), which must not alias `inputs`. `sides`: one buffer per side input
-    /// (`sideInputs`), or nil to leave them all silent.
+    /// (`sideInputs`), or nil to leave them all silent. `midi`: the cycle's MIDI for the plugins that take it, and
+    /// where the MIDI they write goes (see `ChainMIDI`).
     ///
     /// Floating point: the plugins run with flush-to-zero and denormals-are-zero set (see docs/ARCHITECTURE.md,
     /// "Denormals"); the thread's own mode is restored before returning. Realtime: safe.
     @inline(__always)
     public static func run(_ c: ChainState, inputs: UnsafePointer<UnsafeMutablePointer<Float>>,
                            outputs: UnsafePointer<UnsafeMutablePointer<Float>>, frames: Int,
-                           sides: UnsafePointer<UnsafeMutablePointer<Float>>? = nil) {
+                           sides: UnsafePointer<UnsafeMutablePointer<Float>>? = nil, midi: ChainMIDI = .none) {
         let mode = lv2host_fp_enter()
         defer { lv2host_fp_leave(mode) }
+        if let out = midi.output { lv2host_seq_clear(out, c.sequenceURID) }
         var source = inputs
         for k in 0..<c.stageCount {
             let target = k == c.stageCount - 1 ? outputs : UnsafePointer(c.between + (k & 1) * c.width)
-            runStage(c, c.stages[k], inputs: source, outputs: target, frames: frames, sides: sides)
+            runStage(c, c.stages[k], inputs: source, outputs: target, frames: frames, sides: sides, midi: midi)
             source = target
         }
         mix(c, inputs: inputs, outputs: outputs, frames: frames)
@@ -33,9 +35,11 @@ extension ChainState {
     @inline(__always)
     static func runStage(_ c: ChainState, _ s: StageState, inputs: UnsafePointer<UnsafeMutablePointer<Float>>,
                          outputs: UnsafePointer<UnsafeMutablePointer<Float>>, frames: Int,
-                         sides: UnsafePointer<UnsafeMutablePointer<Float>>?) {
+                         sides: UnsafePointer<UnsafeMutablePointer<Float>>?, midi: ChainMIDI) {
         let runs = s.fixedFrames == 0 || s.fixedFrames == frames
         let bypassed = s.bypass.load() != 0
+        let entering = bypassed && s.midiBypassed.pointee == 0
+        if runs { s.midiBypassed.pointee = bypassed ? 1 : 0 }
         if runs {
             for i in 0..<s.instanceCount {
                 let inst = s.instances[i]
@@ -56,8 +60,10 @@ extension ChainState {
                     inst.connect(inst.handle, inst.audioOut[j], UnsafeMutableRawPointer(outputs[inst.firstOutput + j]))
                 }
                 resetAtoms(inst)
+                if s.takesMIDI { feedMIDI(c, s, inst, midi: midi, bypassed: bypassed, entering: entering) }
                 inst.run(inst.handle, UInt32(frames))
                 if let w = inst.worker { lv2host_worker_deliver(w) }
+                collectMIDI(c, inst, midi: midi)
                 if i == 0 {
                     for k in 0..<s.outputCount { s.outputs.store(k, Int(inst.outputValues[k].bitPattern)) }
                 }
@@ -126,6 +132,7 @@ extension ChainState {
     @inline(__always)
     static func mapped(_ inputs: UnsafePointer<UnsafeMutablePointer<Float>>, widthIn: Int, widthOut: Int,
                        channel: Int, at i: Int) -> Float {
+        if widthIn == 0 { return 0 }   // an instrument that starts the path: its dry signal is silence
         if widthOut >= widthIn { return inputs[channel % widthIn][i] }
         var sum: Float = 0, n: Float = 0
         var c = channel

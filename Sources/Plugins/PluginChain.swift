@@ -232,7 +232,8 @@ public final class PluginChain: @unchecked Sendable {
         state.initialize(to: ChainState(stages: stagePointer, stageCount: stages.count, inputChannels: inputs,
                                         outputChannels: outputChannels, width: width, between: between,
                                         sideInputs: sides.count, silence: zeroed(Self.maxBlock), settings: settings,
-                                        current: current, dry: delayLines(channels: outputChannels), counts: counts))
+                                        current: current, dry: delayLines(channels: outputChannels), counts: counts,
+                                        sequenceURID: host.urid(LV2.atomSequence), midiURID: host.urid(LV2.midiEvent)))
         cleanups.append { [state] in
             between.deallocate()
             stagePointer.deallocate()
@@ -310,7 +311,17 @@ public final class PluginChain: @unchecked Sendable {
         return (options, values)
     }
 
+    /// Bytes of every atom port's buffer (the header included): room for about 340 three-byte MIDI events per
+    /// cycle, more when a port's rsz:minimumSize asks (up to `atomCapacityLimit`).
     static let atomCapacity = 8192
+    static let atomCapacityLimit = 1 << 20
+
+    /// The buffer size for the atom ports of a plugin: `atomCapacity`, or the largest rsz:minimumSize its ports ask
+    /// for (rounded up to 8, at most `atomCapacityLimit`).
+    static func atomBufferSize(_ info: PluginInfo) -> Int {
+        let asked = info.ports.filter { $0.kind == .atom }.compactMap(\.minimumSize).max() ?? 0
+        return min(atomCapacityLimit, max(atomCapacity, (asked + 7) & ~7))
+    }
 
     /// Call inside `host.locked`.
     private func build(_ spec: PluginSpec, info: PluginInfo, plugin: OpaquePointer, layout: ChainLayout.Stage,
@@ -386,13 +397,19 @@ public final class PluginChain: @unchecked Sendable {
         let enabled = stage.controls.firstIndex { $0.designation == LV2.enabled } ?? -1
         let fade = zeroed(1)
         fade.pointee = spec.bypass && enabled < 0 ? 1 : 0
+        let midiBypassed = UnsafeMutablePointer<Int>.allocate(capacity: 1)
+        midiBypassed.initialize(to: spec.bypass ? 1 : 0)
+        cleanups.append { midiBypassed.deallocate() }
+        let takesMIDI = info.ports.contains { $0.kind == .atom && $0.isInput && $0.supportsMIDI }
         stage.rt = StageState(instances: instances, instanceCount: instanceCount, ins: layout.mainInputs.count,
                               sides: layout.sideInputs.count, outs: layout.outputs.count, widthIn: layout.widthIn,
                               widthOut: layout.widthOut, controls: controls, controlCount: stage.controls.count,
                               outputs: outputs, outputCount: stage.outputs.count, latencyOutput: latencyOutput,
                               enabledControl: enabled, bypass: bypass, fade: fade,
                               dry: delayLines(channels: latencyOutput >= 0 && enabled < 0 ? layout.widthOut : 0),
-                              fixedFrames: fixed ? period : 0, firstSide: 0)
+                              fixedFrames: fixed ? period : 0, firstSide: 0,
+                              midiChannels: spec.midiChannel.map { UInt32(1) << UInt32($0 - 1) } ?? 0xFFFF,
+                              takesMIDI: takesMIDI, midiBypassed: midiBypassed)
         return stage
     }
 
@@ -439,7 +456,14 @@ public final class PluginChain: @unchecked Sendable {
         let outputValues = zeroed(max(1, stage.outputs.count))
         let atomPorts = info.ports.filter { $0.kind == .atom }.sorted { ($0.isInput ? 0 : 1, $0.index) < ($1.isInput ? 0 : 1, $1.index) }
         let atoms = UnsafeMutablePointer<UnsafeMutableRawPointer>.allocate(capacity: max(1, atomPorts.count))
+        let atomFlags = UnsafeMutablePointer<UInt8>.allocate(capacity: max(1, atomPorts.count))
+        atomFlags.initialize(repeating: 0, count: max(1, atomPorts.count))
+        for (k, p) in atomPorts.enumerated() {
+            atomFlags[k] = (p.supportsMIDI ? AtomFlag.midi : 0) | (p.supportsTime && p.isInput ? AtomFlag.time : 0)
+        }
+        let atomSize = Self.atomBufferSize(info)
         cleanups.append {
+            atomFlags.deallocate()
             audioIn.deallocate()
             sideIn.deallocate()
             audioOut.deallocate()
@@ -461,8 +485,8 @@ public final class PluginChain: @unchecked Sendable {
                 lilv_instance_connect_port(instance, index, zeroed(Self.maxBlock))
             case .atom:
                 let k = atomPorts.firstIndex { $0.index == port.index }!
-                let buffer = UnsafeMutableRawPointer.allocate(byteCount: Self.atomCapacity, alignment: 8)
-                buffer.initializeMemory(as: UInt8.self, repeating: 0, count: Self.atomCapacity)
+                let buffer = UnsafeMutableRawPointer.allocate(byteCount: atomSize, alignment: 8)
+                buffer.initializeMemory(as: UInt8.self, repeating: 0, count: atomSize)
                 cleanups.append { buffer.deallocate() }
                 (atoms + k).initialize(to: buffer)
                 lilv_instance_connect_port(instance, index, buffer)
@@ -475,8 +499,8 @@ public final class PluginChain: @unchecked Sendable {
             handle: instance.pointee.lv2_handle, connect: descriptor.connect_port!, run: descriptor.run!,
             audioIn: audioIn, sideIn: sideIn, audioOut: audioOut, firstChannel: first, firstOutput: firstOutput,
             controlValues: controlValues,
-            outputValues: outputValues, atoms: atoms, atomInputs: atomPorts.filter(\.isInput).count,
-            atomCount: atomPorts.count, atomCapacity: UInt32(Self.atomCapacity), sequenceURID: sequence,
+            outputValues: outputValues, atoms: atoms, atomFlags: atomFlags, atomInputs: atomPorts.filter(\.isInput).count,
+            atomCount: atomPorts.count, atomCapacity: UInt32(atomSize), sequenceURID: sequence,
             chunkURID: chunk, worker: worker)
     }
 }

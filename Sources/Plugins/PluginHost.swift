@@ -134,6 +134,8 @@ enum LV2 {
     static let unitsPrefix = "http://lv2plug.in/ns/extensions/units#"
     static let unitsUnit = unitsPrefix + "unit", unitsSymbol = unitsPrefix + "symbol"
     static let rdfsLabel = "http://www.w3.org/2000/01/rdf-schema#label"
+    static let midiEvent = ext + "midi#MidiEvent", timePosition = "http://lv2plug.in/ns/ext/time#Position"
+    static let minimumSize = "http://lv2plug.in/ns/ext/resize-port#minimumSize"
 }
 
 /// Host features Tandem provides to plugins (anything else a plugin requires makes it unusable here).

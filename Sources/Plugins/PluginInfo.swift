@@ -41,6 +41,13 @@ public struct PluginPortInfo: Sendable, Codable, Equatable {
     public var isSideChain: Bool = false
     /// The port's lv2:designation (e.g. lv2:enabled, the plugin's own bypass switch), if any.
     public var designation: String? = nil
+    /// An atom port that supports (atom:supports) MIDI events (midi:MidiEvent): an input takes the rack's MIDI, an
+    /// output's MIDI goes to the rack's MIDI outputs.
+    public var supportsMIDI: Bool = false
+    /// An atom input that supports time:Position (the host tells it the transport's position and tempo).
+    public var supportsTime: Bool = false
+    /// rsz:minimumSize: the bytes the plugin wants in this (atom) port's buffer, if it says.
+    public var minimumSize: Int? = nil
 
     /// This port's range and default at `sampleRate`.
     func at(sampleRate: Int) -> PluginPortInfo {
@@ -141,7 +148,10 @@ extension PluginHost {
         let designationKey = node(LV2.core + "designation"), rateRelative = node(LV2.core + "sampleRate")
         let unitKey = node(LV2.unitsUnit), unitSymbolKey = node(LV2.unitsSymbol)
         let sideChain = node(LV2.isSideChain), groupKey = node(LV2.portGroup), sideChainOf = node(LV2.sideChainOf)
+        let midiEvent = node(LV2.midiEvent), timePosition = node(LV2.timePosition)
+        let minimumSizeKey = node(LV2.minimumSize)
         defer {
+            for n in [midiEvent, timePosition, minimumSizeKey] { lilv_node_free(n) }
             for (n, _) in kindNodes { lilv_node_free(n) }
             for n in [input, latency, latencyDesignation, toggled, integer, optional, designationKey, rateRelative,
                       unitKey, unitSymbolKey, sideChain, groupKey, sideChainOf] {
@@ -180,6 +190,14 @@ extension PluginHost {
                 isSideChain: isSideChain, designation: designation.flatMap { Self.string($0) })
             info.unit = unit
             info.unitSymbol = unitSymbol
+            if kind == .atom {
+                info.supportsMIDI = lilv_port_supports_event(p, port, midiEvent)
+                info.supportsTime = lilv_port_supports_event(p, port, timePosition)
+                if let n = lilv_port_get(p, port, minimumSizeKey) {
+                    if lilv_node_is_int(n) { info.minimumSize = Int(lilv_node_as_int(n)) }
+                    lilv_node_free(n)
+                }
+            }
             info.scalePoints = scalePoints(p, port)
             return info
         }

@@ -10,6 +10,8 @@ public struct PluginSpec: Sendable, Equatable, Codable {
     public var controls: [Control]
     /// Bypassed: the plugin runs, its output is replaced by its input (see `PluginChain.setBypass`).
     public var bypass: Bool = false
+    /// The MIDI channel (1 to 16) the plugin's MIDI inputs take from its rack's MIDI; nil: every channel.
+    public var midiChannel: Int?
 
     public struct Control: Sendable, Equatable, Codable {
         public var symbol: String
@@ -29,7 +31,7 @@ public struct PluginSpec: Sendable, Equatable, Codable {
         self.bypass = bypass
     }
 
-    enum CodingKeys: String, CodingKey { case uri, name, preset, controls, bypass }
+    enum CodingKeys: String, CodingKey { case uri, name, preset, controls, bypass, midiChannel }
 
     /// Reads reports written before `bypass` existed as not bypassed.
     public init(from decoder: any Decoder) throws {
@@ -39,6 +41,7 @@ public struct PluginSpec: Sendable, Equatable, Codable {
         preset = try c.decodeIfPresent(String.self, forKey: .preset)
         controls = try c.decode([Control].self, forKey: .controls)
         bypass = try c.decodeIfPresent(Bool.self, forKey: .bypass) ?? false
+        midiChannel = try c.decodeIfPresent(Int.self, forKey: .midiChannel)
     }
 
     /// The last path or fragment component of the URI ("amp" for http://plugin.org.uk/swh-plugins/amp).
@@ -48,8 +51,8 @@ public struct PluginSpec: Sendable, Equatable, Codable {
         return cleaned.isEmpty ? "plugin" : String(cleaned).lowercased()
     }
 
-    /// Reads the command line's form: `URI[,name=NAME][,preset=URI][,bypass][,SYMBOL=VALUE...]` (`bypass` is a
-    /// bare word, so it never collides with a control symbol).
+    /// Reads the command line's form: `URI[,name=NAME][,preset=URI][,bypass][,midi_channel=N][,SYMBOL=VALUE...]`
+    /// (`bypass` is a bare word, so it never collides with a control symbol).
     public static func parse(_ text: String) -> Result<PluginSpec, PluginSpecError> {
         let parts = text.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
         guard let uri = parts.first, isURI(uri) else {
@@ -73,6 +76,11 @@ public struct PluginSpec: Sendable, Equatable, Codable {
             case "preset":
                 guard isURI(value) else { return .failure(PluginSpecError("preset '\(value)' is not a URI")) }
                 spec.preset = value
+            case "midi_channel":
+                guard let n = Int(value), midiChannels.contains(n) else {
+                    return .failure(PluginSpecError("midi_channel '\(value)' of \(uri): expected 1 to 16"))
+                }
+                spec.midiChannel = n
             default:
                 guard let v = Double(value), v.isFinite else {
                     return .failure(PluginSpecError("control '\(key)' of \(uri): '\(value)' is not a number"))
@@ -88,9 +96,13 @@ public struct PluginSpec: Sendable, Equatable, Codable {
         var parts = [uri, "name=\(name)"]
         if let preset { parts.append("preset=\(preset)") }
         if bypass { parts.append("bypass") }
+        if let midiChannel { parts.append("midi_channel=\(midiChannel)") }
         parts += controls.map { "\($0.symbol)=\($0.value)" }
         return parts.joined(separator: ",")
     }
+
+    /// The MIDI channels, as people number them.
+    public static let midiChannels = 1...16
 
     static func isURI(_ s: String) -> Bool {
         guard let colon = s.firstIndex(of: ":"), colon != s.startIndex else { return false }

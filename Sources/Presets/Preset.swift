@@ -242,6 +242,11 @@ public struct RackSection: Sendable, Equatable {
     /// Input and output port names (nil: `in_1..in_N` / `out_1..out_M` with the counts the chain needs).
     public var inputs: [String]?
     public var outputs: [String]?
+    /// MIDI input ports (their MIDI, merged in frame order, reaches every plugin atom input that takes MIDI) and
+    /// MIDI output ports (the MIDI the plugins write). Nil: `midi_in` when a plugin takes MIDI, `midi_out` when one
+    /// writes MIDI, else none.
+    public var midiInputs: [String]?
+    public var midiOutputs: [String]?
     /// Output gain in dB, and the dry/wet mix (0: only the input, 1: only the chain's output).
     public var gainDB: Double = 0
     public var mix: Double = 1
@@ -255,6 +260,7 @@ public struct RackSection: Sendable, Equatable {
 
     public static func == (a: RackSection, b: RackSection) -> Bool {
         a.name == b.name && a.client == b.client && a.inputs == b.inputs && a.outputs == b.outputs
+            && a.midiInputs == b.midiInputs && a.midiOutputs == b.midiOutputs
             && a.gainDB == b.gainDB && a.mix == b.mix && a.isolate == b.isolate && a.plugins == b.plugins
     }
 }

@@ -334,7 +334,8 @@ struct Validator {
     /// `[[rack]]`: name, client, inputs/outputs (a count or port names), gain, mix, isolate, `[[rack.plugins]]`.
     mutating func rack(_ t: TOMLTable, index: Int) -> RackSection {
         let s = "rack"
-        unknownKeys(t, ["name", "client", "inputs", "outputs", "gain", "mix", "isolate", "plugins"], section: s)
+        unknownKeys(t, ["name", "client", "inputs", "outputs", "midi_inputs", "midi_outputs", "gain", "mix", "isolate",
+                        "plugins"], section: s)
         var r = RackSection()
         r.line = t.line
         r.name = "rack\(index + 1)"
@@ -347,8 +348,17 @@ struct Validator {
             r.name = name
         }
         r.client = client(t, s, default: r.name)
-        r.inputs = portCountOrNames(t, "inputs", s, prefix: "in")
+        r.inputs = portCountOrNames(t, "inputs", s, prefix: "in", allowNone: true)
         r.outputs = portCountOrNames(t, "outputs", s, prefix: "out")
+        r.midiInputs = portCountOrNames(t, "midi_inputs", s, prefix: "midi_in", allowNone: true).map(Self.midiNames)
+        r.midiOutputs = portCountOrNames(t, "midi_outputs", s, prefix: "midi_out", allowNone: true).map(Self.midiNames)
+        let audio = Set((r.inputs ?? []) + (r.outputs ?? []))
+        for name in (r.midiInputs ?? []) + (r.midiOutputs ?? []) where audio.contains(name) {
+            problem("rack.midi_inputs", t.line, "rack '\(r.name)': port '\(name)' is both an audio and a MIDI port")
+        }
+        if !Set(r.midiInputs ?? []).isDisjoint(with: r.midiOutputs ?? []) {
+            problem("rack.midi_outputs", t.line, "rack '\(r.name)': a MIDI input and a MIDI output have the same name")
+        }
         r.gainDB = number(t, "gain", s, Limits.gainDB, unit: " dB") ?? 0
         r.mix = number(t, "mix", s, Limits.mix) ?? 1
         r.isolate = bool(t, "isolate", s)
@@ -359,10 +369,19 @@ struct Validator {
         return r
     }
 
-    /// A port list given as a count (`2`: `PREFIX_1`, `PREFIX_2`) or as names.
-    mutating func portCountOrNames(_ t: TOMLTable, _ key: String, _ section: String, prefix: String) -> [String]? {
+    /// A single MIDI port given as a count is `midi_in` / `midi_out`, not `midi_in_1`.
+    static func midiNames(_ names: [String]) -> [String] {
+        names == ["midi_in_1"] ? ["midi_in"] : names == ["midi_out_1"] ? ["midi_out"] : names
+    }
+
+    /// A port list given as a count (`2`: `PREFIX_1`, `PREFIX_2`) or as names. `allowNone`: 0 and `[]` mean no
+    /// port (a rack's audio inputs when its chain starts with an instrument; its MIDI ports).
+    mutating func portCountOrNames(_ t: TOMLTable, _ key: String, _ section: String, prefix: String,
+                                   allowNone: Bool = false) -> [String]? {
         guard let v = t[key] else { return nil }
         switch v {
+        case .integer(0, _) where allowNone:
+            return []
         case .integer(let n, let line):
             guard Limits.channels.contains(n) else {
                 problem("\(section).\(key)", line, "\(n) ports is out of range (1 to \(Limits.channels.upperBound))")
@@ -371,7 +390,7 @@ struct Validator {
             return (1...n).map { "\(prefix)_\($0)" }
         case .array:
             guard let (names, line) = strings(t, key, section) else { return nil }
-            if names.isEmpty { problem("\(section).\(key)", line, "at least one port") }
+            if names.isEmpty && !allowNone { problem("\(section).\(key)", line, "at least one port") }
             var seen = Set<String>()
             for n in names {
                 if n.isEmpty || n.contains(":") || n.utf8.count > 200 {
@@ -592,7 +611,7 @@ struct Validator {
                 problem(key, item.line, "expected [[\(key)]] tables, found \(item.typeName)")
                 continue
             }
-            unknownKeys(p, ["uri", "name", "preset", "bypass", "controls"], section: key)
+            unknownKeys(p, ["uri", "name", "preset", "bypass", "controls", "midi_channel"], section: key)
             guard let (uri, uriLine) = string(p, "uri", key) else {
                 if p["uri"] == nil { problem("\(key).uri", p.line, "every [[\(key)]] needs 'uri' (see `tandem plugins`)") }
                 continue
@@ -607,6 +626,13 @@ struct Validator {
                 if names.contains(name) { problem("\(key).name", line, "two plugins in one chain are named '\(name)'") }
             }
             spec.bypass = bool(p, "bypass", key) ?? false
+            if let c = p["midi_channel"] {
+                if case .integer(let n, _) = c, PluginSpec.midiChannels.contains(n) {
+                    spec.midiChannel = n
+                } else {
+                    problem("\(key).midi_channel", c.line, "expected a MIDI channel, 1 to 16")
+                }
+            }
             if let (preset, line) = string(p, "preset", key) {
                 if !PluginSpec.isURI(preset) { problem("\(key).preset", line, "'\(preset)' is not a preset URI") }
                 spec.preset = preset

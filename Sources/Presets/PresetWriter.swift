@@ -81,6 +81,8 @@ public extension Preset {
             if rack.client != rack.name { out.string("client", rack.client) }
             if let inputs = rack.inputs { out.portList("inputs", inputs, prefix: "in") }
             if let outputs = rack.outputs { out.portList("outputs", outputs, prefix: "out") }
+            if let m = rack.midiInputs { out.line("midi_inputs = [" + m.map(TOMLText.quoted).joined(separator: ", ") + "]") }
+            if let m = rack.midiOutputs { out.line("midi_outputs = [" + m.map(TOMLText.quoted).joined(separator: ", ") + "]") }
             if rack.gainDB != 0 { out.number("gain", rack.gainDB) }
             if rack.mix != 1 { out.number("mix", rack.mix) }
             if let isolate = rack.isolate { out.bool("isolate", isolate) }
@@ -131,7 +133,7 @@ struct TOMLText {
 
     /// A rack's `inputs`/`outputs`: a count when the names are the default ones, else the names.
     mutating func portList(_ key: String, _ ports: [String], prefix: String) {
-        if ports == (1...max(1, ports.count)).map({ "\(prefix)_\($0)" }) {
+        if ports.isEmpty || ports == (1...max(1, ports.count)).map({ "\(prefix)_\($0)" }) {
             integer(key, ports.count)
         } else {
             line("\(key) = [" + ports.map(Self.quoted).joined(separator: ", ") + "]")
@@ -145,6 +147,7 @@ struct TOMLText {
             if spec.name != PluginSpec.defaultName(uri: spec.uri) { string("name", spec.name) }
             if let preset = spec.preset { string("preset", preset) }
             if spec.bypass { bool("bypass", true) }
+            if let c = spec.midiChannel { integer("midi_channel", c) }
             if !spec.controls.isEmpty {
                 line("controls = { " + spec.controls.map { "\(Self.key($0.symbol)) = \(Self.number($0.value))" }
                     .joined(separator: ", ") + " }")

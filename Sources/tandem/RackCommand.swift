@@ -1,6 +1,7 @@
 import ArgumentParser
 import Engine
 import Foundation
+import Jack
 import Plugins
 import Presets
 
@@ -11,8 +12,9 @@ struct RackCommand: ParsableCommand {
         commandName: "rack",
         abstract: "Run an LV2 plugin chain live between JACK input and output ports, until stopped.",
         discussion: """
-            Ports in_1..in_N and out_1..out_M (default: the channel counts the chain needs). SIGINT/SIGTERM stop \
-            cleanly (exit 0).
+            Ports in_1..in_N and out_1..out_M (default: the channel counts the chain needs; no audio input when the \
+            chain starts with an instrument), and MIDI ports midi_in (when a plugin takes MIDI) and midi_out (when \
+            one writes MIDI) unless --midi-input/--midi-output name them. SIGINT/SIGTERM stop cleanly (exit 0).
             """)
 
     @OptionGroup var server: ServerOptions
@@ -25,7 +27,7 @@ struct RackCommand: ParsableCommand {
     @Option(name: .long, help: "JACK client name (default: the rack's name).")
     var client: String?
 
-    @Option(name: .long, help: "Number of input ports (in_1..in_N).")
+    @Option(name: .long, help: "Number of input ports (in_1..in_N; 0 for an instrument rack).")
     var inputs: Int?
 
     @Option(name: .long, help: "Number of output ports (out_1..out_M).")
@@ -42,6 +44,24 @@ struct RackCommand: ParsableCommand {
 
     @Option(name: .long, help: "Destination port (exact name or regular expression) for the outputs, in order (repeatable).")
     var connectOut: [String] = []
+
+    @Option(name: .long, help: "MIDI input port short name (repeatable; default midi_in when a plugin takes MIDI).")
+    var midiInput: [String] = []
+
+    @Option(name: .long, help: "MIDI output port short name (repeatable; default midi_out when a plugin writes MIDI).")
+    var midiOutput: [String] = []
+
+    @Flag(name: .long, help: "No MIDI input port, even when a plugin takes MIDI.")
+    var noMidiInput = false
+
+    @Flag(name: .long, help: "No MIDI output port, even when a plugin writes MIDI.")
+    var noMidiOutput = false
+
+    @Option(name: .long, help: "Source MIDI port (exact name or regular expression) for the MIDI inputs, in order (repeatable).")
+    var connectMidiIn: [String] = []
+
+    @Option(name: .long, help: "Destination MIDI port (exact name or regular expression) for the MIDI outputs, in order (repeatable).")
+    var connectMidiOut: [String] = []
 
     @Option(name: .long, help: "Output gain in dB (negative values as --gain=-6).")
     var gain: Double = 0
@@ -70,10 +90,17 @@ struct RackCommand: ParsableCommand {
         if plugins.plugin.isEmpty { throw ValidationError("give at least one --plugin") }
         if inputs != nil && !input.isEmpty { throw ValidationError("give either --inputs or --input") }
         if outputs != nil && !output.isEmpty { throw ValidationError("give either --outputs or --output") }
-        for (n, what) in [(inputs, "--inputs"), (outputs, "--outputs")] {
-            if let n, !Limits.channels.contains(n) { throw ValidationError("\(what) must be 1 to \(Limits.channels.upperBound)") }
+        if let n = inputs, n != 0, !Limits.channels.contains(n) {
+            throw ValidationError("--inputs must be 0 to \(Limits.channels.upperBound)")
         }
-        for p in input + output where p.isEmpty || p.contains(":") || p.utf8.count > 200 {
+        if let n = outputs, !Limits.channels.contains(n) {
+            throw ValidationError("--outputs must be 1 to \(Limits.channels.upperBound)")
+        }
+        if noMidiInput && !midiInput.isEmpty { throw ValidationError("give either --midi-input or --no-midi-input") }
+        if noMidiOutput && !midiOutput.isEmpty { throw ValidationError("give either --midi-output or --no-midi-output") }
+        let all = input + output + midiInput + midiOutput
+        if Set(all).count != all.count { throw ValidationError("two ports of the rack have the same name") }
+        for p in input + output + midiInput + midiOutput where p.isEmpty || p.contains(":") || p.utf8.count > 200 {
             throw ValidationError("bad port name '\(p)' (empty, too long, or contains ':')")
         }
         if !Limits.contains(Limits.gainDB, gain) { throw ValidationError("--gain must be \(Limits.describe(Limits.gainDB, unit: " dB"))") }
@@ -99,7 +126,9 @@ struct RackCommand: ParsableCommand {
         var r = RackSection()
         r.name = name
         r.client = client ?? name
-        r.inputs = !input.isEmpty ? input : inputs.map { n in (1...n).map { "in_\($0)" } }
+        r.inputs = !input.isEmpty ? input : inputs.map { n in (0..<n).map { "in_\($0 + 1)" } }
+        r.midiInputs = noMidiInput ? [] : midiInput.isEmpty ? nil : midiInput
+        r.midiOutputs = noMidiOutput ? [] : midiOutput.isEmpty ? nil : midiOutput
         r.outputs = !output.isEmpty ? output : outputs.map { n in (1...n).map { "out_\($0)" } }
         r.gainDB = gain
         r.mix = mix
@@ -119,9 +148,11 @@ struct RackCommand: ParsableCommand {
             Console.err("tandem: note: rack \(rack.client.name) has \(rack.inputs.count) input(s) and \(rack.outputs.count) "
                         + "output(s), not connected: a patchbay or jack_connect connects them (or give --connect-in/--connect-out)\n")
         }
-        if !connectIn.isEmpty || !connectOut.isEmpty {
+        if !connectIn.isEmpty || !connectOut.isEmpty || !connectMidiIn.isEmpty || !connectMidiOut.isEmpty {
             preset.connections = runner.rules(connectIn, ports: rack.inputs, towardUs: true)
                 + runner.rules(connectOut, ports: rack.outputs, towardUs: false)
+                + runner.rules(connectMidiIn, names: rack.midiInputNames, towardUs: true, type: .midi)
+                + runner.rules(connectMidiOut, names: rack.midiOutputNames, towardUs: false, type: .midi)
             runner.reapply(preset)
         }
         runner.openControl(explicit: controlOptions.controlPort, fallback: nil)

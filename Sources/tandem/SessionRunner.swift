@@ -123,9 +123,14 @@ final class SessionRunner {
     /// Exact connection rules for a one-shot command's `--connect` patterns (see `Session.orderedRules`); a pattern
     /// that names nothing, or too many ports, closes the session and exits 2 in words.
     func rules(_ patterns: [String], ports: [JackPort], towardUs: Bool) -> [ConnectionRule] {
+        rules(patterns, names: ports.map(\.name), towardUs: towardUs, type: .audio)
+    }
+
+    /// `names`: full names of the engine's ports of kind `type`.
+    func rules(_ patterns: [String], names: [String], towardUs: Bool, type: PortType) -> [ConnectionRule] {
         guard !patterns.isEmpty else { return [] }
         do {
-            return try session.orderedRules(patterns, ports: ports.map(\.name), towardUs: towardUs)
+            return try session.orderedRules(patterns, ports: names, towardUs: towardUs, type: type)
         } catch {
             session.close()
             fail(.badInput, "\(error)")

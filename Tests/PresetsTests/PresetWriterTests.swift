@@ -146,7 +146,7 @@ import TestSupport
             client = "voice"
             [[rack]]
             name = "voice"
-            inputs = 0
+            inputs = -1
             mix = 1.5
             [[rack.plugins]]
             uri = "urn:x"
@@ -161,7 +161,7 @@ import TestSupport
             """, file: "bad.toml", baseDirectory: Self.dir.path)
         #expect(p == nil)
         let text = problems.map(\.description).joined(separator: "\n")
-        #expect(text.contains("bad.toml:5: rack.inputs: 0 ports is out of range"), "\(text)")
+        #expect(text.contains("bad.toml:5: rack.inputs: -1 ports is out of range"), "\(text)")
         #expect(text.contains("bad.toml:6: rack.mix:"), "\(text)")
         #expect(text.contains("rack.client: rack 'voice' and the recorder need different client names"), "\(text)")
         #expect(text.contains("rack.name: two racks are named 'voice'"), "\(text)")

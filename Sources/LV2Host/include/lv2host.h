@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 #include <lv2/core/lv2.h>
+#include <lv2/atom/atom.h>
 #include <lv2/log/log.h>
 #include <lv2/urid/urid.h>
 #include <lv2/worker/worker.h>
@@ -61,6 +62,26 @@ void lv2host_worker_free(LV2HostWorker *worker);
  */
 uint64_t lv2host_fp_enter(void);
 void lv2host_fp_leave(uint64_t mode);
+
+/*
+ * Atom sequences of MIDI (and other) events, in buffers of `capacity` bytes (the LV2_Atom_Sequence header
+ * included), as the host fills plugins' atom inputs and reads their atom outputs. Every function is
+ * Realtime: safe (no allocation, no lock), and reads a sequence only within `capacity`, whatever its atom.size says.
+ */
+/* Makes `seq` an empty sequence (frame-stamped). */
+void lv2host_seq_clear(void *seq, uint32_t sequence_urid);
+/* Inserts an event at its frame (after the events of the same frame); -1 when it does not fit (nothing written). */
+int lv2host_seq_insert(void *seq, uint32_t capacity, int64_t frame, uint32_t type, uint32_t size, const void *body);
+/* The event at `*cursor` (0 for the first), advancing the cursor; 0 at the end or at a malformed event. */
+int lv2host_seq_event(const void *seq, uint32_t capacity, uint32_t *cursor, int64_t *frame, uint32_t *type,
+                      uint32_t *size, const uint8_t **body);
+/* Inserts the MIDI events of `src` whose channel is in `channel_mask` (bit n: channel n + 1; system messages always
+   pass) into `dst` at their frames. Returns the events copied; `*dropped` grows by those that did not fit. */
+uint32_t lv2host_seq_copy_midi(void *dst, uint32_t dst_capacity, const void *src, uint32_t src_capacity,
+                               uint32_t midi_urid, uint32_t channel_mask, uint32_t *dropped);
+/* Inserts, at frame 0, sustain off, All Notes Off and All Sound Off for each channel in `channel_mask`. */
+uint32_t lv2host_seq_notes_off(void *dst, uint32_t dst_capacity, uint32_t midi_urid, uint32_t channel_mask,
+                               uint32_t *dropped);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,178 @@
+import Jack
+import Presets
+import Plugins
+import Realtime
+
+/// A rack's MIDI in its RT state: the JACK MIDI ports, and the two atom sequences the chain runs with (see
+/// `ChainMIDI`): the MIDI of every input port merged in frame order, and the MIDI the plugins wrote, which goes to
+/// every output port.
+///
+/// Threads: `gather`, `scatter` and `chain` on the process thread (Realtime: safe); `allocate`/`deallocate` on the
+/// control thread while the callback does not run; the counters from any thread.
+struct RackMIDI: BitwiseCopyable {
+    let inputs: UnsafeMutablePointer<JackPort>
+    let inputCount: Int
+    let outputs: UnsafeMutablePointer<JackPort>
+    let outputCount: Int
+    /// The merged input sequence and the chain's output sequence, `capacity` bytes each.
+    let input: UnsafeMutableRawPointer
+    let output: UnsafeMutableRawPointer
+    let capacity: UInt32
+    let sequenceURID: UInt32
+    let midiURID: UInt32
+    /// `Counter` cells.
+    let counters: AtomicCounterArray
+
+    enum Counter: Int, CaseIterable {
+        /// Events read from the input ports.
+        case received
+        /// Events written to the output ports (once per event, whatever the number of ports).
+        case sent
+        /// Events left out: the merged input was full, an output port's buffer was full, or an event was out of the
+        /// cycle or malformed.
+        case dropped
+    }
+
+    /// Bytes of each sequence: room for about 1300 three-byte events per cycle.
+    static let capacity = 32768
+
+    static func allocate(inputs: [JackPort], outputs: [JackPort], sequenceURID: UInt32, midiURID: UInt32) -> RackMIDI {
+        let ins = UnsafeMutablePointer<JackPort>.allocate(capacity: max(1, inputs.count))
+        ins.initialize(from: inputs, count: inputs.count)
+        let outs = UnsafeMutablePointer<JackPort>.allocate(capacity: max(1, outputs.count))
+        outs.initialize(from: outputs, count: outputs.count)
+        let input = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
+        let output = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
+        input.initializeMemory(as: UInt8.self, repeating: 0, count: capacity)
+        output.initializeMemory(as: UInt8.self, repeating: 0, count: capacity)
+        let m = RackMIDI(inputs: ins, inputCount: inputs.count, outputs: outs, outputCount: outputs.count, input: input,
+                         output: output, capacity: UInt32(capacity), sequenceURID: sequenceURID, midiURID: midiURID,
+                         counters: .allocate(count: Counter.allCases.count))
+        m.clear()
+        return m
+    }
+
+    func deallocate() {
+        inputs.deallocate()
+        outputs.deallocate()
+        input.deallocate()
+        output.deallocate()
+        counters.deallocate()
+    }
+
+    /// Empties both sequences and zeroes the counters. Control thread (after the warm-up call), or process thread.
+    func clear() {
+        AtomSequence.clear(input, sequenceURID: sequenceURID)
+        AtomSequence.clear(output, sequenceURID: sequenceURID)
+    }
+
+    func resetCounters() { for i in 0..<counters.count { counters.store(i, 0) } }
+
+    /// What the chain runs with this cycle. Realtime: safe.
+    @inline(__always)
+    var chain: ChainMIDI {
+        ChainMIDI(input: UnsafeRawPointer(input), inputCapacity: capacity, output: output, outputCapacity: capacity)
+    }
+
+    /// Merges this cycle's events of every input port into `input`, each at its frame (events past the cycle are
+    /// dropped and counted). Realtime: safe.
+    @inline(__always)
+    func gather(_ frames: UInt32) {
+        AtomSequence.clear(input, sequenceURID: sequenceURID)
+        var received = 0, dropped = 0
+        for p in 0..<inputCount {
+            guard let buffer = inputs[p].midiBuffer(frames) else { continue }
+            let n = buffer.count
+            for i in 0..<n {
+                guard let e = buffer.event(i), let bytes = e.bytes, e.size > 0, e.frame < frames else {
+                    dropped += 1
+                    continue
+                }
+                received += 1
+                if !AtomSequence.insert(input, capacity: capacity, frame: Int64(e.frame), type: midiURID,
+                                        bytes: bytes, size: UInt32(truncatingIfNeeded: e.size)) {
+                    dropped += 1
+                }
+            }
+        }
+        if received > 0 { _ = counters.add(Counter.received.rawValue, received) }
+        if dropped > 0 { _ = counters.add(Counter.dropped.rawValue, dropped) }
+    }
+
+    /// Writes the MIDI the chain put in `output` to every output port (cleared first). Realtime: safe.
+    @inline(__always)
+    func scatter(_ frames: UInt32) {
+        var sent = 0, dropped = 0
+        for p in 0..<outputCount {
+            guard let buffer = outputs[p].midiBuffer(frames) else { continue }
+            buffer.clear()
+            var cursor: UInt32 = 0
+            while let e = AtomSequence.next(output, capacity: capacity, cursor: &cursor) {
+                guard e.type == midiURID, e.size > 0 else { continue }
+                // A plugin's frame outside the cycle is kept in the cycle (JACK refuses it otherwise).
+                let at = UInt32(clamping: max(0, min(Int64(frames) - 1, e.frame)))
+                if buffer.write(frame: at, bytes: e.body, size: Int(e.size)) {
+                    if p == 0 { sent += 1 }
+                } else if p == 0 {
+                    dropped += 1
+                }
+            }
+        }
+        if sent > 0 { _ = counters.add(Counter.sent.rawValue, sent) }
+        if dropped > 0 { _ = counters.add(Counter.dropped.rawValue, dropped) }
+    }
+
+    func count(_ c: Counter) -> Int { counters.load(c.rawValue) }
+}
+
+extension Rack {
+    /// Registers the rack's MIDI ports (after its audio ports) and allocates their RT part. Control thread, before
+    /// activation.
+    static func registerMIDI(_ config: RackConfig, client: JackClient) throws(EngineError) -> RackMIDI {
+        var ins: [JackPort] = [], outs: [JackPort] = []
+        do {
+            for name in config.midiInputs { ins.append(try client.registerPort(name, direction: .input, type: .midi)) }
+            for name in config.midiOutputs {
+                outs.append(try client.registerPort(name, direction: .output, type: .midi))
+            }
+        } catch {
+            throw EngineError(.jack, error.description)
+        }
+        return RackMIDI.allocate(inputs: ins, outputs: outs, sequenceURID: AtomSequence.sequenceURID,
+                                 midiURID: AtomSequence.midiURID)
+    }
+
+    private var midi: RackMIDI { engine.state.pointee.midi }
+    /// The MIDI input and output ports (full names, in order).
+    public var midiInputNames: [String] { config.midiInputs.map { "\(client.name):\($0)" } }
+    public var midiOutputNames: [String] { config.midiOutputs.map { "\(client.name):\($0)" } }
+    /// MIDI events read from the MIDI inputs since activation.
+    public var midiReceived: Int { midi.count(.received) }
+    /// MIDI events written to the MIDI outputs since activation.
+    public var midiSent: Int { midi.count(.sent) }
+    /// MIDI events left out because a buffer was full (the rack's, a plugin's atom input, a JACK port's), or
+    /// malformed: a flood is cut and counted, never overflows.
+    public var midiDropped: Int { midi.count(.dropped) + (plugins.chain?.midiDropped ?? 0) }
+}
+
+extension RackConfig {
+    /// The MIDI ports of a `[[rack]]`: those it names, else `midi_in` when a plugin takes MIDI and `midi_out` when
+    /// one writes MIDI (`infos`: the plugins that could be looked up).
+    static func midiPorts(_ r: RackSection, infos: [PluginInfo]) -> (inputs: [String], outputs: [String]) {
+        let atoms = infos.flatMap(\.ports).filter { $0.kind == .atom && $0.supportsMIDI }
+        let ins = r.midiInputs ?? (atoms.contains(where: \.isInput) ? ["midi_in"] : [])
+        let outs = r.midiOutputs ?? (atoms.contains { !$0.isInput } ? ["midi_out"] : [])
+        return (ins, outs)
+    }
+}
+
+extension Session {
+    /// An isolated rack's MIDI ports on its child's command line (as named in the preset; none named: the child
+    /// picks the same defaults).
+    static func midiArguments(_ rack: RackSection) -> [String] {
+        var args: [String] = []
+        if let m = rack.midiInputs { args += m.isEmpty ? ["--no-midi-input"] : m.flatMap { ["--midi-input", $0] } }
+        if let m = rack.midiOutputs { args += m.isEmpty ? ["--no-midi-output"] : m.flatMap { ["--midi-output", $0] } }
+        return args
+    }
+}
