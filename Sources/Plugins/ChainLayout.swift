@@ -12,7 +12,9 @@ import Presets
 /// 3. `a == 0` and `b > 0` (an instrument: a synth, a sampler): one instance, sounding from MIDI, starts the path
 ///    anew with `b` channels (what came before it is its dry signal when bypassed; a rack without audio inputs starts
 ///    with one).
-/// 4. anything else cannot be mapped and is refused with the plugin, its ports and both channel counts named.
+/// 4. no audio port at all but MIDI (a MIDI effect: eg-fifths, x42 midifilter): one instance; the path goes past
+///    it unchanged.
+/// 5. anything else cannot be mapped and is refused with the plugin, its ports and both channel counts named.
 ///
 /// Side inputs are audio inputs flagged lv2:isSideChain or in a pg:sideChainOf group, and optional
 /// (lv2:connectionOptional) audio inputs, unless making them side inputs would leave the plugin without a main
@@ -49,6 +51,9 @@ public struct ChainLayout: Sendable, Equatable {
         }
         if a > 0, a == b, width % a == 0 { return .success(stage(width / a, width)) }
         if a == 0, b > 0 { return .success(stage(1, b)) }
+        if a == 0, b == 0, side.isEmpty, info.ports.contains(where: { $0.kind == .atom && $0.supportsMIDI }) {
+            return .success(stage(1, width))
+        }
         if a == width, b > 0 { return .success(stage(1, b)) }
         func names(_ ports: [PluginPortInfo]) -> String {
             ports.isEmpty ? "none" : ports.map(\.symbol).joined(separator: ", ")

@@ -59,6 +59,10 @@ extension ChainState {
                 for j in 0..<s.outs {
                     inst.connect(inst.handle, inst.audioOut[j], UnsafeMutableRawPointer(outputs[inst.firstOutput + j]))
                 }
+                if s.ins == 0 && s.outs == 0 {
+                    // A MIDI effect: the path goes past it unchanged.
+                    for o in 0..<s.widthOut { outputs[o].update(from: inputs[o], count: frames) }
+                }
                 resetAtoms(inst)
                 if s.takesMIDI { feedMIDI(c, s, inst, midi: midi, bypassed: bypassed, entering: entering) }
                 inst.run(inst.handle, UInt32(frames))
