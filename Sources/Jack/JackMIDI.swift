@@ -42,7 +42,11 @@ public struct JackMIDIBuffer: BitwiseCopyable {
     public func event(_ index: Int) -> JackMIDIEvent? {
         var e = jack_midi_event_t()
         guard jack_midi_event_get(&e, raw, UInt32(truncatingIfNeeded: index)) == 0 else { return nil }
-        return JackMIDIEvent(frame: e.time, size: e.size, bytes: e.buffer.map { UnsafePointer($0) })
+        // A plain branch, no Optional.map: a generic closure instantiates type metadata on its first call, which
+        // locks and allocates (on the process thread, at the first MIDI event: measured by the RT interposer).
+        var bytes: UnsafePointer<UInt8>? = nil
+        if let b = e.buffer { bytes = UnsafePointer(b) }
+        return JackMIDIEvent(frame: e.time, size: e.size, bytes: bytes)
     }
 
     /// Empties an output port's buffer (once per cycle, before writing).

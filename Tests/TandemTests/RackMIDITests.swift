@@ -1,0 +1,210 @@
+import Foundation
+import Jack
+import Plugins
+import Presets
+import Testing
+import TestSupport
+
+/// MIDI through racks against a real server: a JACK MIDI source (TestSupport's `MIDISource`, every event at an exact
+/// JACK frame time) into `tandem rack` running a Debian instrument, its audio captured by an in-process client.
+@Suite(.serialized) struct RackMIDITests {
+    static let sampler = "http://lv2plug.in/plugins/eg-sampler"
+    static let epiano = "http://drobilla.net/plugins/mda/EPiano"
+    static let fifths = "http://lv2plug.in/plugins/eg-fifths"
+    static let amp = "http://plugin.org.uk/swh-plugins/amp"
+    static var hasInstruments: Bool {
+        FileManager.default.fileExists(atPath: "/usr/lib/lv2/eg-sampler.lv2")
+            && FileManager.default.fileExists(atPath: "/usr/lib/lv2/mda.lv2")
+    }
+
+    /// A server, a MIDI source playing `events` (frames relative to a base set once everything is connected), a
+    /// rack running `plugin` fed by it, and a capture of the rack's first output. Returns the captured audio, the
+    /// JACK frame time of its first frame and the base. `extraArguments` go to `tandem rack`.
+    static func play(tag: String, period: Int, plugin: String, events: [MIDISource.Event], seconds: Double,
+                     environment: [String: String] = [:], extraArguments: [String] = [],
+                     jalv: Bool = false) throws -> (audio: [Float], jalv: [Float], start: UInt32, base: UInt32,
+                                                   rack: String, xruns: Int, midiReceived: Int) {
+        let server = try TestEnvironment.server("midi\(tag)", period: period)
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("midi\(tag)")
+        let source = try MIDISource(name: "src", server: server.name, events: events)
+        let capture = try TestCapture(name: "cap", server: server.name, channels: jalv ? 2 : 1, seconds: seconds + 30)
+        let rack = try TandemProcess(["rack", "--name", "synth", "--plugin", plugin, "--connect-midi-in", source.portName,
+                                      "--connect-out", "cap:in_1"] + extraArguments,
+                                     server: server, extraEnvironment: environment,
+                                     log: dir.appendingPathComponent("rack.log").path)
+        defer { rack.process.signal(SIGTERM); _ = rack.process.wait(timeout: 10) }
+        #expect(rack.waitFor("connected src:midi_out -> synth:midi_in"), "\(rack.output)")
+        #expect(rack.waitFor("connected synth:out_1 -> cap:in_1"), "\(rack.output)")
+        if extraArguments.contains("--inputs") {
+            _ = TestEnvironment.waitUntil(timeout: 5) { (try? source.client.connect("synth:midi_out", source.inputName)) != nil }
+        }
+        var jalvProcess: ChildProcess?
+        var fds: [Int32] = [0, 0]
+        if jalv {
+            // jalv's console exits at the end of its input: stdin is a pipe held open.
+            #expect(pipe(&fds) == 0)
+            let child = try ChildProcess(["jalv", "-n", "jalvm", "-x", plugin],
+                                         environment: ["JACK_DEFAULT_SERVER": server.name, "JACK_NO_START_SERVER": "1"],
+                                         outputPath: dir.appendingPathComponent("jalv.log").path, stdinFD: fds[0])
+            close(fds[0])
+            jalvProcess = child
+            let c = capture.client
+            #expect(TestEnvironment.waitUntil(timeout: 10) {
+                (c.connections(of: "cap:in_2").contains("jalvm:out") || (try? c.connect("jalvm:out", "cap:in_2")) != nil)
+                    && (c.connections(of: "jalvm:control").contains(source.portName)
+                        || (try? c.connect(source.portName, "jalvm:control")) != nil)
+            }, "jalv's ports: \(c.ports(matching: "jalvm"))")
+        }
+        defer {
+            if let jalvProcess {
+                _ = jalvProcess.stop(SIGTERM)
+                close(fds[1])
+            }
+        }
+        // Events start on a cycle boundary half a second from now: their frames within the cycle are theirs.
+        let now = Int(source.client.frameTime) + 24000
+        let base = UInt32((now + period - 1) / period * period)
+        source.arm(base: base)
+        let last = events.map(\.frame).max() ?? 0
+        #expect(TestEnvironment.waitUntil(timeout: seconds + 10) {
+            Int(source.client.frameTime) > Int(base) + last + 24000
+        })
+        #expect(source.written == events.count, "\(source.written) of \(events.count) events written")
+        capture.close()
+        let samples = capture.samples()
+        let xruns = capture.client.notifications.count(.xrun)
+        let width = jalv ? 2 : 1
+        let audio = stride(from: 0, to: samples.count, by: width).map { samples[$0] }
+        let other = jalv ? stride(from: 1, to: samples.count, by: 2).map { samples[$0] } : []
+        return (audio, other, capture.firstFrameTime ?? 0, base, rack.output, xruns, source.received)
+    }
+
+    /// The sampler's click as a chain plays it from a note at frame 0: its first sounding frame and what follows.
+    static func referenceClick(period: Int) throws -> (onset: Int, samples: [Float]) {
+        let chain = PluginChain(specs: [PluginSpec(uri: sampler)], inputs: 0, outputs: nil, sampleRate: 48000,
+                                period: period, label: "reference")
+        let midi = UnsafeMutableRawPointer.allocate(byteCount: 4096, alignment: 8)
+        let out = UnsafeMutablePointer<Float>.allocate(capacity: period)
+        let input = UnsafeMutablePointer<Float>.allocate(capacity: period)
+        input.initialize(repeating: 0, count: period)
+        defer {
+            midi.deallocate()
+            out.deallocate()
+            input.deallocate()
+        }
+        var result: [Float] = []
+        for cycle in 0..<max(2, 4096 / period) {
+            AtomSequence.clear(midi, sequenceURID: AtomSequence.sequenceURID)
+            if cycle == 0 {
+                let on: [UInt8] = [0x90, 69, 100]
+                _ = on.withUnsafeBytes {
+                    AtomSequence.insert(midi, capacity: 4096, frame: 0, type: AtomSequence.midiURID,
+                                        bytes: $0.baseAddress!, size: 3)
+                }
+            }
+            var ins = [input], outs = [out]
+            ins.withUnsafeMutableBufferPointer { i in
+                outs.withUnsafeMutableBufferPointer { o in
+                    ChainState.run(chain.state.pointee, inputs: i.baseAddress!, outputs: o.baseAddress!, frames: period,
+                                   midi: ChainMIDI(input: UnsafeRawPointer(midi), inputCapacity: 4096, output: nil,
+                                                   outputCapacity: 0))
+                }
+            }
+            result += UnsafeBufferPointer(start: out, count: period)
+        }
+        let onset = try #require(result.firstIndex { $0 != 0 })
+        return (onset, result)
+    }
+
+    /// Note-on at frame k of a cycle → the click starts at frame k (plus the sample's own leading silence), at
+    /// periods 64 and 1024, and every sample after it is the click's.
+    @Test(.enabled(if: hasInstruments), arguments: [64, 1024])
+    func aNoteOnAtFrameKOfACycleSoundsAtFrameK(period: Int) throws {
+        let ref = try Self.referenceClick(period: period)
+        let spacing = ((24000 + period - 1) / period) * period   // notes half a second apart, on cycle boundaries
+        let offsets = [0, 1, period / 2 + 3, period - 1]
+        let events = offsets.enumerated().map { i, k in
+            MIDISource.Event(frame: i * spacing + k, bytes: [0x90, 69, 100])
+        }
+        let run = try Self.play(tag: "onset\(period)", period: period, plugin: Self.sampler, events: events,
+                                seconds: 3)
+        #expect(run.xruns == 0, "xruns during the run: the timeline is not continuous")
+        for (i, k) in offsets.enumerated() {
+            let at = Int(run.base) - Int(run.start) + i * spacing + k
+            try #require(at > 0 && at + ref.onset + 64 < run.audio.count, "note \(i) outside the capture")
+            let window = run.audio[(at - 32)..<(at + 400)]
+            let first = window.firstIndex { $0 != 0 }
+            #expect(first == at + ref.onset, "note at frame \(k) of a \(period)-frame cycle: onset \(first.map { $0 - at } ?? -1) frames after it")
+            #expect(Array(run.audio[(at + ref.onset)..<(at + ref.onset + 64)])
+                    == Array(ref.samples[ref.onset..<(ref.onset + 64)]), "the click, sample for sample")
+        }
+        print("figure: onset offset at period \(period): notes at frames \(offsets) of their cycles sound at +\(ref.onset) frames (the click's own lead)")
+    }
+
+    /// A4 from JACK MIDI into mda EPiano in a rack: the pitch of its output is 440 Hz within 0.1 Hz.
+    @Test(.enabled(if: hasInstruments))
+    func a4FromJackMIDISoundsAtFourHundredFortyHertz() throws {
+        let run = try Self.play(tag: "pitch", period: 1024, plugin: Self.epiano,
+                                events: [.init(frame: 0, bytes: [0x90, 69, 100]), .init(frame: 96000, bytes: [0x80, 69, 0])],
+                                seconds: 3)
+        let at = Int(run.base) - Int(run.start)
+        try #require(at + 60000 < run.audio.count)
+        let fit = SineFit.fit(Array(run.audio[(at + 12000)..<(at + 60000)]), sampleRate: 48000, around: 440)
+        #expect(abs(fit.frequency - 440) <= 0.1, "\(fit.frequency) Hz")
+        print("figure: A4 through mda EPiano in a rack: \(String(format: "%.4f", fit.frequency)) Hz")
+    }
+
+    /// The same MIDI (the same port, the same frames) into eg-sampler in jalv and in a rack: the same audio, sample
+    /// for sample.
+    @Test(.enabled(if: hasInstruments && TestEnvironment.hasProgram("jalv")))
+    func theSameMIDIIntoTheSameInstrumentInJalvAndInARackGivesTheSameAudio() throws {
+        var events: [MIDISource.Event] = []
+        for i in 0..<8 {
+            let note = UInt8(60 + i), velocity = UInt8(40 + 10 * i)
+            events.append(MIDISource.Event(frame: i * 6000 + 37 * i, bytes: [0x90, note, velocity]))
+            events.append(MIDISource.Event(frame: i * 6000 + 3000, bytes: [0x80, note, 0]))
+        }
+        let run = try Self.play(tag: "jalv", period: 1024, plugin: Self.sampler, events: events, seconds: 2, jalv: true)
+        #expect(run.xruns == 0)
+        let from = Int(run.base) - Int(run.start), to = min(run.audio.count, from + 52000)
+        try #require(from > 0 && to > from + 48000)
+        var differing = 0, loud = 0
+        for i in from..<to {
+            if run.audio[i] != run.jalv[i] { differing += 1 }
+            if abs(run.audio[i]) > 0.01 { loud += 1 }
+        }
+        #expect(loud > 1000, "the instrument sounded (\(loud) loud frames)")
+        #expect(differing == 0, "\(differing) of \(to - from) frames differ")
+        print("figure: jalv parity, eg-sampler, 16 events: \(to - from) frames compared, \(differing) differ")
+    }
+
+    /// The rack's process callback, with MIDI flowing into an instrument and out of a MIDI effect, makes no
+    /// allocation, lock or write (the interposer counts them).
+    @Test(.enabled(if: hasInstruments), arguments: [[sampler], [epiano], [fifths, amp]])
+    func theRackCallbackIsCleanWithMIDIFlowing(plugins: [String]) throws {
+        let dir = TestEnvironment.temporaryDirectory("midirt")
+        let report = dir.appendingPathComponent("rtcheck.txt").path
+        var events: [MIDISource.Event] = []
+        for i in 0..<400 {
+            let note = UInt8(48 + i % 24), at = i * 480
+            events.append(MIDISource.Event(frame: at, bytes: [0x90, note, 100]))
+            events.append(MIDISource.Event(frame: at + 200, bytes: [0x80, note, 0]))
+            events.append(MIDISource.Event(frame: at + 300, bytes: [0xB0, 1, UInt8(i % 128)]))
+        }
+        // eg-fifths then an amplifier: MIDI out of the rack too (its midi_out), audio through.
+        let more = plugins.dropFirst().flatMap { ["--plugin", $0] } + (plugins.count > 1 ? ["--inputs", "1"] : [])
+        let preload = ["LD_PRELOAD": TestEnvironment.product("libRTCheck.so"), "RTCHECK_REPORT": report]
+        let run = try Self.play(tag: "rt", period: 256, plugin: plugins[0], events: events, seconds: 4,
+                                environment: preload, extraArguments: Array(more))
+        _ = run
+        let r = RTSafetyTests.lastReport(report)
+        #expect(r.cycles > 500, "\(r.line)")
+        #expect(r.events == 0, "\(r.line)")
+        if plugins.count > 1 {
+            // Every note and its fifth (on and off), and each controller change passed on, left by the MIDI output.
+            #expect(run.midiReceived == 5 * 400, "\(run.midiReceived) events from synth:midi_out")
+        }
+        print("figure: rtcheck with MIDI flowing through a rack of \(plugins): \(r.line)")
+    }
+}
