@@ -1,4 +1,5 @@
 import Jack
+import Logging
 import Presets
 import Plugins
 import Realtime
@@ -22,6 +23,9 @@ struct RackMIDI: BitwiseCopyable {
     let midiURID: UInt32
     /// `Counter` cells.
     let counters: AtomicCounterArray
+    /// Process thread only: the transport as last told to the plugins, and whether it was told (0: not yet).
+    let lastTime: UnsafeMutablePointer<ChainTime>
+    let timeTold: UnsafeMutablePointer<Int>
 
     enum Counter: Int, CaseIterable {
         /// Events read from the input ports.
@@ -45,9 +49,13 @@ struct RackMIDI: BitwiseCopyable {
         let output = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
         input.initializeMemory(as: UInt8.self, repeating: 0, count: capacity)
         output.initializeMemory(as: UInt8.self, repeating: 0, count: capacity)
+        let lastTime = UnsafeMutablePointer<ChainTime>.allocate(capacity: 1)
+        lastTime.initialize(to: ChainTime())
+        let timeTold = UnsafeMutablePointer<Int>.allocate(capacity: 1)
+        timeTold.initialize(to: 0)
         let m = RackMIDI(inputs: ins, inputCount: inputs.count, outputs: outs, outputCount: outputs.count, input: input,
                          output: output, capacity: UInt32(capacity), sequenceURID: sequenceURID, midiURID: midiURID,
-                         counters: .allocate(count: Counter.allCases.count))
+                         counters: .allocate(count: Counter.allCases.count), lastTime: lastTime, timeTold: timeTold)
         m.clear()
         return m
     }
@@ -58,6 +66,8 @@ struct RackMIDI: BitwiseCopyable {
         input.deallocate()
         output.deallocate()
         counters.deallocate()
+        lastTime.deallocate()
+        timeTold.deallocate()
     }
 
     /// Empties both sequences and zeroes the counters. Control thread (after the warm-up call), or process thread.
@@ -66,12 +76,34 @@ struct RackMIDI: BitwiseCopyable {
         AtomSequence.clear(output, sequenceURID: sequenceURID)
     }
 
-    func resetCounters() { for i in 0..<counters.count { counters.store(i, 0) } }
+    func resetCounters() {
+        for i in 0..<counters.count { counters.store(i, 0) }
+        timeTold.pointee = 0
+    }
 
-    /// What the chain runs with this cycle. Realtime: safe.
+    /// What the chain runs with this cycle, the transport being `transport` over `frames` frames: the plugins are
+    /// told the position when it does not continue the last cycle's (start, stop, relocation, tempo or meter
+    /// change). Realtime: safe.
     @inline(__always)
-    var chain: ChainMIDI {
-        ChainMIDI(input: UnsafeRawPointer(input), inputCapacity: capacity, output: output, outputCapacity: capacity)
+    func chain(transport: TransportPosition, frames: Int) -> ChainMIDI {
+        var t = ChainTime()
+        t.frame = Int64(transport.frame)
+        t.speed = transport.rolling ? 1 : 0
+        if transport.hasBBT {
+            t.hasBBT = true
+            t.bar = Int64(transport.bar) - 1
+            t.barBeat = transport.barBeat
+            // Another client's timebase may say anything: clamped before it becomes an integer.
+            let unit = transport.beatType.isFinite ? max(1, min(256, transport.beatType)) : 4
+            t.beatUnit = Int32(unit.rounded())
+            t.beatsPerBar = transport.beatsPerBar
+            t.beatsPerMinute = Float(transport.beatsPerMinute)
+        }
+        let changed = timeTold.pointee == 0 || !lastTime.pointee.continues(to: t, after: frames)
+        lastTime.pointee = t
+        timeTold.pointee = 1
+        return ChainMIDI(input: UnsafeRawPointer(input), inputCapacity: capacity, output: output,
+                         outputCapacity: capacity, time: t, timeChanged: changed)
     }
 
     /// Merges this cycle's events of every input port into `input`, each at its frame (events past the cycle are
@@ -169,10 +201,32 @@ extension RackConfig {
 extension Session {
     /// An isolated rack's MIDI ports on its child's command line (as named in the preset; none named: the child
     /// picks the same defaults).
-    static func midiArguments(_ rack: RackSection) -> [String] {
+    /// The session's tempo and meter go along.
+    static func midiArguments(_ rack: RackSection, _ session: SessionSection) -> [String] {
         var args: [String] = []
+        if let t = session.tempo { args += ["--tempo", "\(t)", "--meter", session.meter.description] }
         if let m = rack.midiInputs { args += m.isEmpty ? ["--no-midi-input"] : m.flatMap { ["--midi-input", $0] } }
         if let m = rack.midiOutputs { args += m.isEmpty ? ["--no-midi-output"] : m.flatMap { ["--midi-output", $0] } }
         return args
+    }
+}
+
+extension Rack {
+    /// With a tempo in the config: offers to be JACK's timebase master (conditionally: a master already there stays)
+    /// and returns the timebase the callback reads (freed by `close`). Control thread, after activation.
+    static func offerTimebase(_ config: RackConfig, client: JackClient, logger: Logger)
+        -> UnsafeMutablePointer<ConstantTimebase>? {
+        guard let tempo = config.tempo else { return nil }
+        let t = UnsafeMutablePointer<ConstantTimebase>.allocate(capacity: 1)
+        t.initialize(to: ConstantTimebase(beatsPerMinute: tempo, beatsPerBar: config.meter.beatsPerBar,
+                                          beatType: config.meter.beatUnit))
+        if client.becomeTimebaseMaster(t) {
+            logger.info("timebase master", metadata: ["rack": "\(config.name)", "tempo": "\(tempo)",
+                                                      "meter": "\(config.meter)"])
+        } else {
+            logger.info("another client is JACK's timebase master; its tempo stands",
+                        metadata: ["rack": "\(config.name)"])
+        }
+        return t
     }
 }

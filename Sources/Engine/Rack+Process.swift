@@ -13,7 +13,7 @@ extension RackState {
         s.inputs.fetch(frames)
         s.outputs.fetch(frames)
         s.midi.gather(frames)
-        RackState.cycle(s, frames: Int(frames), frameTime: s.client.lastFrameTime)
+        RackState.cycle(s, frames: Int(frames), frameTime: s.client.lastFrameTime, transport: s.client.transport())
         s.midi.scatter(frames)
         return 0
     }
@@ -21,7 +21,8 @@ extension RackState {
     /// One cycle from `inputs.buffers` to `outputs.buffers` (`frames` frames, at most `Period.maxFrames`) that began
     /// at JACK frame time `frameTime`. Touches nothing of libjack, so tests drive it cycle by cycle. Realtime: safe.
     @inline(__always)
-    static func cycle(_ s: RackState, frames n: Int, frameTime: UInt32) {
+    static func cycle(_ s: RackState, frames n: Int, frameTime: UInt32,
+                      transport: TransportPosition = TransportPosition()) {
         let began = monotonicNanoseconds()
         let c = s.counters
         let jump = SkippedCycles.frames(frameTime: frameTime, expected: c.load(Counter.nextFrameTime.rawValue))
@@ -30,7 +31,7 @@ extension RackState {
         let main = s.inputs.channels - s.sides
         if let chain = s.chain.acquire() {
             ChainState.run(chain.pointee, inputs: s.inputs.buffers, outputs: s.outputs.buffers, frames: n,
-                           sides: s.sides > 0 ? UnsafePointer(s.inputs.buffers + main) : nil, midi: s.midi.chain)
+                           sides: s.sides > 0 ? UnsafePointer(s.inputs.buffers + main) : nil, midi: s.midi.chain(transport: transport, frames: n))
         } else {
             // No chain (none given, or every plugin bypassed at build): the inputs pass through, extra outputs
             // are silent, no MIDI leaves.

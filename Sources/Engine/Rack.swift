@@ -29,9 +29,8 @@ public final class Rack {
     /// plugin that cannot run as asked is an error (nothing started); otherwise the rack runs without it.
     public init(config: RackConfig, server: String?, logger: Logger = Logger(label: "tandem.rack"),
                 strictPlugins: Bool = false) throws(EngineError) {
-        guard !config.inputs.isEmpty || !config.midiInputs.isEmpty, !config.outputs.isEmpty else {
-            throw EngineError(.badConfig, "rack '\(config.name)' needs at least one input (audio or MIDI) and one "
-                              + "output port")
+        guard !config.outputs.isEmpty else {
+            throw EngineError(.badConfig, "rack '\(config.name)' needs at least one output port")
         }
         self.config = config
         let setup = EngineClient<RackState>.Setup(
@@ -53,7 +52,11 @@ public final class Rack {
         }
         try engine.activate(worker: nil)
         engine.refreshPluginLatency()
+        timebase = Self.offerTimebase(config, client: engine.client, logger: logger)
     }
+
+    /// The tempo and meter this rack gives JACK as timebase master, or nil (see `offerTimebase`).
+    var timebase: UnsafeMutablePointer<ConstantTimebase>?
 
     deinit { close() }
 
@@ -74,5 +77,9 @@ public final class Rack {
     }
 
     /// Deactivates and closes the client.
-    public func close() { engine.close() }
+    public func close() {
+        engine.close()
+        timebase?.deallocate()   // the client is closed: its timebase callback no longer runs
+        timebase = nil
+    }
 }

@@ -14,6 +14,9 @@ public struct RackConfig: Sendable, Equatable {
     /// write); see `RackMIDI`.
     public var midiInputs: [String] = []
     public var midiOutputs: [String] = []
+    /// With a tempo, the rack offers to be JACK's timebase master (see `ConstantTimebase`).
+    public var tempo: Double?
+    public var meter = SessionSection.Meter()
     public var plugins: [PluginSpec] = []
     public var gainDB: Double = 0
     public var mix: Double = 1

@@ -90,8 +90,11 @@ extension Session {
         for name in racks.keys.sorted() {
             guard let r = racks[name] else { continue }
             let ports = r.inputs.map { ($0, "input") } + r.sidePorts.map { ($0, "side input") } + r.outputs.map { ($0, "output") }
+            let midi = r.midiInputNames.map { ($0, "midi input") } + r.midiOutputNames.map { ($0, "midi output") }
             out.append(.init(engine: name, client: r.client.name, ports: ports.map { port, direction in
                 PortDescription(name: port.name, direction: direction, connections: r.client.connections(of: port.name))
+            } + midi.map { port, direction in
+                PortDescription(name: port, direction: direction, connections: r.client.connections(of: port))
             }))
         }
         // An isolated rack's ports are its process's: named from its settings, read from the graph.

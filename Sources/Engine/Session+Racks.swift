@@ -98,7 +98,7 @@ extension Session {
         for p in rack.inputs ?? [] { args += ["--input", p] }
         for p in rack.outputs ?? [] { args += ["--output", p] }
         if rack.inputs?.isEmpty == true { args += ["--inputs", "0"] }
-        args += Self.midiArguments(rack)
+        args += Self.midiArguments(rack, session)
         if rack.gainDB != 0 { args += ["--gain=\(rack.gainDB)"] }
         if rack.mix != 1 { args += ["--mix", "\(rack.mix)"] }
         for spec in rack.plugins { args += ["--plugin", spec.commandLine] }
@@ -187,6 +187,8 @@ extension RackConfig {
             return stage.sideInputs.map { "\(pair.0.name)_\(pair.1.ports[$0].symbol)" }
         }
         (midiInputs, midiOutputs) = Self.midiPorts(r, infos: infos.map(\.1))
+        tempo = session.tempo
+        meter = session.meter
         pluginState = session.restorePlugins ? Session.pluginStateDirectory(session, engine: .rack(r.name)) : nil
     }
 }

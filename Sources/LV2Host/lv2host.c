@@ -425,3 +425,33 @@ uint32_t lv2host_seq_notes_off(void *dst, uint32_t dst_capacity, uint32_t midi_u
     }
     return sent;
 }
+
+static uint8_t *put_property(uint8_t *at, uint32_t key, uint32_t type, uint32_t size, const void *value) {
+    LV2_Atom_Property_Body *p = (LV2_Atom_Property_Body *)at;
+    p->key = key;
+    p->context = 0;
+    p->value.size = size;
+    p->value.type = type;
+    memcpy(p + 1, value, size);
+    if (pad8(size) > size) memset((uint8_t *)(p + 1) + size, 0, pad8(size) - size);
+    return at + sizeof *p + pad8(size);
+}
+
+int lv2host_seq_time_position(void *seq, uint32_t capacity, const LV2HostTimeURIDs *u,
+                              const LV2HostTimePosition *pos) {
+    uint8_t body[256];
+    LV2_Atom_Object_Body *o = (LV2_Atom_Object_Body *)body;
+    o->id = 0;
+    o->otype = u->position;
+    uint8_t *at = body + sizeof *o;
+    at = put_property(at, u->frame, u->long_, 8, &pos->frame);
+    at = put_property(at, u->speed, u->float_, 4, &pos->speed);
+    if (pos->has_bbt) {
+        at = put_property(at, u->bar, u->long_, 8, &pos->bar);
+        at = put_property(at, u->bar_beat, u->float_, 4, &pos->bar_beat);
+        at = put_property(at, u->beat_unit, u->int_, 4, &pos->beat_unit);
+        at = put_property(at, u->beats_per_bar, u->float_, 4, &pos->beats_per_bar);
+        at = put_property(at, u->beats_per_minute, u->float_, 4, &pos->beats_per_minute);
+    }
+    return lv2host_seq_insert(seq, capacity, 0, u->object, (uint32_t)(at - body), body);
+}

@@ -1,3 +1,4 @@
+import LV2Host
 import Realtime
 
 /// Everything the process thread touches to run one chain: plain pointers built by `PluginChain` before the chain is
@@ -26,6 +27,10 @@ public struct ChainState: BitwiseCopyable {
     /// URIDs of atom:Sequence and midi:MidiEvent (what the MIDI of `run` is made of).
     let sequenceURID: UInt32
     let midiURID: UInt32
+    /// The URIDs time:Position is forged with.
+    let timeURIDs: UnsafeMutablePointer<LV2HostTimeURIDs>
+    /// Process thread only: 1 once the chain's plugins were told the transport (a new chain tells it at once).
+    let timeSent: UnsafeMutablePointer<Int>
 
     enum Setting: Int, CaseIterable { case mix, gain }
     enum Count: Int, CaseIterable {
@@ -75,8 +80,9 @@ struct StageState: BitwiseCopyable {
     var firstSide: Int
     /// The MIDI channels the stage's MIDI inputs take (bit n: channel n + 1; all 16 unless the spec names one).
     let midiChannels: UInt32
-    /// Whether some instance has an atom input that takes MIDI.
+    /// Whether some instance has an atom input that takes MIDI, or time:Position.
     let takesMIDI: Bool
+    let takesTime: Bool
     /// Process thread only: whether the stage was bypassed last cycle (1), to send all-notes-off once on the way in.
     let midiBypassed: UnsafeMutablePointer<Int>
 }

@@ -28,6 +28,7 @@ extension ChainState {
             source = target
         }
         mix(c, inputs: inputs, outputs: outputs, frames: frames)
+        c.timeSent.pointee = 1
         _ = c.counts.add(Count.cycles.rawValue, 1)
     }
 
@@ -64,7 +65,7 @@ extension ChainState {
                     for o in 0..<s.widthOut { outputs[o].update(from: inputs[o], count: frames) }
                 }
                 resetAtoms(inst)
-                if s.takesMIDI { feedMIDI(c, s, inst, midi: midi, bypassed: bypassed, entering: entering) }
+                if s.takesMIDI || s.takesTime { feedMIDI(c, s, inst, midi: midi, bypassed: bypassed, entering: entering) }
                 inst.run(inst.handle, UInt32(frames))
                 if let w = inst.worker { lv2host_worker_deliver(w) }
                 collectMIDI(c, inst, midi: midi)

@@ -226,6 +226,19 @@ public final class PluginChain: @unchecked Sendable {
         for (k, s) in stages.enumerated() { (stagePointer + k).initialize(to: s.rt) }
         let settings = AtomicCounterArray.allocate(count: ChainState.Setting.allCases.count)
         let counts = AtomicCounterArray.allocate(count: ChainState.Count.allCases.count)
+        let timeURIDs = UnsafeMutablePointer<LV2HostTimeURIDs>.allocate(capacity: 1)
+        let t = { (name: String) in host.urid(LV2.time + name) }
+        timeURIDs.initialize(to: LV2HostTimeURIDs(
+            object: host.urid(LV2.ext + "atom#Object"), long_: host.urid(LV2.atomLong), float_: host.urid(LV2.atomFloat),
+            int_: host.urid(LV2.atomInt), position: t("Position"), frame: t("frame"), speed: t("speed"), bar: t("bar"),
+            bar_beat: t("barBeat"), beat_unit: t("beatUnit"), beats_per_bar: t("beatsPerBar"),
+            beats_per_minute: t("beatsPerMinute")))
+        let timeSent = UnsafeMutablePointer<Int>.allocate(capacity: 1)
+        timeSent.initialize(to: 0)
+        cleanups.append {
+            timeURIDs.deallocate()
+            timeSent.deallocate()
+        }
         let current = zeroed(2)
         current[0] = 1
         current[1] = 1
@@ -233,7 +246,8 @@ public final class PluginChain: @unchecked Sendable {
                                         outputChannels: outputChannels, width: width, between: between,
                                         sideInputs: sides.count, silence: zeroed(Self.maxBlock), settings: settings,
                                         current: current, dry: delayLines(channels: outputChannels), counts: counts,
-                                        sequenceURID: host.urid(LV2.atomSequence), midiURID: host.urid(LV2.midiEvent)))
+                                        sequenceURID: host.urid(LV2.atomSequence), midiURID: host.urid(LV2.midiEvent),
+                                        timeURIDs: timeURIDs, timeSent: timeSent))
         cleanups.append { [state] in
             between.deallocate()
             stagePointer.deallocate()
@@ -409,7 +423,9 @@ public final class PluginChain: @unchecked Sendable {
                               dry: delayLines(channels: latencyOutput >= 0 && enabled < 0 ? layout.widthOut : 0),
                               fixedFrames: fixed ? period : 0, firstSide: 0,
                               midiChannels: spec.midiChannel.map { UInt32(1) << UInt32($0 - 1) } ?? 0xFFFF,
-                              takesMIDI: takesMIDI, midiBypassed: midiBypassed)
+                              takesMIDI: takesMIDI,
+                              takesTime: info.ports.contains { $0.kind == .atom && $0.isInput && $0.supportsTime },
+                              midiBypassed: midiBypassed)
         return stage
     }
 

@@ -136,6 +136,7 @@ enum LV2 {
     static let rdfsLabel = "http://www.w3.org/2000/01/rdf-schema#label"
     static let midiEvent = ext + "midi#MidiEvent", timePosition = "http://lv2plug.in/ns/ext/time#Position"
     static let minimumSize = "http://lv2plug.in/ns/ext/resize-port#minimumSize"
+    static let time = "http://lv2plug.in/ns/ext/time#"
 }
 
 /// Host features Tandem provides to plugins (anything else a plugin requires makes it unusable here).

@@ -171,6 +171,33 @@ public struct SessionSection: Sendable, Equatable {
     public var onPluginError: PluginErrorPolicy = .fail
     /// End the session when a take or the playback ends (nil: only by the rule that always holds).
     public var exitAfter: SessionExit?
+    /// Tempo in beats per minute and meter (beats per bar, beat unit): with a tempo, the session's racks offer to be
+    /// JACK's timebase master (bars and beats from frame 0), which plugins that follow time:Position hear.
+    public var tempo: Double?
+    public var meter: Meter = Meter()
+
+    /// A time signature, "4/4".
+    public struct Meter: Sendable, Equatable, CustomStringConvertible {
+        public var beatsPerBar = 4
+        public var beatUnit = 4
+        public init(beatsPerBar: Int = 4, beatUnit: Int = 4) {
+            self.beatsPerBar = beatsPerBar
+            self.beatUnit = beatUnit
+        }
+
+        /// "N/D" with N 1 to 64 and D a power of two from 1 to 64.
+        public init?(_ text: String) {
+            let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+            guard parts.count == 2, let n = Int(parts[0]), let d = Int(parts[1]), (1...64).contains(n),
+                  [1, 2, 4, 8, 16, 32, 64].contains(d) else { return nil }
+            self.init(beatsPerBar: n, beatUnit: d)
+        }
+
+        public var description: String { "\(beatsPerBar)/\(beatUnit)" }
+    }
+
+    /// The tempos a preset or the command line may give, in beats per minute.
+    public static let tempos = 1.0...999.0
     public init() {}
 }
 

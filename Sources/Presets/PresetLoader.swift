@@ -427,8 +427,14 @@ struct Validator {
         let s = "session"
         unknownKeys(t, ["name", "server", "directory", "create_directory", "on_server_loss", "on_disk_error", "on_manual_disconnect",
                         "control_port", "metrics_port", "restore_plugins", "save_plugins", "server_wait", "on_plugin_error",
-                        "exit_after"], section: s)
+                        "exit_after", "tempo", "meter"], section: s)
         var out = SessionSection()
+        out.tempo = number(t, "tempo", s, SessionSection.tempos, unit: " beats per minute")
+        if let (text, line) = string(t, "meter", s) {
+            if let m = SessionSection.Meter(text) { out.meter = m } else {
+                problem("session.meter", line, "'\(text)' is not a meter (beats/unit, e.g. \"4/4\", \"6/8\")")
+            }
+        }
         if let (name, line) = string(t, "name", s) {
             if let why = Limits.nameProblem(name, what: "the session name", bytes: Limits.sessionNameBytes) {
                 problem("session.name", line, why)

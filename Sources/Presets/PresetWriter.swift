@@ -24,6 +24,8 @@ public extension Preset {
         if let port = session.controlPort { out.integer("control_port", port) }
         if let port = session.metricsPort { out.integer("metrics_port", port) }
         if session.restorePlugins != d.restorePlugins { out.bool("restore_plugins", session.restorePlugins) }
+        if let tempo = session.tempo { out.number("tempo", tempo) }
+        if session.meter != d.meter { out.string("meter", session.meter.description) }
         if session.savePlugins != d.savePlugins { out.bool("save_plugins", session.savePlugins) }
         if session.onServerLoss == .resume && session.serverWaitSeconds != d.serverWaitSeconds {
             out.number("server_wait", session.serverWaitSeconds)

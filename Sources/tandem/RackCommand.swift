@@ -63,6 +63,12 @@ struct RackCommand: ParsableCommand {
     @Option(name: .long, help: "Destination MIDI port (exact name or regular expression) for the MIDI outputs, in order (repeatable).")
     var connectMidiOut: [String] = []
 
+    @Option(name: .long, help: "Tempo in beats per minute: the rack offers to be JACK's timebase master (bars and beats from frame 0).")
+    var tempo: Double?
+
+    @Option(name: .long, help: "Meter with --tempo, beats/unit (default 4/4).")
+    var meter = "4/4"
+
     @Option(name: .long, help: "Output gain in dB (negative values as --gain=-6).")
     var gain: Double = 0
 
@@ -96,6 +102,10 @@ struct RackCommand: ParsableCommand {
         if let n = outputs, !Limits.channels.contains(n) {
             throw ValidationError("--outputs must be 1 to \(Limits.channels.upperBound)")
         }
+        if let tempo, !SessionSection.tempos.contains(tempo) {
+            throw ValidationError("--tempo must be 1 to 999 beats per minute")
+        }
+        if SessionSection.Meter(meter) == nil { throw ValidationError("--meter '\(meter)' is not a meter (e.g. 4/4, 6/8)") }
         if noMidiInput && !midiInput.isEmpty { throw ValidationError("give either --midi-input or --no-midi-input") }
         if noMidiOutput && !midiOutput.isEmpty { throw ValidationError("give either --midi-output or --no-midi-output") }
         let all = input + output + midiInput + midiOutput
@@ -123,6 +133,8 @@ struct RackCommand: ParsableCommand {
                                                  directory: dir ?? FileManager.default.currentDirectoryPath,
                                                  onServerLoss: onServerLoss, strictPlugins: plugins.strict,
                                                  controlPort: controlOptions.controlPort, keepsPluginState: child)
+        p.session.tempo = tempo
+        p.session.meter = SessionSection.Meter(meter) ?? SessionSection.Meter()
         var r = RackSection()
         r.name = name
         r.client = client ?? name

@@ -160,4 +160,64 @@ import TestSupport
         #expect(before > 0.01, "the note did not sound (\(before))")
         #expect(after < before / 1000, "the note still rings after bypass and back: \(after) vs \(before)")
     }
+
+    @Test func egMetroClicksOnEachBeatOfTheToldTempo() throws {
+        // Rolling from frame 0 at 100 bpm: told once (the first cycle), then the position continues; a click every
+        // 28800 frames at 48 kHz, the first at frame 0. Then a relocation to the middle of a beat is told too.
+        let chain = Self.instrument("http://lv2plug.in/plugins/eg-metro", period: 256)
+        #expect(chain.problems.isEmpty, "\(chain.problems)")
+        let frames = 256 * 600
+        var time = ChainTime()
+        time.speed = 1
+        time.hasBBT = true
+        time.beatsPerMinute = 100
+        time.beatsPerBar = 4
+        let out = Self.runTimed(chain, frames: frames, period: 256) { at in
+            var t = time
+            t.frame = Int64(at)
+            let beats = Double(at) * 100 / 60 / 48000
+            t.bar = Int64(beats / 4)
+            t.barBeat = Float(beats - Double(t.bar) * 4)
+            return t
+        }
+        var onsets: [Int] = []
+        for i in 0..<out.count where out[i] != 0 && (i == 0 || out[max(0, i - 2000)..<i].allSatisfy({ $0 == 0 })) {
+            onsets.append(i)
+        }
+        // eg-metro's click ramps up from 0: its first sound is a frame or two after the beat.
+        let lead = onsets.first ?? -1
+        #expect((0..<4).contains(lead), "\(onsets)")
+        #expect(onsets == stride(from: lead, to: frames, by: 28800).map { $0 }, "\(onsets)")
+    }
+
+    /// Runs the chain with no MIDI and the transport `time(at)` for each cycle starting at frame `at`; the chain is
+    /// told whenever it does not continue the last one.
+    static func runTimed(_ chain: PluginChain, frames: Int, period: Int, time: (Int) -> ChainTime) -> [Float] {
+        let input = UnsafeMutablePointer<Float>.allocate(capacity: period)
+        input.initialize(repeating: 0, count: period)
+        let output = UnsafeMutablePointer<Float>.allocate(capacity: period)
+        defer {
+            input.deallocate()
+            output.deallocate()
+        }
+        var result: [Float] = []
+        var last: ChainTime?
+        var at = 0
+        while at + period <= frames {
+            let t = time(at)
+            let changed = last.map { !$0.continues(to: t, after: period) } ?? true
+            last = t
+            let m = ChainMIDI(input: nil, inputCapacity: 0, output: nil, outputCapacity: 0, time: t, timeChanged: changed)
+            var ins = [input], outs = [output]
+            ins.withUnsafeMutableBufferPointer { i in
+                outs.withUnsafeMutableBufferPointer { o in
+                    ChainState.run(chain.state.pointee, inputs: i.baseAddress!, outputs: o.baseAddress!, frames: period,
+                                   midi: m)
+                }
+            }
+            result += UnsafeBufferPointer(start: output, count: period)
+            at += period
+        }
+        return result
+    }
 }

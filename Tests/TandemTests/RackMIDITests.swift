@@ -11,6 +11,7 @@ import TestSupport
     static let sampler = "http://lv2plug.in/plugins/eg-sampler"
     static let epiano = "http://drobilla.net/plugins/mda/EPiano"
     static let fifths = "http://lv2plug.in/plugins/eg-fifths"
+    static let metro = "http://lv2plug.in/plugins/eg-metro"
     static let amp = "http://plugin.org.uk/swh-plugins/amp"
     static var hasInstruments: Bool {
         FileManager.default.fileExists(atPath: "/usr/lib/lv2/eg-sampler.lv2")
@@ -206,5 +207,53 @@ import TestSupport
             #expect(run.midiReceived == 5 * 400, "\(run.midiReceived) events from synth:midi_out")
         }
         print("figure: rtcheck with MIDI flowing through a rack of \(plugins): \(r.line)")
+    }
+
+    /// Tandem as JACK's timebase master at the preset's tempo (100 bpm, 4/4), eg-metro told the position as the
+    /// transport starts: it clicks on every beat, 28800 frames apart at 48 kHz, the first on the transport's first
+    /// frame (a cycle boundary).
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: "/usr/lib/lv2/eg-metro.lv2")))
+    func egMetroClicksOnTheBeatAtThePresetTempo() throws {
+        let server = try TestEnvironment.server("metro", period: 1024)
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("metro")
+        let path = dir.appendingPathComponent("metro.toml").path
+        try """
+            [session]
+            name = "metro"
+            directory = "\(dir.path)"
+            tempo = 100
+            meter = "3/4"
+            [[rack]]
+            name = "metro"
+            [[rack.plugins]]
+            uri = "\(Self.metro)"
+            [[connect]]
+            from = "metro:out_1"
+            to = "cap:in_1"
+            """.write(toFile: path, atomically: true, encoding: .utf8)
+        let capture = try TestCapture(name: "cap", server: server.name, channels: 1, seconds: 30)
+        let rack = try TandemProcess(["run", path, "--no-view"], server: server,
+                                     log: dir.appendingPathComponent("run.log").path)
+        defer { rack.process.signal(SIGTERM); _ = rack.process.wait(timeout: 10) }
+        #expect(rack.waitFor("timebase master"), "\(rack.output)")
+        #expect(rack.waitFor("connected metro:out_1 -> cap:in_1"), "\(rack.output)")
+        usleep(300_000)
+        capture.client.startTransport()
+        usleep(3_300_000)
+        capture.client.stopTransport()
+        usleep(300_000)
+        capture.close()
+        let x = capture.samples()
+        var onsets: [Int] = []
+        for i in 1..<x.count where x[i] != 0 && x[max(0, i - 2000)..<i].allSatisfy({ $0 == 0 }) { onsets.append(i) }
+        #expect(onsets.count >= 6, "clicks at \(onsets)")
+        let gaps = zip(onsets.dropFirst(), onsets).map { $0 - $1 }
+        #expect(gaps.allSatisfy { $0 == 28800 }, "frames between clicks: \(gaps)")
+        // The transport starts on a cycle boundary; eg-metro's click ramps up from 0, so it sounds a frame or two later.
+        let lead = (onsets.first ?? -1) % 1024
+        #expect((0..<4).contains(lead), "the first click on the transport's first frame: \(onsets)")
+        #expect(capture.client.notifications.count(.xrun) == 0)
+        print("figure: eg-metro at tempo 100 from Tandem's timebase: clicks at \(onsets) (gaps \(Set(gaps)))")
     }
 }

@@ -83,6 +83,25 @@ uint32_t lv2host_seq_copy_midi(void *dst, uint32_t dst_capacity, const void *src
 uint32_t lv2host_seq_notes_off(void *dst, uint32_t dst_capacity, uint32_t midi_urid, uint32_t channel_mask,
                                uint32_t *dropped);
 
+/* time:Position as the host tells it to plugins (LV2 time extension). */
+typedef struct {
+    uint32_t object, long_, float_, int_;
+    uint32_t position, frame, speed, bar, bar_beat, beat_unit, beats_per_bar, beats_per_minute;
+} LV2HostTimeURIDs;
+typedef struct {
+    int64_t frame;
+    float speed;          /* 1 rolling, 0 stopped */
+    int64_t bar;          /* from 0 */
+    float bar_beat;       /* beat within the bar, from 0, with its fraction */
+    int32_t beat_unit;
+    float beats_per_bar;
+    float beats_per_minute;
+    int32_t has_bbt;      /* 0: frame and speed only */
+} LV2HostTimePosition;
+/* Inserts a time:Position object at frame 0 (before the events already there). -1 when it does not fit. */
+int lv2host_seq_time_position(void *seq, uint32_t capacity, const LV2HostTimeURIDs *urids,
+                              const LV2HostTimePosition *position);
+
 #ifdef __cplusplus
 }
 #endif
