@@ -204,7 +204,12 @@ import TestSupport
         #expect(r.events == 0, "\(r.line)")
         if plugins.count > 1 {
             // Every note and its fifth (on and off), and each controller change passed on, left by the MIDI output.
-            #expect(run.midiReceived == 5 * 400, "\(run.midiReceived) events from synth:midi_out")
+            // A cycle the server ran late (an xrun) can hand the reader the rack's last buffer again.
+            if run.xruns == 0 {
+                #expect(run.midiReceived == 5 * 400, "\(run.midiReceived) events from synth:midi_out")
+            } else {
+                #expect(run.midiReceived >= 5 * 400, "\(run.midiReceived) events from synth:midi_out")
+            }
         }
         print("figure: rtcheck with MIDI flowing through a rack of \(plugins): \(r.line)")
     }
