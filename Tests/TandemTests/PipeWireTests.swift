@@ -70,8 +70,8 @@ struct PipeWireTests {
             let player = try pw.spawn(["sndfile-jackplay", "--autoconnect=tandem-rec:in_%d", source],
                                       log: dir.appendingPathComponent("jackplay-\(attempt).log").path)
             #expect(player.wait(timeout: 15) == 0)
-            // A recorder that stopped getting cycles (open: docs/RELIABILITY.md) never ends its timed take: it is
-            // stopped and the run counts as one with a loss nothing counted.
+            // A recorder that stops getting cycles never ends its timed take (seen in session 8 with the fixture's old
+            // audiotestsrc driver, docs/RELIABILITY.md): it is stopped and the run counts as an uncounted loss.
             guard rec.process.wait(timeout: 15) == 0 else {
                 rec.process.signal(SIGTERM)
                 _ = rec.process.wait(timeout: 10)
@@ -81,7 +81,7 @@ struct PipeWireTests {
                 continue
             }
             let recorded = try TestEnvironment.readAudio(try #require(announcedFile(rec.output)))
-            let a = try #require(AudioCompare.align(source: noise, recorded: recorded.samples, channels: 16))
+            let a = AudioCompare.alignment(source: noise, recorded: recorded.samples, channels: 16)
             let report = try TakeReport.read(from: try #require(announcedReport(rec.output)))
             #expect(report.droppedFrames == 0 && report.frames == 8 * 48000 && report.xruns == 0)
             let missed = report.missedFrames ?? 0
@@ -119,7 +119,7 @@ struct PipeWireTests {
             #expect(sink.process.wait(timeout: 15) == 0, "\(sink.output)")
             let captured = try TestEnvironment.readAudio(try #require(announcedFile(sink.output)))
             #expect(captured.channels == 16)
-            let a = try #require(AudioCompare.align(source: noise, recorded: captured.samples, channels: 16))
+            let a = AudioCompare.alignment(source: noise, recorded: captured.samples, channels: 16)
             let report = try TakeReport.read(from: try #require(announcedReport(sink.output)))
             let skipped = (report.missedFrames ?? 0)
                 + (play.output.firstMatch(of: /, (\d+) frames of skipped cycles/).flatMap { Int($0.1) } ?? 0)
@@ -182,7 +182,7 @@ struct PipeWireTests {
         print("PipeWire \(signal == SIGKILL ? "SIGKILL" : "SIGTERM") and restart: session back \(seconds) s after the daemon was ready")
     }
 
-    /// What differs from jackd2, as the docs say: port latency reads 0, `jack_bufsize` changes nothing, a taken
+    /// What differs from jackd2, as the docs say: the null sink declares no latency, `jack_bufsize` changes nothing, a taken
     /// client name is still refused (PipeWire ignores JackUseExactName and offers `NAME-<id>`; Tandem refuses that,
     /// exit 2, as on jackd2 — before, the second Tandem ran as `tandem-rec-28` while its messages and rules named the
     /// first one's ports).
@@ -190,8 +190,9 @@ struct PipeWireTests {
         let pw = try PipeWireServer("differs")
         defer { pw.stop() }
         let dir = pw.folder
-        let lsp = try pw.run(["jack_lsp", "-l", "system:capture_1"])
-        #expect(lsp.output.contains("port capture latency = [ 0 0 ]"), "\(lsp.output)")
+        // The null sink declares no latency; the ALSA-backed capture port declares its period (the capture test).
+        let sink = try pw.run(["jack_lsp", "-l", "system:playback_1"])
+        #expect(sink.output.contains("port playback latency = [ 0 0 ]"), "\(sink.output)")
         // jack_bufsize changes nothing; a taken name is refused as on jackd2.
         _ = try pw.run(["jack_bufsize", "512"])
         #expect(try pw.run(["jack_bufsize"]).output.trimmingCharacters(in: .whitespacesAndNewlines) == "256")
@@ -207,20 +208,26 @@ struct PipeWireTests {
     }
 
     /// A recorder connected to PipeWire's capture port records its take (silence, from ALSA's null device) and
-    /// reports PipeWire's latency (0). (The fixture's first source, spa's audiotestsrc, stopped driving the graph for
-    /// good when it ran out of buffers: jack_capture stalled there as Tandem did; docs/RELIABILITY.md.)
+    /// reports the capture latency PipeWire declares for that port. (The fixture's first source, spa's
+    /// audiotestsrc, stopped driving the graph for good when it ran out of buffers: jack_capture stalled there as
+    /// Tandem did; docs/RELIABILITY.md.) An ALSA driver reports its xruns to JACK clients, so on a loaded machine
+    /// the take may count some; they are counted, not a failure.
     @Test
-    func aRecorderOnTheDummyCapturePortRecordsItsTake() throws {
-        let pw = try PipeWireServer("dummycap")
+    func aRecorderOnTheCapturePortRecordsItsTake() throws {
+        let pw = try PipeWireServer("capture")
         defer { pw.stop() }
+        let declared = try pw.run(["jack_lsp", "-l", "system:capture_1"]).output
+            .firstMatch(of: /port capture latency = \[ (\d+) (\d+) \]/)
+        let min = try #require(declared.flatMap { UInt32($0.1) }), max = try #require(declared.flatMap { UInt32($0.2) })
         let first = try tandem(pw, ["record", "-c", "1", "--connect", "system:capture_1", "-d", pw.folder.path, "-t", "3"],
                                log: pw.folder.appendingPathComponent("first.log").path)
         #expect(first.waitFor(" recording: "), "\(first.output)")
         #expect(first.process.wait(timeout: 10) == 0, "\(first.output)")
         let report = try TakeReport.read(from: try #require(announcedReport(first.output)))
-        #expect(report.frames == 3 * 48000 && report.xruns == 0)
-        #expect(report.ports[0].captureLatency == LatencyRange(min: 0, max: 0), "PipeWire declares no latency")
+        #expect(report.frames == 3 * 48000, "\(first.output)")
+        #expect(report.ports[0].captureLatency == LatencyRange(min: min, max: max), "the latency PipeWire declares")
         let take = try TestEnvironment.readAudio(try #require(announcedFile(first.output)))
         #expect(take.samples.count == 3 * 48000 && take.samples.allSatisfy { $0 == 0 }, "silence from the null device")
+        print("PipeWire capture port: latency [\(min) \(max)] declared and reported, xruns \(report.xruns)")
     }
 }
