@@ -399,6 +399,8 @@ public final class ControlProtocol {
         case .manualDisconnect(let a, let b, let repaired): return ("manual-disconnect", "\(a) -> \(b) \(repaired ? "repaired" : "respected")")
         case .serverLost(let why): return ("server-lost", why)
         case .serverBack: return ("server-back", "")
+        case .cyclesStopped(let seconds): return ("cycles-stopped", String(format: "%.2f s", seconds))
+        case .cyclesBack(let seconds): return ("cycles-back", String(format: "%.2f s", seconds))
         case .refused(let why): return ("refused", why)
         case .pluginProblem(let engine, let plugin, let bypassed, let message):
             return (bypassed ? "plugin-bypassed" : "plugin-ignored", "\(engine) \(plugin): \(message)")

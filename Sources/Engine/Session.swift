@@ -11,7 +11,8 @@ import SoundFile
 /// runs through it, so one policy decides stop times, server loss, disk errors and patching.
 ///
 /// The parts, each in its own file: applying by diff (Session+Apply), the connection rules on JACK (Session+Patch,
-/// deciding through the `Patchbay` value), server loss and transport (Session+Server), engine events and when the
+/// deciding through the `Patchbay` value), server loss and transport (Session+Server), cycles that stop while the
+/// server stays up (Session+Stall), engine events and when the
 /// session ends (Session+Events), the preset's tables as engine configurations (SessionConfigs), status,
 /// introspection, plugins and player resume.
 ///
@@ -60,6 +61,8 @@ public final class Session {
     public internal(set) var failedItems = 0
     /// Where the player was when the server was lost (see Session+PlayerResume.swift).
     var playerResume: PlayerResumePoint?
+    /// Whether JACK still runs cycles while the server is up (see Session+Stall).
+    var stallWatch = StallWatch()
     var lastPluginSave = Date.distantPast
     /// The engines' cycles summed at the last plugin tick (a stuck callback stops them).
     var cyclesAtLastPluginTick = -1

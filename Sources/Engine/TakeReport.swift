@@ -11,6 +11,9 @@ public enum TakeEnd: String, Codable, Sendable {
     case stopTimeReached
     case diskError
     case serverLost
+    /// The server stayed up but ran no cycles for longer than `Session.stallSeconds` (a NetJACK2 slave whose link
+    /// or master went away); the take was finalized then, and a new one starts when cycles run again.
+    case serverStalled
     /// Found after a crash or kill and completed on a later start.
     case interrupted
 }

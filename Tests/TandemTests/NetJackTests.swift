@@ -204,9 +204,10 @@ struct NetJackTests {
     /// The cable is pulled for 2 s during a take on the slave, then put back. What jackd 1.9.21 does: the slave's
     /// server keeps running (no server loss for its clients) and waits for the master, then re-joins; its system
     /// ports are re-created, so the slave's Tandem re-connects them; the master keeps the old client and names the
-    /// re-joined slave `slave-01`, which a pattern rule on the master's Tandem picks up. Every frame before the fault
-    /// is in the take, the report notes where the server's time jumped, and the audio after the fault is exact again.
-    @Test func theLinkDownForTwoSecondsKeepsEveryFrameBeforeItAndRecordingGoesOn() throws {
+    /// re-joined slave `slave-01`, which a pattern rule on the master's Tandem picks up. The slave's Tandem sees its
+    /// cycles stop while the server is up: it finalizes the take (`serverStalled`, every frame before the fault in
+    /// it) and starts take 2 when cycles run again, whose audio is exact again and whose report says why it began.
+    @Test func theLinkDownForTwoSecondsEndsTheTakeWithEveryFrameAndANewOneStarts() throws {
         let rig = try NetJackRig("link", channels: 2)
         defer { stopAndCheck(rig) }
         let dir = rig.directory
@@ -264,10 +265,15 @@ struct NetJackTests {
         master.process.signal(SIGTERM)
         #expect(slave.process.wait(timeout: 10) == 0, "\(slave.output)")
         #expect(master.process.wait(timeout: 10) == 0, "\(master.output)")
-        #expect(!slave.output.contains("take 2 recording"), "the slave's server was never lost: one take")
+        // The server stayed up but ran no cycles: take 1 ends at the fault, take 2 starts when cycles run again.
+        #expect(slave.output.contains("take 1 serverStalled"), "\(slave.output)")
+        let lines = slave.output.split(separator: "\n").map(String.init)
+        let files = lines.compactMap { $0.components(separatedBy: " recording: ").dropFirst().first }
+        let reports = lines.compactMap { $0.components(separatedBy: "; report ").dropFirst().first }
+        try #require(files.count == 2 && reports.count == 2, "two takes: \(slave.output)")
 
-        // The take: the loop in order from its first sound up to the fault, then the loop in order again after it.
-        let take = try TestEnvironment.readAudio(try #require(announcedFile(slave.output)))
+        // Take 1: the loop in order from its first sound up to the fault, where it ends.
+        let take = try TestEnvironment.readAudio(files[0])
         // (In the first period after the rule connected the inputs one by one, only in_1 had its source yet.)
         let firstSound = try #require((0..<take.samples.count / 2).first {
             take.samples[$0 * 2] != 0 && take.samples[$0 * 2 + 1] != 0
@@ -275,23 +281,148 @@ struct NetJackTests {
         let beforeRun = loopRun(noise, channels: 2, recorded: take.samples, from: firstSound)
         let before = try #require(beforeRun, "the take's first sound at frame \(firstSound) is the source's")
         let faultFrame = firstSound + before
-        #expect(faultFrame < take.samples.count / 2, "the fault shows in the take")
         #expect(Double(faultFrame) >= (downAt - 0.5) * 48000,
                 "every frame before the fault: \(before) frames in order up to take frame \(faultFrame), link down \(downAt) s after the take began")
-        let resumeFrom = try #require((faultFrame + 48000..<take.samples.count / 2).first {
-            take.samples[$0 * 2] != 0 && take.samples[$0 * 2 + 1] != 0
-        },
-                                      "audio arrives again after the link is back")
-        let afterRun = loopRun(noise, channels: 2, recorded: take.samples, from: resumeFrom)
-        let after = try #require(afterRun, "the sound at frame \(resumeFrom) after the fault is the source's")
-        #expect(resumeFrom + after == take.samples.count / 2 && after > 2 * 48000,
-                "exact from take frame \(resumeFrom) for \(after) frames, to the end")
-        let report = try TakeReport.read(from: try #require(announcedReport(slave.output)))
+        let silentTail = (faultFrame..<take.samples.count / 2).allSatisfy { take.samples[$0 * 2] == 0 && take.samples[$0 * 2 + 1] == 0 }
+        #expect(silentTail && take.samples.count / 2 - faultFrame < 48000,
+                "take 1 ends at the fault: \(take.samples.count / 2 - faultFrame) frames after it")
+        let first = try TakeReport.read(from: reports[0])
+        #expect(first.ended == .serverStalled && first.droppedFrames == 0, "\(first.ended)")
+
+        // Take 2: from the cycles' return, the loop in order again to its end, and its report says what happened.
+        let second = try TestEnvironment.readAudio(files[1])
+        let resumeFrom = try #require((0..<second.samples.count / 2).first {
+            second.samples[$0 * 2] != 0 && second.samples[$0 * 2 + 1] != 0
+        }, "audio arrives again after the link is back")
+        let afterRun = loopRun(noise, channels: 2, recorded: second.samples, from: resumeFrom)
+        let after = try #require(afterRun, "the sound at frame \(resumeFrom) of take 2 is the source's")
+        #expect(resumeFrom + after == second.samples.count / 2 && after > 2 * 48000,
+                "exact from take 2's frame \(resumeFrom) for \(after) frames, to the end")
+        let report = try TakeReport.read(from: reports[1])
         #expect(report.ended == .stopped && report.droppedFrames == 0)
-        let notes = report.drops.map { "\($0.cause?.rawValue ?? "overrun") \($0.frames) at \($0.atFrame)" }
-        print("link down \(downAt) s into the take: \(before) frames in order before the fault at take frame "
-              + "\(faultFrame); exact again from \(resumeFrom) to the end (\(after) frames); report: \(notes), "
-              + "xruns \(report.xruns), take \(take.samples.count / 2) frames")
+        let note = (report.notes ?? []).first { $0.contains("ran cycles again after") } ?? ""
+        #expect(!note.isEmpty, "take 2 says why it began: \(report.notes ?? [])")
+        print("link down \(downAt) s into the take: take 1 has \(before) frames in order and ends \(faultFrame) "
+              + "frames in (serverStalled); take 2 exact from its frame \(resumeFrom) to the end (\(after) frames); "
+              + "\(note); xruns \(first.xruns) + \(report.xruns)")
+    }
+
+    /// A master playing a noise loop into the slave (a pattern rule follows `slave-NN`), a slave recording it, both
+    /// with `on_server_loss = "resume"`.
+    func playAndRecordAcross(_ rig: NetJackRig, noise: [Float]) throws -> (master: RigTandem, slave: RigTandem) {
+        let dir = rig.directory
+        let source = dir.appendingPathComponent("loop.wav").path
+        try TestEnvironment.writeWAV(noise, channels: 2, path: source, sample: .int24)
+        let masterPreset = dir.appendingPathComponent("master.toml").path
+        try """
+            [session]
+            name = "m"
+            directory = "\(dir.path)"
+            on_server_loss = "resume"
+            [player]
+            client = "m-play"
+            channels = 2
+            queue = ["\(source)"]
+            loop = "item"
+            [[connect]]
+            from = "m-play:out_*"
+            to = "/slave(-[0-9]+)?:to_slave_[0-9]+/"
+            """.write(toFile: masterPreset, atomically: true, encoding: .utf8)
+        let slavePreset = dir.appendingPathComponent("slave.toml").path
+        try """
+            [session]
+            name = "s"
+            directory = "\(dir.path)"
+            on_server_loss = "resume"
+            [recorder]
+            client = "s-rec"
+            channels = 2
+            [[connect]]
+            from = "system:capture_*"
+            to = "s-rec:in_*"
+            """.write(toFile: slavePreset, atomically: true, encoding: .utf8)
+        let master = try RigTandem(rig, .master, ["run", "--no-view", masterPreset],
+                                   log: dir.appendingPathComponent("master.log").path)
+        #expect(master.waitFor("playing item 1"), "\(master.output)")
+        let slave = try RigTandem(rig, .slave, ["run", "--no-view", slavePreset],
+                                  log: dir.appendingPathComponent("slave.log").path)
+        #expect(slave.waitFor("take 1 recording"), "\(slave.output)")
+        return (master, slave)
+    }
+
+    /// Takes 1 and 2 of a slave's run around a fault: take 1 is the loop in order to its end (every frame before
+    /// the fault, ended as `end`), take 2 the loop in order again from its first sound to its end. Returns a line
+    /// for the closing note.
+    func checkTwoTakes(_ slave: RigTandem, noise: [Float], end: TakeEnd) throws -> String {
+        let lines = slave.output.split(separator: "\n").map(String.init)
+        let files = lines.compactMap { $0.components(separatedBy: " recording: ").dropFirst().first }
+        let reports = lines.compactMap { $0.components(separatedBy: "; report ").dropFirst().first }
+        try #require(files.count >= 2 && reports.count >= 2, "two takes: \(slave.output)")
+        var figures: [String] = []
+        for (index, file) in files.prefix(2).enumerated() {
+            let take = try TestEnvironment.readAudio(file).samples
+            let frames = take.count / 2
+            let firstSound = try #require((0..<frames).first { take[$0 * 2] != 0 && take[$0 * 2 + 1] != 0 },
+                                          "take \(index + 1) has sound")
+            // Take 1 is in order from its first sound; take 2 from some frame on (a master's player resumes where it
+            // was when its server came back, so take 2 may hold a step in the loop), to the end.
+            var from = firstSound, run = 0, steps = 0
+            while true {
+                run = loopRun(noise, channels: 2, recorded: take, from: from) ?? 0
+                let next = (from + max(run, 1)..<frames).first { take[$0 * 2] != 0 && take[$0 * 2 + 1] != 0 }
+                guard index == 1, let n = next, steps < 20 else { break }
+                from = n
+                steps += 1
+            }
+            let trailing = (from + run..<frames).filter { take[$0 * 2] != 0 || take[$0 * 2 + 1] != 0 }.count
+            #expect(trailing == 0 && run > 48000, "take \(index + 1): \(run) frames in order from \(from), then \(trailing) sounding frames not in order")
+            figures.append("take \(index + 1): \(run) frames in order from frame \(from) of \(frames)"
+                           + (steps > 0 ? " (after \(steps) step(s) in the source)" : ""))
+        }
+        let first = try TakeReport.read(from: reports[0])
+        #expect(first.ended == end && first.droppedFrames == 0, "\(first.ended)")
+        return figures.joined(separator: "; ")
+    }
+
+    /// The master's jackd restarts (1 s down) during a take on the slave: the slave's server waits for it without
+    /// shutting its clients down, so the slave's Tandem sees its cycles stop: take 1 ends `serverStalled` with every
+    /// frame before the fault, take 2 starts when the slave has re-joined. The master's Tandem sees an ordinary
+    /// server loss and restores its player and its rule to the re-joined slave.
+    @Test func theMasterRestartingEndsTheSlavesTakeAndANewOneStarts() throws {
+        let rig = try NetJackRig("mrestart", channels: 2)
+        defer { stopAndCheck(rig) }
+        let noise = Signals.noise(frames: 4 * 48000, channels: 2, seed: 4242)
+        let (master, slave) = try playAndRecordAcross(rig, noise: noise)
+        usleep(2_000_000)
+        try rig.restart(.master, after: 1)
+        #expect(master.waitFor("JACK server back", timeout: 10), "\(master.output)")
+        #expect(slave.waitFor("take 2 recording", timeout: 15), "\(slave.output)\n\(rig.logs)")
+        usleep(3_000_000)
+        slave.process.signal(SIGTERM)
+        master.process.signal(SIGTERM)
+        #expect(slave.process.wait(timeout: 10) == 0, "\(slave.output)")
+        #expect(master.process.wait(timeout: 10) == 0, "\(master.output)")
+        let figures = try checkTwoTakes(slave, noise: noise, end: .serverStalled)
+        print("master restarted (1 s down): \(figures)")
+    }
+
+    /// The slave's jackd restarts (1 s down) during a take on the slave: an ordinary server loss there (take 1
+    /// `serverLost` with every frame before it, take 2 when the server is back and has re-joined the master).
+    @Test func theSlaveRestartingEndsItsTakeAndANewOneStarts() throws {
+        let rig = try NetJackRig("srestart", channels: 2)
+        defer { stopAndCheck(rig) }
+        let noise = Signals.noise(frames: 4 * 48000, channels: 2, seed: 2424)
+        let (master, slave) = try playAndRecordAcross(rig, noise: noise)
+        usleep(2_000_000)
+        try rig.restart(.slave, after: 1)
+        #expect(slave.waitFor("take 2 recording", timeout: 15), "\(slave.output)\n\(rig.logs)")
+        usleep(3_000_000)
+        slave.process.signal(SIGTERM)
+        master.process.signal(SIGTERM)
+        #expect(slave.process.wait(timeout: 10) == 0, "\(slave.output)")
+        #expect(master.process.wait(timeout: 10) == 0, "\(master.output)")
+        let figures = try checkTwoTakes(slave, noise: noise, end: .serverLost)
+        print("slave restarted (1 s down): \(figures)")
     }
 
     /// The rig leaves nothing behind when its owner dies without stopping it (a crashed test): the watcher stops it.
