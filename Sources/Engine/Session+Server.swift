@@ -21,6 +21,7 @@ extension Session {
         pollTransport()
         workers.tick()
         tickSchedule()
+        tickUnattended()
         tickRacks()
         tickPlugins()
         announcePluginProblems()

@@ -11,6 +11,8 @@ public enum TakeEnd: String, Codable, Sendable {
     case stopTimeReached
     case diskError
     case serverLost
+    /// A level-triggered take ended by its rule (`trigger.ended` says how: quiet, maxLength, minLength).
+    case trigger
     /// Found after a crash or kill and completed on a later start.
     case interrupted
 }
