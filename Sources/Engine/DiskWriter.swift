@@ -48,6 +48,8 @@ final class DiskWriter: @unchecked Sendable {
 
     /// How long the thread sleeps at most between looks at the ring.
     static let idleWaitSeconds = 0.05
+    /// Seconds the wall clock may disagree with a take's clock anchor before chunk boundaries follow it.
+    static let reanchorTolerance = 0.02
 
     private let state: RecorderState
     private let files: TakeFiles
@@ -182,11 +184,16 @@ final class DiskWriter: @unchecked Sendable {
             pendingStarts.removeAll()
         case .context(let context):
             if trigger != nil { triggerContext = context }
+            // Clock-aligned boundaries follow the clock only when it has moved away from the take's anchor by more
+            // than `reanchorTolerance` (a step, or drift): the jitter of reading the clock never moves a boundary.
             if let t = files.take, var clock = t.clock {
-                clock.reanchor(frame: context.anchor.streamPosition, time: context.anchor.wallClock)
-                t.clock = clock
-                if let b = t.boundary, clock.nextBoundary(after: streamPosition).frame != b.frame {
-                    t.boundary = nil
+                let predicted = clock.time(ofFrame: context.anchor.streamPosition).timeIntervalSince(context.anchor.wallClock)
+                if abs(predicted) / context.anchor.clockScale > DiskWriter.reanchorTolerance {
+                    clock.reanchor(frame: context.anchor.streamPosition, time: context.anchor.wallClock)
+                    t.clock = clock
+                    if let b = t.boundary, clock.nextBoundary(after: streamPosition).frame != b.frame {
+                        t.boundary = nil
+                    }
                 }
             }
         case .mark(let at, let label, let source):

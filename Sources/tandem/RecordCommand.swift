@@ -87,10 +87,10 @@ struct RecordCommand: ParsableCommand {
     @Option(name: .long, help: "On a disk error: stop (finalize, exit 4) or continue (finalize, stay armed).")
     var onDiskError = "stop"
 
-    @Option(name: .long, help: "Level trigger: start a take when the level stays at or over this many dBFS for --trigger-attack (a take per trigger).")
+    @Option(name: .long, parsing: .unconditional, help: "Level trigger: start a take when the level stays at or over this many dBFS for --trigger-attack (a take per trigger).")
     var triggerThreshold: Double?
 
-    @Option(name: .long, help: "Level trigger: the take ends when the level stays under this many dBFS for --trigger-hold (default: 6 dB under the threshold).")
+    @Option(name: .long, parsing: .unconditional, help: "Level trigger: the take ends when the level stays under this many dBFS for --trigger-hold (default: 6 dB under the threshold).")
     var triggerStopThreshold: Double?
 
     @Option(name: .long, help: "Level trigger: peak or rms.")
