@@ -244,4 +244,67 @@ import TestSupport
         let reportsGone = log.split(separator: "\n").filter { $0.contains("\tdeleted\treport\t") }.count
         print("retention: \(gone.count) of 720 chunks deleted (\(old) older than 7 days), \(reportsGone) reports, free \(free) bytes")
     }
+
+    /// `preset check` lists every bad trigger, schedule and retention value with file, line and key (exit 2), and
+    /// accepts a good preset using all of them (no longer refused as "not acted on yet"); `record` says the same of
+    /// bad options.
+    @Test func badUnattendedInputIsReportedWithFileLineAndKey() throws {
+        let dir = TestEnvironment.temporaryDirectory("ucheck")
+        let bad = dir.appendingPathComponent("bad.toml").path
+        try """
+            [session]
+            name = "x"
+            directory = "\(dir.path)"
+
+            [recorder]
+            start = "level"
+            schedule = ["Mon-Fri 09:00-10:00", "Mon 09:30-11:00", "Funday 10:00-11:00"]
+            rotate = 3600
+            rotate_on_clock = true
+
+            [recorder.trigger]
+            threshold = 3
+            window = 9
+
+            [recorder.retention]
+            keep_days = 0.01
+            running_take = "closed-chunks"
+            """.write(toFile: bad, atomically: true, encoding: .utf8)
+        let tandem = TestEnvironment.product("tandem")
+        let b = try TestEnvironment.run([tandem, "preset", "check", bad], timeout: 10)
+        #expect(b.code == 2, "\(b.output)")
+        for want in ["bad.toml:12: recorder.trigger.threshold:", "bad.toml:13: recorder.trigger.window:",
+                     "bad.toml:7: recorder.schedule: entry 3:", "bad.toml:7: recorder.schedule: entry 2: 'Mon 09:30-11:00' overlaps",
+                     "bad.toml:16: recorder.retention.keep_days:", "take being written would lose chunks"] {
+            #expect(b.output.contains(want), "missing '\(want)' in:\n\(b.output)")
+        }
+        let good = dir.appendingPathComponent("good.toml").path
+        try """
+            [session]
+            name = "x"
+            directory = "\(dir.path)"
+
+            [recorder]
+            start = "level"
+            schedule = ["Mon-Fri 09:00-10:00"]
+            rotate = 3600
+            rotate_on_clock = true
+
+            [recorder.trigger]
+            threshold = -30
+
+            [recorder.retention]
+            keep_days = 7
+            """.write(toFile: good, atomically: true, encoding: .utf8)
+        let g = try TestEnvironment.run([tandem, "preset", "check", good], timeout: 10)
+        #expect(g.code == 0 && g.output.contains("ok"), "\(g.output)")
+        for (args, want) in [(["--trigger-threshold", "5"], "trigger threshold must be"),
+                             (["--trigger-threshold", "-30", "--trigger-window", "9"], "trigger window must be"),
+                             (["--schedule", "Funday 10:00-11:00"], "is not a day"),
+                             (["--rotate", "7", "--rotate-on-clock"], "divides a day"),
+                             (["--keep-days", "0.01"], "within the guard time")] {
+            let r = try TestEnvironment.run([tandem, "record", "-d", dir.path] + args, timeout: 10)
+            #expect(r.code == 2 && r.output.contains(want), "\(args): \(r.output)")
+        }
+    }
 }
