@@ -45,11 +45,13 @@ public final class ControlProtocol {
     /// Addresses the session never answers: its own replies, events and meters coming back (a loop).
     static let ownOutputs: Set<String> = ["/tandem/reply", "/tandem/event", "/tandem/meters"]
     private var subscribers: [String: Subscriber] = [:]
+    /// The receive time of the request being handled (a marker lands on its frame).
+    private var arrival: Date?
     private static let maxSubscribers = 16
 
     public static let commands: [String: String] = [
         "/tandem/ping": "", "/tandem/status": "", "/tandem/record/start": "", "/tandem/record/stop": "",
-        "/tandem/record/arm": "", "/tandem/record/rotate": "", "/tandem/play/play": "", "/tandem/play/pause": "",
+        "/tandem/record/arm": "", "/tandem/record/rotate": "", "/tandem/record/mark": "[s]", "/tandem/play/play": "", "/tandem/play/pause": "",
         "/tandem/play/stop": "", "/tandem/play/next": "", "/tandem/play/seek": "f", "/tandem/play/gain": "f",
         "/tandem/play/load": "s...", "/tandem/preset/apply": "s", "/tandem/subscribe": "[s] [f]",
         "/tandem/unsubscribe": "[s]", "/tandem/plugin/set": "sssf", "/tandem/plugin/get": "sss",
@@ -91,7 +93,10 @@ public final class ControlProtocol {
                 switch OSCMessage.decode(bytes: d.bytes) {
                 case .success(let m) where Self.ownOutputs.contains(m.path):
                     continue   // another session's reply or event: answering it could start an endless exchange
-                case .success(let m): reply = handle(m, from: d.source)
+                case .success(let m):
+                    arrival = d.arrival
+                    reply = handle(m, from: d.source)
+                    arrival = nil
                 case .failure(let e): reply = [.string("error"), .string("?"), .string("malformed: \(e.message)")]
                 }
             }
@@ -169,6 +174,23 @@ public final class ControlProtocol {
             guard session.recorder != nil else { return error("this session has no recorder") }
             session.stopTake()
             return ok(m.path.hasSuffix("arm") ? "armed: metering, nothing written until started" : "")
+        case "/tandem/record/mark":
+            // [LABEL]: a marker at the frame the request arrived.
+            guard m.arguments.count <= 1 else { return error("/tandem/record/mark takes an optional LABEL (got \(m.arguments.count) arguments)") }
+            var label = ""
+            if let a = m.arguments.first {
+                // A number is taken as its text (`tandem ctl record mark 2` sends an integer).
+                guard let text = a.string ?? (a.number != nil ? a.description : nil) else {
+                    return error("/tandem/record/mark: LABEL must be a string")
+                }
+                label = text
+            }
+            guard session.recorder != nil else { return error("this session has no recorder") }
+            guard let r = session.recorder, r.isRecording else { return error("no take is running: marker not kept") }
+            guard let at = session.mark(label: label, source: "osc", arrival: arrival ?? Date()) else {
+                return error("no take is running: marker not kept")
+            }
+            return ok("marker at stream frame \(at)")
         case "/tandem/record/rotate":
             if let e = noArguments() { return error(e) }
             return session.rotate() ? ok() : error("no take is running")

@@ -23,6 +23,7 @@ extension Session {
         tickStall()
         workers.tick()
         tickSchedule()
+        tickUnattended()
         tickRacks()
         tickPlugins()
         announcePluginProblems()

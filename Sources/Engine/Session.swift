@@ -72,6 +72,8 @@ public final class Session {
     /// `on_plugin_error` says (a running session never stops for it).
     var started = false
     let pluginLogger = Logger(label: "tandem.plugins")
+    /// The recorder's schedule and level trigger as the control loop drives them (see Session+Unattended).
+    var unattended = UnattendedState()
 
     public init(logger: Logger = Logger(label: "tandem.session")) {
         self.logger = logger
@@ -131,9 +133,18 @@ public final class Session {
         }
     }
 
-    /// SIGUSR2: ends the take (the recorder stays armed), or (a session without a recorder) pauses.
+    /// SIGUSR2: ends the take (the recorder stays armed), or (a session without a recorder) pauses. A recorder that
+    /// runs by itself (a level trigger or a schedule) gets a marker instead: its takes are not stopped by hand.
     public func stopOnSignal() {
-        if recorder != nil { stopTake() } else { player?.pause() }
+        if recorder != nil {
+            if isUnattended {
+                mark(label: "", source: "signal")
+            } else {
+                stopTake()
+            }
+        } else {
+            player?.pause()
+        }
     }
 
     /// Per engine: its name, the cost of its process cycles so far, its period and rate.
