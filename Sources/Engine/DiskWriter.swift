@@ -36,6 +36,13 @@ final class DiskWriter: @unchecked Sendable {
 
     /// How long the thread sleeps at most between looks at the ring.
     static let idleWaitSeconds = 0.05
+    /// The most ring bytes one file write takes. A buffered `write` runs in the kernel without being preempted on a
+    /// kernel that is not fully preemptible (PREEMPT_DYNAMIC's none/voluntary: Debian's default), for about 3 µs per
+    /// KiB on this 2-vCPU VM; a real-time thread woken on that CPU (JACK's server thread, a client's) waits until it
+    /// ends. The recorder woke every 50 ms with ~1.2 MB at 128 channels: 2–4 ms of waiting, xruns at period 64
+    /// (measured with `perf record -e sched:*`: docs/ARCHITECTURE.md, "Wide recorders"). Pieces of 16 KiB bound
+    /// that wait to ~50 µs; jack_capture writes 8 KiB at a time.
+    static let writeBytes = 16 << 10
 
     private let state: RecorderState
     private let files: TakeFiles
@@ -48,6 +55,8 @@ final class DiskWriter: @unchecked Sendable {
     /// The chain latency the ring carries at `streamPosition` (from the callback's `GapNote.latency` notes).
     private var compensation = 0
     private let prerollFrames: Int
+    /// Frames handed to the file per write at most (`writeBytes` of samples).
+    private let writeFrames: Int
     /// Stream position of the gap already entered in the report (a gap may take several rounds to pass).
     private var recordedGap = -1
     /// Stream position of the last skipped-cycle note entered into the running take: a correction comes one cycle
@@ -57,6 +66,7 @@ final class DiskWriter: @unchecked Sendable {
     init(config: RecorderConfig, state: RecorderState, sampleRate: Int, portNames: [String], logger: Logger,
          xruns: @escaping @Sendable () -> Int) {
         self.state = state
+        writeFrames = max(1, DiskWriter.writeBytes / (MemoryLayout<Float>.stride * state.recordedChannels))
         prerollFrames = Limits.frames(seconds: config.prerollSeconds, rate: Double(sampleRate)) ?? 0
         files = TakeFiles(config: config, channels: state.recordedChannels, sampleRate: sampleRate,
                           portNames: portNames, logger: logger, xruns: xruns)
@@ -158,7 +168,7 @@ final class DiskWriter: @unchecked Sendable {
                 streamPosition += discard
                 continue
             }
-            if advance(available, fromRing: true) == 0 { break }
+            if advance(min(available, writeFrames), fromRing: true) == 0 { break }
         }
     }
 
