@@ -37,11 +37,11 @@ final class DiskWriter: @unchecked Sendable {
     /// How long the thread sleeps at most between looks at the ring.
     static let idleWaitSeconds = 0.05
     /// The most ring bytes one file write takes. A buffered `write` runs in the kernel without being preempted on a
-    /// kernel that is not fully preemptible (PREEMPT_DYNAMIC's none/voluntary: Debian's default), for about 3 µs per
-    /// KiB on this 2-vCPU VM; a real-time thread woken on that CPU (JACK's server thread, a client's) waits until it
-    /// ends. The recorder woke every 50 ms with ~1.2 MB at 128 channels: 2–4 ms of waiting, xruns at period 64
-    /// (measured with `perf record -e sched:*`: docs/ARCHITECTURE.md, "Wide recorders"). Pieces of 16 KiB bound
-    /// that wait to ~50 µs; jack_capture writes 8 KiB at a time.
+    /// kernel that is not fully preemptible (PREEMPT_DYNAMIC in `none` or `voluntary` mode), 2–4 µs per KiB on the
+    /// 2-vCPU VM this was measured on; a real-time thread woken on that CPU (JACK's server thread, a client's) waits
+    /// until it ends. Handing over all a 50 ms wake-up found (~1.2 MB at 128 channels) made them wait 2–4 ms: xruns
+    /// at period 64 (`perf record -e sched:*`; docs/ARCHITECTURE.md, "Wide recorders"). 16 KiB pieces bound that to
+    /// tens of µs; jack_capture writes 8 KiB at a time.
     static let writeBytes = 16 << 10
 
     private let state: RecorderState
