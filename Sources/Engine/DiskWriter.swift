@@ -50,6 +50,13 @@ final class DiskWriter: @unchecked Sendable {
     static let idleWaitSeconds = 0.05
     /// Seconds the wall clock may disagree with a take's clock anchor before chunk boundaries follow it.
     static let reanchorTolerance = 0.02
+    /// The most ring bytes one file write takes. A buffered `write` runs in the kernel without being preempted on a
+    /// kernel that is not fully preemptible (PREEMPT_DYNAMIC in `none` or `voluntary` mode), 2–4 µs per KiB on the
+    /// 2-vCPU VM this was measured on; a real-time thread woken on that CPU (JACK's server thread, a client's) waits
+    /// until it ends. Handing over all a 50 ms wake-up found (~1.2 MB at 128 channels) made them wait 2–4 ms: xruns
+    /// at period 64 (`perf record -e sched:*`; docs/ARCHITECTURE.md, "Wide recorders"). 16 KiB pieces bound that to
+    /// tens of µs; jack_capture writes 8 KiB at a time.
+    static let writeBytes = 16 << 10
 
     private let state: RecorderState
     private let files: TakeFiles
@@ -62,6 +69,8 @@ final class DiskWriter: @unchecked Sendable {
     /// The chain latency the ring carries at `streamPosition` (from the callback's `GapNote.latency` notes).
     private var compensation = 0
     private let prerollFrames: Int
+    /// Frames handed to the file per write at most (`writeBytes` of samples).
+    private let writeFrames: Int
     /// Stream position of the gap already entered in the report (a gap may take several rounds to pass).
     private var recordedGap = -1
     /// Stream position of the last skipped-cycle note entered into the running take: a correction comes one cycle
@@ -81,6 +90,7 @@ final class DiskWriter: @unchecked Sendable {
     init(config: RecorderConfig, state: RecorderState, sampleRate: Int, portNames: [String], logger: Logger,
          xruns: @escaping @Sendable () -> Int) {
         self.state = state
+        writeFrames = max(1, DiskWriter.writeBytes / (MemoryLayout<Float>.stride * state.recordedChannels))
         prerollFrames = Limits.frames(seconds: config.prerollSeconds, rate: Double(sampleRate)) ?? 0
         trigSection = config.trigger
         triggerRule = config.trigger.map { g in
@@ -303,7 +313,7 @@ final class DiskWriter: @unchecked Sendable {
                 streamPosition += discard
                 continue
             }
-            if advance(available, fromRing: true) == 0 { break }
+            if advance(min(available, writeFrames), fromRing: true) == 0 { break }
         }
     }
 
