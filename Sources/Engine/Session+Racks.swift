@@ -72,9 +72,8 @@ extension Session {
             // Isolated racks only: the session still needs a client of its own to watch and patch the graph.
             do {
                 patchOnlyClient = try JackClient(name: "\(wanted.session.name)-patch", server: server, logger: logger)
-                // Active, so graph notifications arrive; its callback does nothing. Realtime: safe.
-                try patchOnlyClient?.activate(process: { _, _ in 0 }, context: UnsafeMutableRawPointer(bitPattern: 1)!,
-                                              afterWarmUp: {})
+                // Active, so graph notifications arrive; without a process callback, so it is never woken per cycle.
+                try patchOnlyClient?.activateForNotifications()
             } catch {
                 throw EngineError(.jack, "cannot open the session's patch client: \(error)")
             }

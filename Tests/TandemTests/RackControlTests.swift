@@ -36,10 +36,20 @@ import TestSupport
             uri = "\(RackTests.amp)"
             name = "amp"
             controls = { gain = -6 }
+            [[connect]]
+            from = "src:out_1"
+            to = "fx:in_1"
             """.write(toFile: path, atomically: true, encoding: .utf8)
+        let noise = dir.appendingPathComponent("noise.wav").path
+        try TestEnvironment.writeWAV(Signals.noise(frames: 48000, channels: 1), channels: 1, path: noise, sample: .float32)
+        let src = try TandemProcess(["play", "--client", "src", "--loop", "item", noise], server: server,
+                                    log: dir.appendingPathComponent("src.log").path)
+        defer { src.process.signal(SIGTERM); _ = src.process.wait(timeout: 10) }
         let run = try TandemProcess(["run", "--no-view", path], server: server, log: dir.appendingPathComponent("run.log").path)
         defer { run.process.signal(SIGTERM); _ = run.process.wait(timeout: 15) }
         #expect(run.waitFor("rack process started"), "\(run.output)")
+        // A session of isolated racks alone watches the graph with a client of its own (no process callback).
+        #expect(run.waitFor("connected src:out_1 -> fx:in_1"), "\(run.output)")
         // The child answers once its client is active.
         var first = (code: Int32(-1), text: "")
         for _ in 0..<50 where first.code != 0 {
@@ -68,6 +78,7 @@ import TestSupport
         let again = RackIsolationTests.rack(try RackIsolationTests.status(port))
         #expect((again["crashes"] as? Int) == 1 && (again["pid"] as? Int).map { pid_t($0) } != pid, "\(again)")
         #expect(try values(port) == want, "after the restart")
+        #expect(run.waitFor("connected src:out_1 -> fx:in_1", occurrence: 2), "reconnected: \(run.output)")
         // A rack that is not there is still named as unknown.
         #expect(try Self.ctl(port, ["/tandem/plugin/get", "nope", "amp", "gain"]).code != 0)
     }
