@@ -17,7 +17,7 @@ import Glibc
 /// Threads: control thread only (`poll` is called from the run loop).
 public final class ControlProtocol {
     public let socket: UDPSocket
-    private let session: Session
+    let session: Session
     private let logger: Logger
     /// Largest message accepted (larger ones get an error reply).
     public static let maxMessageBytes = 8192
@@ -160,6 +160,7 @@ public final class ControlProtocol {
         func noArguments() -> String? {
             m.arguments.isEmpty ? nil : "\(m.path) takes no arguments (got \(m.arguments.count))"
         }
+        if let relayed = relayToIsolatedRack(m) { return relayed }
         switch m.path {
         case "/tandem/ping":
             return ok("pong")
