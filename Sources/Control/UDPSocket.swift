@@ -37,10 +37,13 @@ public final class UDPSocket {
         _ = withUnsafeMutablePointer(to: &bound) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(s, $0, &len) }
         }
-        // The kernel stamps each datagram with its arrival time (read back by `receive`): a marker lands on the frame
-        // its request arrived at, however late the control loop gets to it.
-        var one: Int32 = 1
-        _ = setsockopt(s, SOL_SOCKET, SO_TIMESTAMP, &one, socklen_t(MemoryLayout<Int32>.size))
+        // The kernel stamps each datagram with its arrival time (read back by `receive` with SIOCGSTAMP): a marker
+        // lands on the frame its request arrived at, however late the control loop gets to it. The first SIOCGSTAMP
+        // turns the stamping on (it answers ENOENT, nothing received yet). Not SO_TIMESTAMP: with it the kernel
+        // hands the stamp only as a control message and SIOCGSTAMP answers ENOENT for every datagram (measured:
+        // markers then landed 126-847 frames late, the control loop's wait).
+        var first = timeval()
+        _ = ioctl(s, UInt(Self.getStamp), &first)
         fd = s
         self.port = Int(UInt16(bigEndian: bound.sin_port))
     }

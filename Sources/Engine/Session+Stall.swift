@@ -3,7 +3,7 @@ import Presets
 
 /// What the stall check remembers between polls.
 struct StallWatch {
-    /// The engines' cycles summed at the last poll, and when that sum last moved.
+    /// The recorder's cycles at the last poll, and when they last moved.
     var cycles = -1
     var movedAt = Date()
     /// Since when no cycle has run (nil: cycles run).
@@ -16,16 +16,16 @@ struct StallWatch {
 
 // A server that stays up but runs no cycles: a NetJACK2 slave whose network link or master went away waits for it
 // with its clients open, so no shutdown callback comes and the take would simply stop growing, with the seconds
-// of the outage nowhere in its report. The session watches its engines' cycle counters instead.
+// of the outage nowhere in its report. The session watches its recorder's cycle counter instead.
 extension Session {
     /// Seconds without a cycle, while the server is up, that count as a stall. Far above any period (8192 frames at
     /// 22.05 kHz is 0.37 s) and above the longest scheduling hiccup seen on a loaded 2-core machine.
     static let stallSeconds = 0.75
 
     func tickStall() {
-        let engines = [recorder?.cycles, player?.cycles].compactMap { $0 } + racks.values.map(\.cycles)
-        guard !engines.isEmpty else { return }
-        let sum = engines.reduce(0, +)
+        // The recorder's cycles only: what a stall ends is a take. (A rack's child process has no recorder: a plugin
+        // hung in its callback stops its cycles while the server runs, which is its supervisor's hang to detect.)
+        guard let sum = recorder?.cycles else { return }
         let now = Date()
         if let note = stallWatch.resumeNote, let r = recorder, !r.isRecording {
             stallWatch.resumeNote = nil

@@ -125,19 +125,29 @@ struct NetJackTests {
                                  log: dir.appendingPathComponent("rack.log").path)
         defer { rack.process.signal(SIGTERM); _ = rack.process.wait(timeout: 10) }
         #expect(rack.waitFor("connected inv:out_2 -> system:playback_2"), "\(rack.output)")
-        let recorder = try RigTandem(rig, .master, ["record", "-c", "2", "--connect", "slave:from_slave_1",
-                                                    "--connect", "slave:from_slave_2",
-                                                    "-d", dir.path, "--session", "rackback", "-t", "7"],
-                                     log: dir.appendingPathComponent("record.log").path)
-        #expect(recorder.waitFor(" recording: "), "\(recorder.output)")
-        let player = try RigTandem(rig, .master, ["play", source, "--connect", "slave:to_slave_1", "--connect", "slave:to_slave_2"],
-                                   log: dir.appendingPathComponent("play.log").path)
-        #expect(player.process.wait(timeout: 15) == 0, "\(player.output)")
-        #expect(recorder.process.wait(timeout: 15) == 0, "\(recorder.output)")
-        let recorded = try TestEnvironment.readAudio(try #require(announcedFile(recorder.output)))
-        let a = AudioCompare.alignment(source: noise.map { -$0 }, recorded: recorded.samples, channels: 2)
-        #expect(a.matchedFrames == 4 * 48000 && a.mismatchedFrames == 0, "\(a)\n\(rig.logs)")
-        print("NetJACK2 master -> rack on the slave -> master, 2 ch: \(a)")
+        // A run whose take counted server xruns (a late cycle garbles what NetJACK2 carries) is run again.
+        for attempt in 1...3 {
+            let recorder = try RigTandem(rig, .master, ["record", "-c", "2", "--connect", "slave:from_slave_1",
+                                                        "--connect", "slave:from_slave_2", "-d", dir.path,
+                                                        "--session", "rackback-\(attempt)", "-t", "7"],
+                                         log: dir.appendingPathComponent("record-\(attempt).log").path)
+            #expect(recorder.waitFor(" recording: "), "\(recorder.output)")
+            let player = try RigTandem(rig, .master, ["play", source, "--connect", "slave:to_slave_1",
+                                                      "--connect", "slave:to_slave_2"],
+                                       log: dir.appendingPathComponent("play-\(attempt).log").path)
+            #expect(player.process.wait(timeout: 15) == 0, "\(player.output)")
+            #expect(recorder.process.wait(timeout: 15) == 0, "\(recorder.output)")
+            let recorded = try TestEnvironment.readAudio(try #require(announcedFile(recorder.output)))
+            let a = AudioCompare.alignment(source: noise.map { -$0 }, recorded: recorded.samples, channels: 2)
+            let report = try TakeReport.read(from: try #require(announcedReport(recorder.output)))
+            if a.matchedFrames == 4 * 48000 && a.mismatchedFrames == 0 {
+                print("NetJACK2 master -> rack on the slave -> master, 2 ch: \(a) (run \(attempt))")
+                break
+            }
+            #expect(report.xruns > 0 && attempt < 3, "\(a), xruns \(report.xruns)\n\(rig.logs)")
+            if report.xruns == 0 { break }
+            print("NetJACK2 rack run \(attempt): \(a) with \(report.xruns) server xruns; once more")
+        }
     }
 
     /// Record-while-play on the master through a loop on the slave (system:capture_1 -> system:playback_1): the
@@ -210,43 +220,8 @@ struct NetJackTests {
     @Test func theLinkDownForTwoSecondsEndsTheTakeWithEveryFrameAndANewOneStarts() throws {
         let rig = try NetJackRig("link", channels: 2)
         defer { stopAndCheck(rig) }
-        let dir = rig.directory
         let noise = Signals.noise(frames: 4 * 48000, channels: 2, seed: 424)
-        let source = dir.appendingPathComponent("loop.wav").path
-        try TestEnvironment.writeWAV(noise, channels: 2, path: source, sample: .int24)
-        let masterPreset = dir.appendingPathComponent("master.toml").path
-        try """
-            [session]
-            name = "m"
-            directory = "\(dir.path)"
-            [player]
-            client = "m-play"
-            channels = 2
-            queue = ["\(source)"]
-            loop = "item"
-            [[connect]]
-            from = "m-play:out_*"
-            to = "/slave(-[0-9]+)?:to_slave_[0-9]+/"
-            """.write(toFile: masterPreset, atomically: true, encoding: .utf8)
-        let slavePreset = dir.appendingPathComponent("slave.toml").path
-        try """
-            [session]
-            name = "s"
-            directory = "\(dir.path)"
-            on_server_loss = "resume"
-            [recorder]
-            client = "s-rec"
-            channels = 2
-            [[connect]]
-            from = "system:capture_*"
-            to = "s-rec:in_*"
-            """.write(toFile: slavePreset, atomically: true, encoding: .utf8)
-        let master = try RigTandem(rig, .master, ["run", "--no-view", masterPreset],
-                                   log: dir.appendingPathComponent("master.log").path)
-        #expect(master.waitFor("playing item 1"), "\(master.output)")
-        let slave = try RigTandem(rig, .slave, ["run", "--no-view", slavePreset],
-                                  log: dir.appendingPathComponent("slave.log").path)
-        #expect(slave.waitFor("take 1 recording"), "\(slave.output)")
+        let (master, slave) = try playAndRecordAcross(rig, noise: noise)
         let takeStarted = Date()
         usleep(3_000_000)
         let downAt = Date().timeIntervalSince(takeStarted)

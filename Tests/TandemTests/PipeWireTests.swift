@@ -280,4 +280,34 @@ struct PipeWireTests {
             print("rack on PipeWire, run \(attempt): \(off) frames off (missed \(report.missedFrames ?? 0)); once more")
         }
     }
+
+    /// JACK transport on PipeWire: a recorder with `start = "transport"` records a take per roll (`jack_transport`
+    /// play, then stop 1.5 s later), as on jackd2.
+    @Test(.enabled(if: TestEnvironment.hasProgram("jack_transport")))
+    func theTransportStartsAndStopsATakeOnPipeWire() throws {
+        let pw = try PipeWireServer("transport")
+        defer { pw.stop() }
+        let dir = pw.folder
+        let preset = dir.appendingPathComponent("t.toml").path
+        try """
+            [session]
+            name = "tr"
+            directory = "\(dir.path)"
+            [recorder]
+            client = "tr-rec"
+            channels = 1
+            start = "transport"
+            """.write(toFile: preset, atomically: true, encoding: .utf8)
+        let run = try tandem(pw, ["run", "--no-view", preset], log: dir.appendingPathComponent("run.log").path)
+        defer { run.process.signal(SIGTERM); _ = run.process.wait(timeout: 10) }
+        #expect(run.waitFor("recorder ready"), "\(run.output)")
+        #expect(!run.output.contains("recording:"), "no take before the transport rolls")
+        let roll = try pw.run(["sh", "-c", "(echo play; sleep 1.5; echo stop; sleep 0.3; echo quit) | jack_transport"])
+        #expect(roll.code == 0, "\(roll.output)")
+        #expect(run.waitFor("take 1 stopped", timeout: 5), "\(run.output)")
+        let report = try TakeReport.read(from: try #require(announcedReport(run.output)))
+        let seconds = Double(report.frames) / 48000
+        #expect(seconds > 1.0 && seconds < 2.0, "a take as long as the roll: \(seconds) s")
+        print("transport on PipeWire: one take of \(String(format: "%.3f", seconds)) s for a 1.5 s roll, missed \(report.missedFrames ?? 0)")
+    }
 }
