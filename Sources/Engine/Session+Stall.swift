@@ -63,7 +63,11 @@ extension Session {
     private func cyclesBack(after seconds: Double, since: Date) {
         logger.info("the JACK server runs cycles again", metadata: ["after": "\(String(format: "%.2f", seconds)) s"])
         events.append(.cyclesBack(seconds: seconds))
-        guard stallWatch.takeWasRunning, recorder != nil else { return }
+        // A take a person, a signal or the control protocol started goes on as a new take; a level trigger, a
+        // schedule or the transport start their own takes again when their rule says so.
+        let rule = preset?.recorder
+        let startsItself = rule?.start == .level || rule?.start == .transport || !(rule?.schedule ?? []).isEmpty
+        guard stallWatch.takeWasRunning, recorder != nil, !startsItself else { return }
         stallWatch.takeWasRunning = false
         stallWatch.resumeNote = "started when the JACK server ran cycles again after \(String(format: "%.2f", seconds)) s "
             + "without any (from \(ISO8601DateFormatter().string(from: since))); those seconds were not recorded"

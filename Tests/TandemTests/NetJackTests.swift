@@ -359,45 +359,38 @@ struct NetJackTests {
         return figures.joined(separator: "; ")
     }
 
+    /// A master playing into a slave that records; `host`'s jackd restarts (1 s down) 2 s into the take; take 1 ends
+    /// as `ending` with every frame before the fault, take 2 starts when the slave has re-joined.
+    func restartDuringATake(_ host: NetJackRig.Host, label: String, seed: UInt64, ending: TakeEnd) throws {
+        let rig = try NetJackRig(label, channels: 2)
+        defer { stopAndCheck(rig) }
+        let noise = Signals.noise(frames: 4 * 48000, channels: 2, seed: seed)
+        let (master, slave) = try playAndRecordAcross(rig, noise: noise)
+        usleep(2_000_000)
+        try rig.restart(host, after: 1)
+        if host == .master { #expect(master.waitFor("JACK server back", timeout: 10), "\(master.output)") }
+        #expect(slave.waitFor("take 2 recording", timeout: 15), "\(slave.output)\n\(rig.logs)")
+        usleep(3_000_000)
+        slave.process.signal(SIGTERM)
+        master.process.signal(SIGTERM)
+        #expect(slave.process.wait(timeout: 10) == 0, "\(slave.output)")
+        #expect(master.process.wait(timeout: 10) == 0, "\(master.output)")
+        let figures = try checkTwoTakes(slave, noise: noise, end: ending)
+        print("\(host.rawValue) restarted (1 s down): \(figures)")
+    }
+
     /// The master's jackd restarts (1 s down) during a take on the slave: the slave's server waits for it without
     /// shutting its clients down, so the slave's Tandem sees its cycles stop: take 1 ends `serverStalled` with every
     /// frame before the fault, take 2 starts when the slave has re-joined. The master's Tandem sees an ordinary
     /// server loss and restores its player and its rule to the re-joined slave.
     @Test func theMasterRestartingEndsTheSlavesTakeAndANewOneStarts() throws {
-        let rig = try NetJackRig("mrestart", channels: 2)
-        defer { stopAndCheck(rig) }
-        let noise = Signals.noise(frames: 4 * 48000, channels: 2, seed: 4242)
-        let (master, slave) = try playAndRecordAcross(rig, noise: noise)
-        usleep(2_000_000)
-        try rig.restart(.master, after: 1)
-        #expect(master.waitFor("JACK server back", timeout: 10), "\(master.output)")
-        #expect(slave.waitFor("take 2 recording", timeout: 15), "\(slave.output)\n\(rig.logs)")
-        usleep(3_000_000)
-        slave.process.signal(SIGTERM)
-        master.process.signal(SIGTERM)
-        #expect(slave.process.wait(timeout: 10) == 0, "\(slave.output)")
-        #expect(master.process.wait(timeout: 10) == 0, "\(master.output)")
-        let figures = try checkTwoTakes(slave, noise: noise, end: .serverStalled)
-        print("master restarted (1 s down): \(figures)")
+        try restartDuringATake(.master, label: "mrestart", seed: 4242, ending: .serverStalled)
     }
 
     /// The slave's jackd restarts (1 s down) during a take on the slave: an ordinary server loss there (take 1
     /// `serverLost` with every frame before it, take 2 when the server is back and has re-joined the master).
     @Test func theSlaveRestartingEndsItsTakeAndANewOneStarts() throws {
-        let rig = try NetJackRig("srestart", channels: 2)
-        defer { stopAndCheck(rig) }
-        let noise = Signals.noise(frames: 4 * 48000, channels: 2, seed: 2424)
-        let (master, slave) = try playAndRecordAcross(rig, noise: noise)
-        usleep(2_000_000)
-        try rig.restart(.slave, after: 1)
-        #expect(slave.waitFor("take 2 recording", timeout: 15), "\(slave.output)\n\(rig.logs)")
-        usleep(3_000_000)
-        slave.process.signal(SIGTERM)
-        master.process.signal(SIGTERM)
-        #expect(slave.process.wait(timeout: 10) == 0, "\(slave.output)")
-        #expect(master.process.wait(timeout: 10) == 0, "\(master.output)")
-        let figures = try checkTwoTakes(slave, noise: noise, end: .serverLost)
-        print("slave restarted (1 s down): \(figures)")
+        try restartDuringATake(.slave, label: "srestart", seed: 2424, ending: .serverLost)
     }
 
     /// The rig leaves nothing behind when its owner dies without stopping it (a crashed test): the watcher stops it.
