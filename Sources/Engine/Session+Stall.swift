@@ -67,8 +67,9 @@ extension Session {
         // schedule or the transport start their own takes again when their rule says so.
         let rule = preset?.recorder
         let startsItself = rule?.start == .level || rule?.start == .transport || !(rule?.schedule ?? []).isEmpty
-        guard stallWatch.takeWasRunning, recorder != nil, !startsItself else { return }
+        let resume = stallWatch.takeWasRunning && recorder != nil && !startsItself
         stallWatch.takeWasRunning = false
+        guard resume else { return }
         stallWatch.resumeNote = "started when the JACK server ran cycles again after \(String(format: "%.2f", seconds)) s "
             + "without any (from \(ISO8601DateFormatter().string(from: since))); those seconds were not recorded"
     }

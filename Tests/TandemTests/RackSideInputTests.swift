@@ -90,23 +90,9 @@ import TestSupport
         let file = try #require(report.chunks.first?.files.first)
         let audio = try TestEnvironment.readAudio(file.hasPrefix("/") ? file : dir.appendingPathComponent(file).path)
         let frames = audio.samples.count / 3
-        func ch(_ c: Int, _ f: Int) -> Float { audio.samples[3 * f + c] }
         // The last 4 s (after the re-apply): windows of silent and of loud side signal.
-        var quiet: [Double] = [], loud: [Double] = []
-        let window = 2400
-        for w in stride(from: max(0, frames - 4 * 48000), to: frames - 4800 - window, by: window) {
-            var s = 0.0, input = 0.0, output = 0.0
-            for f in w..<(w + window) {
-                s += Double(ch(2, f) * ch(2, f))
-                input += Double(ch(0, f) * ch(0, f))
-                output += Double(ch(1, f) * ch(1, f))
-            }
-            guard input > 0 else { continue }
-            let ratio = (output / input).squareRoot()
-            let sideRMS = (s / Double(window)).squareRoot()
-            if sideRMS < 1e-4 { quiet.append(ratio) } else if sideRMS > 0.1 { loud.append(ratio) }
-        }
-        let q = quiet.sorted(), l = loud.sorted()
+        let (q, l) = RackTests.sidechainGains(audio.samples, channels: 3, input: 0, output: 1, side: 2,
+                                              windowsFrom: max(0, frames - 4 * 48000), to: frames - 4800)
         #expect(q.count > 10 && l.count > 10, "windows: \(q.count) quiet, \(l.count) loud")
         #expect(q.isEmpty || abs(q[q.count / 2] - 1) < 0.05, "gain with a silent side chain: \(q)")
         #expect(l.isEmpty || l[l.count / 2] < 0.5, "gain with a loud side chain: \(l)")
