@@ -35,6 +35,8 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "SoundFile", dependencies: ["CSndFile", "CSoxr"]),
+        // Standard MIDI Files: reader (format 0 and 1, tempo map) and the recorder's crash-safe writer. Pure Swift.
+        .target(name: "MIDIFile"),
         .target(name: "Presets", dependencies: ["SoundFile", "Realtime"]),
         .target(name: "Plugins", dependencies: [
             "CLilv", "LV2Host", "Realtime", "Presets",
@@ -65,6 +67,7 @@ let package = Package(
         .testTarget(name: "RealtimeTests", dependencies: ["Realtime"]),
         .testTarget(name: "JackTests", dependencies: ["Jack", "Realtime", "TestSupport"]),
         .testTarget(name: "SoundFileTests", dependencies: ["SoundFile", "TestSupport"]),
+        .testTarget(name: "MIDIFileTests", dependencies: ["MIDIFile", "TestSupport"]),
         .testTarget(name: "PresetsTests", dependencies: ["Presets", "TestSupport"]),
         .testTarget(name: "EngineTests", dependencies: ["Engine", "TestSupport"]),
         .testTarget(name: "PluginsTests", dependencies: ["Plugins", "Presets", "TestSupport",
