@@ -43,7 +43,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "Engine", dependencies: [
-            "Realtime", "Jack", "SoundFile", "Presets", "Plugins",
+            "Realtime", "Jack", "SoundFile", "Presets", "Plugins", "MIDIFile",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "Control", dependencies: [
@@ -69,7 +69,7 @@ let package = Package(
         .testTarget(name: "SoundFileTests", dependencies: ["SoundFile", "TestSupport"]),
         .testTarget(name: "MIDIFileTests", dependencies: ["MIDIFile", "TestSupport"]),
         .testTarget(name: "PresetsTests", dependencies: ["Presets", "TestSupport"]),
-        .testTarget(name: "EngineTests", dependencies: ["Engine", "TestSupport"]),
+        .testTarget(name: "EngineTests", dependencies: ["Engine", "Jack", "TestSupport"]),
         .testTarget(name: "PluginsTests", dependencies: ["Plugins", "Presets", "TestSupport",
                                                         .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "TandemTests", dependencies: ["TestSupport", "SoundFile", "Engine", "Jack", "Control", "Plugins",
