@@ -39,6 +39,7 @@ extension PlayerConfig {
         if let session, session.restorePlugins { pluginState = Session.pluginStateDirectory(session, engine: .player) }
         clientName = p.client
         ports = p.ports
+        midiPorts = p.midiPorts
         queue = p.queue
         loop = p.loop
         gainDB = p.gainDB
@@ -50,5 +51,6 @@ extension PlayerConfig {
 
     func sameClient(as other: PlayerConfig) -> Bool {
         clientName == other.clientName && ports == other.ports && ringSeconds == other.ringSeconds
+            && resolvedMIDIPorts == other.resolvedMIDIPorts
     }
 }

@@ -209,6 +209,8 @@ public struct RecorderSection: Sendable, Equatable {
 public struct PlayerSection: Sendable, Equatable {
     public var client = "tandem-play"
     public var ports: [String] = ["out_1", "out_2"]
+    /// MIDI output ports (`midi_ports`); nil: `midi_out` when the queue holds a MIDI file, else none.
+    public var midiPorts: [String]?
     /// Absolute paths (relative ones are resolved against the preset's folder).
     public var queue: [String] = []
     public var loop: LoopMode = .none

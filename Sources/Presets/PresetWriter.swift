@@ -61,6 +61,7 @@ public extension Preset {
             out.table("player")
             if p.client != d.client { out.string("client", p.client) }
             out.ports(p.ports, prefix: "out")
+            if let m = p.midiPorts { out.line("midi_ports = [" + m.map(TOMLText.quoted).joined(separator: ", ") + "]") }
             if !p.queue.isEmpty { out.line("queue = [" + p.queue.map(TOMLText.quoted).joined(separator: ", ") + "]") }
             if p.loop != d.loop { out.raw("loop", p.loop.rawValue) }
             if p.gainDB != d.gainDB { out.number("gain", p.gainDB) }
