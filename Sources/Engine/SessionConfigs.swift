@@ -9,6 +9,7 @@ extension RecorderConfig {
         self.init()
         clientName = r.client
         ports = r.ports
+        midiPorts = r.midiPorts
         directory = session.directory
         self.session = session.name
         template = r.template
@@ -28,7 +29,7 @@ extension RecorderConfig {
     /// Whether `other` can be applied without re-creating the JACK client (same name, ports, ring, pre-roll).
     func sameClient(as other: RecorderConfig) -> Bool {
         clientName == other.clientName && ports == other.ports && ringSeconds == other.ringSeconds
-            && prerollSeconds == other.prerollSeconds && recordDry == other.recordDry
+            && prerollSeconds == other.prerollSeconds && recordDry == other.recordDry && midiPorts == other.midiPorts
     }
 }
 

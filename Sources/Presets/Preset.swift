@@ -178,6 +178,8 @@ public struct SessionSection: Sendable, Equatable {
 public struct RecorderSection: Sendable, Equatable {
     public var client = "tandem-rec"
     public var ports: [String] = ["in_1", "in_2"]
+    /// MIDI input ports (`midi_ports`), recorded into `<take>.mid` beside the audio.
+    public var midiPorts: [String] = []
     public var format = AudioFormat()
     public var template = "{session}-{take:03}-{date}-{time}"
     public var stems = false

@@ -482,11 +482,12 @@ struct Validator {
         let s = "recorder"
         unknownKeys(t, ["client", "channels", "ports", "format", "sample", "quality", "template", "stems", "rotate",
                         "rotate_size", "preroll", "duration", "stop_at", "start", "ring", "plugins", "dry",
-                        "trigger", "schedule", "rotate_on_clock", "retention"],
+                        "trigger", "schedule", "rotate_on_clock", "retention", "midi_ports"],
                     section: s)
         var r = RecorderSection()
         r.client = client(t, s, default: r.client)
         r.ports = ports(t, s, prefix: "in", default: r.ports)
+        r.midiPorts = midiPorts(t, s, audio: r.ports) ?? []
         r.format.container = choice(t, "format", s, Container.self) ?? .wav
         r.format.sample = choice(t, "sample", s, SampleFormat.self) ?? .float32
         r.format.quality = number(t, "quality", s, Limits.quality)

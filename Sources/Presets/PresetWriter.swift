@@ -36,6 +36,7 @@ public extension Preset {
             out.table("recorder")
             if r.client != d.client { out.string("client", r.client) }
             out.ports(r.ports, prefix: "in")
+            if !r.midiPorts.isEmpty { out.line("midi_ports = [" + r.midiPorts.map(TOMLText.quoted).joined(separator: ", ") + "]") }
             if r.format.container != d.format.container { out.raw("format", r.format.container.rawValue) }
             if r.format.sample != d.format.sample { out.raw("sample", r.format.sample.rawValue) }
             if let q = r.format.quality { out.number("quality", q) }
