@@ -40,7 +40,9 @@ import TestSupport
                 source.send(frame: first + i * 48, bytes: bytes)
             }
             rng = rng &* 6364136223846793005 &+ 1442695040888963407
-            usleep(UInt32((0.5 + Double(rng >> 40) / Double(1 << 24) * 2.0) * 1_000_000))
+            let fraction: Double = Double(rng >> 40) / 16_777_216.0
+            let delay: Double = 0.5 + fraction * 2.0
+            usleep(UInt32(delay * 1_000_000))
             let killedAt = source.frameTime
             t.process.signal(SIGKILL)
             _ = t.process.wait(timeout: 5)
