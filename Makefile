@@ -57,10 +57,13 @@ fuzz: deps
 test-tsan: deps
 	$(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter RealtimeTests
 
-# Tandem side by side with jack_capture and sndfile-jackplay; writes docs/PERFORMANCE.md (about 10 minutes).
+# Tandem side by side with jack_capture and sndfile-jackplay; writes docs/PERFORMANCE.md (about 10 minutes). Then the
+# rack against jalv and ecasound (its own section of that file, between <!-- rack:begin/end -->; about 10 minutes).
 bench: release
 	@scripts/clean-jack-shm.sh
 	scripts/bench.py
+	@scripts/clean-jack-shm.sh
+	scripts/bench_rack.py
 
 # 16 channels recorded and 16 played for 10 minutes: memory, file handles, drops (writes docs/RELIABILITY.md).
 soak: release

@@ -4,6 +4,9 @@
  *   bench-client gen  NAME CHANNELS RAWFILE           play an interleaved float32 file from memory on out_1..N, looping
  *   bench-client sink NAME CHANNELS SECONDS RAWFILE   record in_1..N into pre-faulted memory; write RAWFILE on SIGTERM
  *   bench-client mon  NAME                            print "XRUN t", "LOAD t percent", "PORT t name" lines
+ *   bench-client floor NAME CHANNELS SECONDS SOURCE    the floor: connect in_1..N to SOURCE:out_1..N, copy each port
+ *                                                    into a pre-faulted 4 s ring in memory (one memcpy per port and
+ *                                                    cycle, nothing else), exit after SECONDS
  *
  * Every mode prints READY once active and runs until SIGTERM/SIGINT. Times are CLOCK_MONOTONIC seconds. The process
  * callbacks only copy and count; all output happens on the main thread.
@@ -87,6 +90,22 @@ static int sink_process(jack_nframes_t n, void *arg) {
     return 0;
 }
 
+static size_t ring_frames;
+
+static int floor_process(jack_nframes_t n, void *arg) {
+    (void)arg;
+    size_t at = pos % ring_frames;
+    size_t first = n < ring_frames - at ? n : ring_frames - at;
+    for (int c = 0; c < channels; c++) {
+        const float *in = jack_port_get_buffer(ports[c], n);
+        float *ring = data + (size_t)c * ring_frames;
+        memcpy(ring + at, in, first * sizeof(float));
+        if (first < n) memcpy(ring, in + first, (n - first) * sizeof(float));
+    }
+    pos += n;
+    return 0;
+}
+
 static int on_xrun(void *arg) {
     (void)arg;
     int i = atomic_fetch_add(&event_count, 1);
@@ -146,6 +165,13 @@ int main(int argc, char **argv) {
         out_path = argv[5];
         if (register_ports("in", JackPortIsInput)) return 3;
         jack_set_process_callback(client, sink_process, NULL);
+    } else if (!strcmp(mode, "floor") && argc == 6) {
+        channels = atoi(argv[3]);
+        ring_frames = 4 * (size_t)jack_get_sample_rate(client);
+        data = malloc(ring_frames * channels * sizeof(float));
+        memset(data, 0, ring_frames * channels * sizeof(float));   /* fault every page in now */
+        if (register_ports("in", JackPortIsInput)) return 3;
+        jack_set_process_callback(client, floor_process, NULL);
     } else if (!strcmp(mode, "mon") && argc == 3) {
         jack_set_xrun_callback(client, on_xrun, NULL);
         jack_set_port_registration_callback(client, on_port, NULL);
@@ -156,9 +182,18 @@ int main(int argc, char **argv) {
     if (jack_activate(client)) { fprintf(stderr, "cannot activate\n"); return 3; }
     printf("READY %.6f\n", now());
     fflush(stdout);
+    double floor_end = 0;
+    if (!strcmp(mode, "floor")) {
+        for (int c = 0; c < channels; c++) {
+            char from[320];
+            snprintf(from, sizeof from, "%s:out_%d", argv[5], c + 1);
+            if (jack_connect(client, from, jack_port_name(ports[c]))) { fprintf(stderr, "cannot connect %s\n", from); return 3; }
+        }
+        floor_end = now() + atof(argv[4]);
+    }
     int printed = 0;
     double next_load = now();
-    while (!stop) {
+    while (!stop && (floor_end == 0 || now() < floor_end)) {
         usleep(10000);
         int n = atomic_load(&event_count);
         for (; printed < n && printed < EVENTS; printed++) {

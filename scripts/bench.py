@@ -6,8 +6,13 @@ fixed signal generator or memory sink (bench/bench-client.c), and a monitor that
 load. The tools of one configuration run back to back on the same server, so their figures share the machine's
 conditions. Results go to docs/PERFORMANCE.md. Python standard library only; needs gcc, libjack, jackd, sox.
 
-    scripts/bench.py                      # the full matrix (about 35 minutes: 6 runs per tool and configuration)
+    scripts/bench.py                      # the full matrix (about 35 minutes: 6 runs per tool and configuration),
+                                          # then the wide part (about 25 minutes more)
     scripts/bench.py --quick              # 2 and 16 channels at period 256, 5 s each
+    scripts/bench.py --wide               # only the wide part (128 ch at 64 and 256, 256 ch at 128, and the floor)
+
+The report is spliced into docs/PERFORMANCE.md between this script's own markers (<!-- bench:begin/end --> for the
+main part, <!-- wide:begin/end --> for the wide part); anything outside them (another generator's section) stays.
 """
 import argparse, datetime, json, os, platform, re, shlex, signal, statistics, struct, subprocess, sys, tempfile, time
 
@@ -82,7 +87,8 @@ class Server:
     def __init__(self, name, period, channels, rt, workdir):
         self.name = name
         self.env = dict(os.environ, JACK_DEFAULT_SERVER=name, JACK_NO_START_SERVER="1", JACK_NO_AUDIO_RESERVATION="1")
-        self.proc = Proc(["jackd", "-n", name, "-R" if rt else "-r", "-d", "dummy", "-r", str(RATE), "-p", str(period),
+        # -p: port limit (the default 256 is too few for a 256-channel generator and a tool beside it).
+        self.proc = Proc(["jackd", "-n", name, "-R" if rt else "-r", "-p", str(PORT_MAX), "-d", "dummy", "-r", str(RATE), "-p", str(period),
                           "-C", "2", "-P", "2"], self.env, out=os.path.join(workdir, "jackd-%s.log" % name))
         for _ in range(200):
             if subprocess.run(["jack_lsp"], env=self.env, capture_output=True).returncode == 0:
@@ -266,9 +272,13 @@ def measure_record(cfg, exe, workdir, rt, seconds, idx):
         ports = ["bench-gen:out_%d" % (c + 1) for c in range(ch)]
         tools = [
             ("tandem", ["tandem-placeholder"]),
+            # jack_capture refuses more than about 200 arguments ("Too many arguments"): wide runs name the ports by
+            # one pattern (matched in registration order, out_1 first).
             ("jack_capture", ["jack_capture", "-d", str(seconds), "-c", str(ch), "-b", "32", "-f", "wav", "-dc", "-ns"]
-             + sum([["--port", p] for p in ports], [])),
+             + (sum([["--port", p] for p in ports], []) if ch <= 128 else ["--port", "bench-gen:out_*"])),
         ]
+        if FLOOR:
+            tools.append(("floor", [exe, "floor", "bench-floor", str(ch), str(seconds), "bench-gen"]))
         runs = {}
         for round_ in range(REPEAT):
           # Alternate who goes first, so order effects show up instead of hiding.
@@ -290,10 +300,12 @@ def measure_record(cfg, exe, workdir, rt, seconds, idx):
                           r["missed"] = json.load(f).get("missedFrames") or 0
                   except (OSError, ValueError):
                       pass
+              elif tool == "floor":
+                  r = run_tool(argv, server.env, seconds, mon, workdir, "floor-%d-%d" % (ch, period), seconds + 30)
               else:
                   r = run_tool(argv + [out], server.env, seconds, mon, workdir, "jc-%d-%d" % (ch, period), seconds + 30)
               r.update(tool=tool, role="record", channels=ch, period=period, cmd=" ".join(shlex.quote(a) for a in
-                       (argv if tool == "tandem" else argv + ["OUT.wav"])))
+                       (argv if tool != "jack_capture" else argv + ["OUT.wav"])).replace(exe, "bench-client"))
               frames = None
               if os.path.exists(out):
                   fr = subprocess.run(["sox", "--i", "-s", out], capture_output=True, text=True).stdout.strip()
@@ -309,9 +321,9 @@ def measure_record(cfg, exe, workdir, rt, seconds, idx):
               r.update(frames_expected=seconds * RATE, frames_written=frames)
               r["cycle"] = cycle_cost(r["text"]) if tool == "tandem" else None
               runs.setdefault(tool, []).append(r)
-              log("record %s ch=%d p=%d cpu/s=%.4f xruns=%d bitexact=%s frames=%s losses: own %s, generator's %s" % (
-                  tool, ch, period, r["cpu_per_audio_s"], r["xruns_steady"], r.get("bitexact"), frames,
-                  r.get("tool_losses"), r.get("harness_losses")))
+              log("record %s ch=%d p=%d cpu/s=%.4f xruns=%d dsp max %.1f bitexact=%s frames=%s cycle=%s losses: own %s, "
+                  "generator's %s" % (tool, ch, period, r["cpu_per_audio_s"], r["xruns_steady"], r["dsp_max"],
+                                      r.get("bitexact"), frames, r["cycle"], r.get("tool_losses"), r.get("harness_losses")))
               time.sleep(1.0)
         rows += [median_row(v) for v in runs.values()]
         gen_p.stop()
@@ -480,6 +492,8 @@ def xruns(r):
 
 def exact(r):
     n = len(r.get("xruns_runs", [0]))
+    if r["tool"] == "floor":
+        return "n/a"
     if r.get("bitexact"):
         return "yes (%d/%d)" % (n, n)
     missed = ("; the server skipped %d frames of its cycles, %s" % (
@@ -489,7 +503,9 @@ def exact(r):
     return "%d/%d (disc %s, extra %s%s%s)" % (r.get("bitexact_runs", 0), n, r.get("disc"), r.get("extra"), missed, harness)
 
 
-RECORD_RING_S, PLAY_RING_S = 4, 2      # Tandem's default ring seconds (recorder, player)
+RECORD_RING_S, PLAY_RING_S = 4, 2
+PORT_MAX = 2048
+WIDE = [(128, 64), (128, 256), (256, 128)]      # Tandem's default ring seconds (recorder, player)
 ANCHOR = {"record": "jack_capture", "play": "sndfile-jackplay"}
 
 
@@ -503,13 +519,14 @@ def tool_table(by, role):
     for key in sorted(k for k in by if k[0] == role):
         _, ch, period = key
         t = by[key].get("tandem"); a = by[key].get(ANCHOR[role])
-        for r in (t, a):
+        for r in (t, a, by[key].get("floor")):
             if not r:
                 continue
             ratio = (t["cpu_per_audio_s"] / a["cpu_per_audio_s"]) if (r is t and a and a["cpu_per_audio_s"] > 0) else None
             cyc = r.get("cycle")
             frames = ("%s / %s | %s" % (r["frames_expected"], r["matched"], r["extra"]) if play
-                      else "%s / %s" % (r["frames_expected"], r["frames_written"]))
+                      else "%s / %s" % (r["frames_expected"], r["frames_written"]) if r["tool"] != "floor"
+                      else "(memory only)")
             L.append("| %d | %d | %s | %s | %s | %s | %.1f | %s | %s / %s | %s | %s | %s | %s |" % (
                 ch, period, r["tool"], fmt(r["cpu_per_audio_s"]), fmt(ratio, "%.2f×") if ratio else "",
                 fmt(r["cpu_steady_pct"], "%.2f"), r["rss_anon_kb"] / 1024, xruns(r), fmt(r["dsp_mean"], "%.1f"),
@@ -631,6 +648,82 @@ def targets(by):
     return L
 
 
+def splice(path, marker, lines):
+    """Puts `lines` between <!-- marker:begin --> and <!-- marker:end --> in the file at `path`, leaving everything
+    outside the markers as it is (appended at the end when the markers are not there yet)."""
+    begin, end = "<!-- %s:begin -->" % marker, "<!-- %s:end -->" % marker
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError:
+        text = ""
+    block = begin + "\n" + "\n".join(lines) + "\n" + end
+    if begin in text and end in text:
+        text = text[:text.index(begin)] + block + text[text.index(end) + len(end):]
+    else:
+        text = text.rstrip("\n") + ("\n\n" if text else "") + block + "\n"
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def wide_targets(by):
+    """Issue 23's acceptance, judged from the wide rows."""
+    def get(role, ch, p):
+        d = by.get((role, ch, p), {})
+        return d.get("tandem"), d.get(ANCHOR[role])
+    L = ["| target | result |", "|---|---|"]
+    t, a = get("record", 128, 64)
+    if t and a:
+        rounds = list(zip(t["xruns_runs"], a["xruns_runs"]))
+        L.append("| 128 ch / 64: steady xruns at most jack_capture's (sums over %d rounds) | %s: Tandem %d, jack_capture %d "
+                 "(per round: %s) |" % (len(rounds), "met" if sum(t["xruns_runs"]) <= sum(a["xruns_runs"]) else "**missed**",
+                                        sum(t["xruns_runs"]), sum(a["xruns_runs"]),
+                                        "; ".join("%d vs %d" % x for x in rounds)))
+        L.append("| 128 ch / 64: bit-exact wherever jack_capture is | %s: Tandem %d/%d exact, jack_capture %d/%d |" % (
+            "met" if sum(t["exact_runs"]) >= sum(a["exact_runs"]) else "**missed**", sum(t["exact_runs"]),
+            len(t["exact_runs"]), sum(a["exact_runs"]), len(a["exact_runs"])))
+        L.append("| 128 ch / 64: DSP max within 5 points of jack_capture's | %s: %.1f vs %.1f (median runs) |" % (
+            "met" if t["dsp_max"] <= a["dsp_max"] + 5 else "**missed**", t["dsp_max"], a["dsp_max"]))
+    for ch, p in WIDE:
+        t, a = get("record", ch, p)
+        if t and a and a["cpu_per_audio_s"] > 0:
+            ratio = t["cpu_per_audio_s"] / a["cpu_per_audio_s"]
+            L.append("| %d ch / %d: recording CPU at most 0.8× jack_capture's | %s: %.2f× |" % (
+                ch, p, "met" if ratio <= 0.8 else "**missed**", ratio))
+        if t and a and p != 64:
+            clean = [x for x, y in zip(t["xruns_runs"], a["xruns_runs"]) if y == 0]
+            L.append("| %d ch / %d: 0 steady xruns where jack_capture has 0; bit-exact | %s; %s |" % (
+                ch, p, ("met" if not any(clean) else "**missed**: %s" % clean) if clean else "not exercised",
+                "exact %d/%d" % (sum(t["exact_runs"]), len(t["exact_runs"]))))
+    t, _ = get("record", 128, 64)
+    if t and t.get("cycle"):
+        pct = t["cycle"][2] / (64 / RATE * 1e6) * 100
+        L.append("| cycle max at 128 ch below 20 %% of the period at 64 frames | %s: %.1f µs = %.1f %% (median run) |" % (
+            "met" if pct < 20 else "**missed**", t["cycle"][2], pct))
+    return L
+
+
+def write_wide(path, rows, args, rt):
+    by = {}
+    for r in rows:
+        by.setdefault((r["role"], r["channels"], r["period"]), {})[r["tool"]] = r
+    L = ["## Wide: 128 and 256 channels, and the floor\n",
+         "Measured by `scripts/bench.py --wide` on %s, %s; JACK scheduling: %s; %d s of audio per run; private servers "
+         "started with `-p %d` (port limit). Same method and columns as above. The floor is `bench-client floor`: a "
+         "minimal C client that connects to the generator and copies each port into a pre-faulted 4 s ring in memory "
+         "(one `memcpy` per port and cycle, nothing else): how far each tool is from doing only the copy.\n" % (
+             datetime.date.today().isoformat(), machine(), "real-time (-R)" if rt else "not real-time (-r)",
+             args.seconds, PORT_MAX)]
+    L.append("### Recording\n")
+    L += tool_table(by, "record")
+    if any(k[0] == "play" for k in by):
+        L.append("\n### Playback\n")
+        L += tool_table(by, "play")
+    L.append("\n### Targets (issue 23)\n")
+    L += wide_targets(by)
+    splice(path, "wide", L)
+
+
 def write_report(path, rows, startups, comb, writers, args, rt, started):
     by = {}
     for r in rows:
@@ -693,8 +786,31 @@ def write_report(path, rows, startups, comb, writers, args, rt, started):
             continue
         seen.add((r["tool"], r["role"]))
         L.append("- %s %s: `%s`" % (r["tool"], r["role"], c))
-    with open(path, "w") as f:
-        f.write("\n".join(L) + "\n")
+    splice(path, "bench", L)
+
+
+def run_wide(args, exe, workdir, rt, started, idx):
+    """The wide configurations (with the floor beside the recorders); rows are merged into .build/bench-wide.json and
+    the wide part of the report is written from it."""
+    global FLOOR
+    cache = os.path.join(ROOT, ".build", "bench-wide.json")
+    try:
+        with open(cache) as f:
+            kept = json.load(f)
+    except (OSError, ValueError):
+        kept = []
+    FLOOR = True
+    for ch, period in WIDE:
+        for role, measure in (("record", measure_record), ("play", measure_play)):
+            idx += 1
+            if not args.only or "%s-%d-%d" % (role, ch, period) in args.only:
+                got = measure((ch, period), exe, workdir, rt, args.seconds, idx)
+                kept = [r for r in kept if (r["role"], r["channels"], r["period"]) != (role, ch, period)]
+                kept += [{k: v for k, v in r.items() if k != "text"} for r in got]
+    with open(cache, "w") as f:
+        json.dump(kept, f)
+    write_wide(args.out, kept, args, rt)
+    log("wrote the wide part of %s in %.0f s" % (args.out, time.monotonic() - started))
 
 
 def main():
@@ -704,6 +820,8 @@ def main():
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--combined", type=int, default=60)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--wide", action="store_true", help="only the wide configurations and the floor; rows measured "
+                    "are kept in .build/bench-wide.json, so --only can add to them")
     ap.add_argument("--repeat", type=int, default=6, help="runs per tool and configuration")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "PERFORMANCE.md"))
     ap.add_argument("--only", action="append", default=[], metavar="ROLE-CH-PERIOD",
@@ -722,6 +840,9 @@ def main():
     channels = [2, 16] if args.quick else [2, 16, 64]
     periods = [256] if args.quick else [64, 256]
     rows, idx = [], 0
+    if args.wide:
+        run_wide(args, exe, workdir, rt, started, idx)
+        return
     for ch in channels:
         for period in periods:
             for role, measure in (("record", measure_record), ("play", measure_play)):
@@ -748,10 +869,13 @@ def main():
             d.setdefault("channels", str(ch))
             writers.append(d)
     write_report(args.out, rows, starts, comb, writers, args, rt, started)
+    if not args.quick:
+        run_wide(args, exe, workdir, rt, started, idx)
     log("wrote %s in %.0f s" % (args.out, time.monotonic() - started))
 
 
 TANDEM = None
 REPEAT = 6
+FLOOR = False
 if __name__ == "__main__":
     main()

@@ -5,6 +5,8 @@
 #   scripts/netjack-rig.sh exec DIR master|slave COMMAND [ARG...]   run a command on one "host" (pid kept: exec)
 #   scripts/netjack-rig.sh link DIR up|down                        the slave's end of the cable
 #   scripts/netjack-rig.sh stop-slave DIR | start-slave DIR        the slave's jackd alone (a slave restart)
+#   scripts/netjack-rig.sh restart DIR master|slave SECONDS        one host's jackd stops, and starts again SECONDS
+#                                                                  later (its clients stay: they see a server loss)
 #   scripts/netjack-rig.sh stop DIR                                everything, in order; exit 1 if anything is left
 #
 # Each "host" is a holder process in its own network namespace and its own mount namespace, with a private tmpfs on
@@ -102,6 +104,26 @@ stop_clients() {
   local ns=$1 holder=$2 keep=$3 p
   for p in $(pids_in "$ns" "$holder"); do [ "$p" = "$keep" ] || kill -TERM "$p" 2>/dev/null; done
   for p in $(pids_in "$ns" "$holder"); do [ "$p" = "$keep" ] || stop_pid "$p" 30; done
+}
+
+start_master() {
+  local dir=$1
+  load_state "$dir"
+  spawn_in master "$dir/master-jackd.log" jackd $RT -d dummy -r "$RATE" -p "$PERIOD" -C "$CHANNELS" -P "$CHANNELS"
+  local pid=$!
+  sed -i '/^MASTER_JACKD=/d' "$dir/rig.env"
+  echo "MASTER_JACKD=$pid" >>"$dir/rig.env"
+  local up=0 i
+  for ((i = 0; i < 100; i++)); do
+    in_host master jack_lsp >/dev/null 2>&1 && { up=1; break; }
+    alive "$pid" || break
+    sleep 0.1
+  done
+  if [ $up = 0 ] || ! in_host master jack_load netmanager -i "-a $MASTER_ADDR" >>"$dir/master-jackd.log" 2>&1; then
+    echo "netjack-rig: the master did not start:" >&2
+    tail -20 "$dir/master-jackd.log" >&2
+    return 1
+  fi
 }
 
 start_slave() {
@@ -207,18 +229,7 @@ cmd_start() {
     exit 1
   fi
 
-  spawn_in master "$dir/master-jackd.log" jackd $RT -d dummy -r "$rate" -p "$period" -C "$channels" -P "$channels"
-  echo "MASTER_JACKD=$!" >>"$dir/rig.env"
-  load_state "$dir"
-  local up=0
-  for ((i = 0; i < 100; i++)); do
-    in_host master jack_lsp >/dev/null 2>&1 && { up=1; break; }
-    alive "$MASTER_JACKD" || break
-    sleep 0.1
-  done
-  if [ $up = 0 ] || ! in_host master jack_load netmanager -i "-a $MASTER_ADDR" >>"$dir/master-jackd.log" 2>&1; then
-    echo "netjack-rig: the master did not start:" >&2
-    tail -20 "$dir/master-jackd.log" >&2
+  if ! start_master "$dir"; then
     cmd_stop "$dir" >/dev/null
     exit 1
   fi
@@ -299,6 +310,16 @@ case "$sub" in
     case "$2" in up | down) in_host slave ip link set "$LINK" "$2" ;; *) die "link: up or down, not '$2'" ;; esac
     ;;
   stop-slave) [ $# -ge 1 ] || die "usage: stop-slave DIR"; stop_slave "$1" ;;
+  restart)
+    [ $# -ge 3 ] || die "usage: restart DIR master|slave SECONDS"
+    [[ "$3" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "not a number of seconds: '$3'"
+    load_state "$1"
+    case "$2" in
+      master) stop_pid "${MASTER_JACKD:-}" 50; sleep "$3"; start_master "$1" ;;
+      slave) stop_pid "${SLAVE_JACKD:-}" 50; sleep "$3"; start_slave "$1" ;;
+      *) die "restart: master or slave, not '$2'" ;;
+    esac
+    ;;
   start-slave) [ $# -ge 1 ] || die "usage: start-slave DIR"; start_slave "$1" ;;
   _watch) cmd_watch "$@" ;;
   *) die "usage: start|stop|exec|link|stop-slave|start-slave DIR ... (see the top of $SELF)" ;;

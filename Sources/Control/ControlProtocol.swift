@@ -17,7 +17,7 @@ import Glibc
 /// Threads: control thread only (`poll` is called from the run loop).
 public final class ControlProtocol {
     public let socket: UDPSocket
-    private let session: Session
+    let session: Session
     private let logger: Logger
     /// Largest message accepted (larger ones get an error reply).
     public static let maxMessageBytes = 8192
@@ -45,11 +45,13 @@ public final class ControlProtocol {
     /// Addresses the session never answers: its own replies, events and meters coming back (a loop).
     static let ownOutputs: Set<String> = ["/tandem/reply", "/tandem/event", "/tandem/meters"]
     private var subscribers: [String: Subscriber] = [:]
+    /// The receive time of the request being handled (a marker lands on its frame).
+    private var arrival: Date?
     private static let maxSubscribers = 16
 
     public static let commands: [String: String] = [
         "/tandem/ping": "", "/tandem/status": "", "/tandem/record/start": "", "/tandem/record/stop": "",
-        "/tandem/record/arm": "", "/tandem/record/rotate": "", "/tandem/play/play": "", "/tandem/play/pause": "",
+        "/tandem/record/arm": "", "/tandem/record/rotate": "", "/tandem/record/mark": "[s]", "/tandem/play/play": "", "/tandem/play/pause": "",
         "/tandem/play/stop": "", "/tandem/play/next": "", "/tandem/play/seek": "f", "/tandem/play/gain": "f",
         "/tandem/play/load": "s...", "/tandem/preset/apply": "s", "/tandem/subscribe": "[s] [f]",
         "/tandem/unsubscribe": "[s]", "/tandem/plugin/set": "sssf", "/tandem/plugin/get": "sss",
@@ -91,7 +93,10 @@ public final class ControlProtocol {
                 switch OSCMessage.decode(bytes: d.bytes) {
                 case .success(let m) where Self.ownOutputs.contains(m.path):
                     continue   // another session's reply or event: answering it could start an endless exchange
-                case .success(let m): reply = handle(m, from: d.source)
+                case .success(let m):
+                    arrival = d.arrival
+                    reply = handle(m, from: d.source)
+                    arrival = nil
                 case .failure(let e): reply = [.string("error"), .string("?"), .string("malformed: \(e.message)")]
                 }
             }
@@ -155,6 +160,7 @@ public final class ControlProtocol {
         func noArguments() -> String? {
             m.arguments.isEmpty ? nil : "\(m.path) takes no arguments (got \(m.arguments.count))"
         }
+        if let relayed = relayToIsolatedRack(m) { return relayed }
         switch m.path {
         case "/tandem/ping":
             return ok("pong")
@@ -169,6 +175,23 @@ public final class ControlProtocol {
             guard session.recorder != nil else { return error("this session has no recorder") }
             session.stopTake()
             return ok(m.path.hasSuffix("arm") ? "armed: metering, nothing written until started" : "")
+        case "/tandem/record/mark":
+            // [LABEL]: a marker at the frame the request arrived.
+            guard m.arguments.count <= 1 else { return error("/tandem/record/mark takes an optional LABEL (got \(m.arguments.count) arguments)") }
+            var label = ""
+            if let a = m.arguments.first {
+                // A number is taken as its text (`tandem ctl record mark 2` sends an integer).
+                guard let text = a.string ?? (a.number != nil ? a.description : nil) else {
+                    return error("/tandem/record/mark: LABEL must be a string")
+                }
+                label = text
+            }
+            guard session.recorder != nil else { return error("this session has no recorder") }
+            guard let r = session.recorder, r.isRecording else { return error("no take is running: marker not kept") }
+            guard let at = session.mark(label: label, source: "osc", arrival: arrival ?? Date()) else {
+                return error("no take is running: marker not kept")
+            }
+            return ok("marker at stream frame \(at)")
         case "/tandem/record/rotate":
             if let e = noArguments() { return error(e) }
             return session.rotate() ? ok() : error("no take is running")
@@ -399,6 +422,8 @@ public final class ControlProtocol {
         case .manualDisconnect(let a, let b, let repaired): return ("manual-disconnect", "\(a) -> \(b) \(repaired ? "repaired" : "respected")")
         case .serverLost(let why): return ("server-lost", why)
         case .serverBack: return ("server-back", "")
+        case .cyclesStopped(let seconds): return ("cycles-stopped", String(format: "%.2f s", seconds))
+        case .cyclesBack(let seconds): return ("cycles-back", String(format: "%.2f s", seconds))
         case .refused(let why): return ("refused", why)
         case .pluginProblem(let engine, let plugin, let bypassed, let message):
             return (bypassed ? "plugin-bypassed" : "plugin-ignored", "\(engine) \(plugin): \(message)")

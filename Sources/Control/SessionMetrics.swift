@@ -21,6 +21,7 @@ public final class SessionMetrics {
     private let takesFinished: Counter
     private let diskErrors: Counter
     private let serverLosses: Counter
+    private let serverStalls: Counter
     private let serverLost: Gauge
     /// Per rack (labelled `rack`): processes that went down (crashed or hung) and restarts, for isolated racks.
     private var rackDowns: [String: Counter] = [:]
@@ -69,6 +70,8 @@ public final class SessionMetrics {
         takesFinished = r.makeCounter(descriptor: Self.name("takes_finished_total", "Takes finished (any ending)."))
         diskErrors = r.makeCounter(descriptor: Self.name("disk_errors_total", "Takes ended by a disk error."))
         serverLosses = r.makeCounter(descriptor: Self.name("server_losses_total", "Times the JACK server went away."))
+        serverStalls = r.makeCounter(descriptor: Self.name("server_stalls_total",
+                                                           "Times the JACK server stayed up but ran no cycles."))
         serverLost = r.makeGauge(descriptor: Self.name("server_lost", "1 while waiting for a lost JACK server."))
     }
 
@@ -123,6 +126,7 @@ public final class SessionMetrics {
                 finishedFrames += report.frames
             case .recorder(.diskError): diskErrors.increment()
             case .serverLost: serverLosses.increment()
+            case .cyclesStopped: serverStalls.increment()
             case .rackDown(let rack, _): rackCounter(&rackDowns, rack, "rack_crashes_total",
                                                      "Times an isolated rack's process went down (crashed or hung).").increment()
             case .rackBack(let rack, _): rackCounter(&rackBacks, rack, "rack_restarts_total",

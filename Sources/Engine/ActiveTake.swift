@@ -36,6 +36,14 @@ final class ActiveTake {
     var bytesCheckedAt = 0
     /// Bytes of the chunks already closed (the status counts the whole take, not only the open chunk).
     var closedChunkBytes = 0
+    /// Chunk boundaries on the wall clock (`rotate_on_clock`), and the next one (stream position and the time it
+    /// stands for, which names the chunk that starts there).
+    var clock: WallClockRotation?
+    var boundary: (frame: Int, time: Date)?
+    /// The wall-clock time the next chunk's name carries (nil: the take's).
+    var chunkDate: Date?
+    /// The level-trigger decision that started this take (nil: started by a command).
+    var triggerStart: LevelTrigger.Start?
 
     init(number: Int, start: Int, date: Date, context: TakeContext, report: TakeReport, sidecar: SidecarFile) {
         self.number = number

@@ -30,12 +30,33 @@ final class DiskWriter: @unchecked Sendable {
         case configure(RecorderConfig)
         /// Finish (after the running take has ended) and leave the thread.
         case quit
+        /// Watch the level (`config.trigger`) from the writer's position on and start a take per trigger; `context`
+        /// describes them (refreshed with `.context`).
+        case arm(TakeContext)
+        /// Stop watching: a triggered take running ends at stream position `at`; nothing starts after it.
+        case disarm(at: Int)
+        /// A fresher description for the next triggered take (ports, connections, the anchor), and for clock
+        /// rotation the anchor later boundaries follow (a clock step, drift).
+        case context(TakeContext)
+        /// A marker at stream position `at` (the frame the request arrived at).
+        case mark(at: Int, label: String, source: String?)
+        /// Apply the retention policy now (at start).
+        case retention
     }
 
     typealias TakeStatus = TakeFiles.TakeStatus
 
     /// How long the thread sleeps at most between looks at the ring.
     static let idleWaitSeconds = 0.05
+    /// Seconds the wall clock may disagree with a take's clock anchor before chunk boundaries follow it.
+    static let reanchorTolerance = 0.02
+    /// The most ring bytes one file write takes. A buffered `write` runs in the kernel without being preempted on a
+    /// kernel that is not fully preemptible (PREEMPT_DYNAMIC in `none` or `voluntary` mode), 2–4 µs per KiB on the
+    /// 2-vCPU VM this was measured on; a real-time thread woken on that CPU (JACK's server thread, a client's) waits
+    /// until it ends. Handing over all a 50 ms wake-up found (~1.2 MB at 128 channels) made them wait 2–4 ms: xruns
+    /// at period 64 (`perf record -e sched:*`; docs/ARCHITECTURE.md, "Wide recorders"). 16 KiB pieces bound that to
+    /// tens of µs; jack_capture writes 8 KiB at a time.
+    static let writeBytes = 16 << 10
 
     private let state: RecorderState
     private let files: TakeFiles
@@ -50,16 +71,36 @@ final class DiskWriter: @unchecked Sendable {
     /// The chain latency the ring carries at `streamPosition` (from the callback's `GapNote.latency` notes).
     private var compensation = 0
     private let prerollFrames: Int
+    /// Frames handed to the file per write at most (`writeBytes` of samples).
+    private let writeFrames: Int
     /// Stream position of the gap already entered in the report (a gap may take several rounds to pass).
     private var recordedGap = -1
     /// Stream position of the last skipped-cycle note entered into the running take: a correction comes one cycle
     /// after it or not at all.
     private var skipEnteredAt: Int?
 
+    // The level trigger (writer thread), while armed.
+    private var trigger: LevelTrigger?
+    private var triggerContext: TakeContext?
+    /// Ring frames past the reader's head already fed to the trigger.
+    private var triggerAhead = 0
+    /// Starts (and ends) the trigger decided that wait for the running take to end.
+    private var pendingStarts: [(start: LevelTrigger.Start, end: LevelTrigger.End?)] = []
+    private let trigSection: TriggerSection?
+    private let triggerRule: LevelTrigger.Rule?
+
     init(config: RecorderConfig, state: RecorderState, sampleRate: Int, portNames: [String], logger: Logger,
          xruns: @escaping @Sendable () -> Int) {
         self.state = state
+        writeFrames = max(1, DiskWriter.writeBytes / (MemoryLayout<Float>.stride * state.recordedChannels))
         prerollFrames = Limits.frames(seconds: config.prerollSeconds, rate: Double(sampleRate)) ?? 0
+        trigSection = config.trigger
+        triggerRule = config.trigger.map { g in
+            var rule = LevelTrigger.Rule(g, sampleRate: sampleRate, prerollSeconds: config.prerollSeconds)
+            // The dry channels (recorded after the processed ones) are never watched.
+            if rule.channels == nil { rule.channels = Array(0..<config.ports.count) }
+            return rule
+        }
         files = TakeFiles(config: config, channels: state.recordedChannels, sampleRate: sampleRate,
                           portNames: portNames, logger: logger, xruns: xruns)
         commands = Mailbox(wakeup: state.wakeup)
@@ -121,6 +162,11 @@ final class DiskWriter: @unchecked Sendable {
                 t.end = stopAt
                 t.endReason = end
                 t.endDetail = detail
+                if t.triggerStart != nil, var trig = trigger {
+                    _ = trig.stop(at: stopAt)
+                    trigger = trig
+                    pendingStarts.removeAll()
+                }
                 if stopAt <= streamPosition || stopAt <= t.start { files.finish(t, end: end, detail: detail) }
             }
         case .pluginProblems(let list):
@@ -133,13 +179,111 @@ final class DiskWriter: @unchecked Sendable {
             files.configure(c)
         case .quit:
             quitRequested = true
+        case .arm(let context):
+            guard let rule = triggerRule else { break }
+            triggerContext = context
+            if trigger == nil {
+                trigger = LevelTrigger(rule: rule, channels: state.recordedChannels, origin: streamPosition)
+                triggerAhead = 0
+            }
+        case .disarm(let at):
+            if let t = files.take, t.triggerStart != nil {
+                let stopAt = max(at, streamPosition)
+                t.end = min(t.end ?? Int.max, stopAt)
+                t.endReason = .stopped
+                t.endDetail = "the schedule's window ended"
+                if stopAt <= streamPosition { files.finish(t, end: .stopped, detail: t.endDetail) }
+            }
+            trigger = nil
+            triggerAhead = 0
+            pendingStarts.removeAll()
+        case .context(let context):
+            if trigger != nil { triggerContext = context }
+            // Clock-aligned boundaries follow the clock only when it has moved away from the take's anchor by more
+            // than `reanchorTolerance` (a step, or drift): the jitter of reading the clock never moves a boundary.
+            if let t = files.take, var clock = t.clock {
+                let predicted = clock.time(ofFrame: context.anchor.streamPosition).timeIntervalSince(context.anchor.wallClock)
+                if abs(predicted) / context.anchor.clockScale > DiskWriter.reanchorTolerance {
+                    clock.reanchor(frame: context.anchor.streamPosition, time: context.anchor.wallClock)
+                    t.clock = clock
+                    if let b = t.boundary, clock.nextBoundary(after: streamPosition).frame != b.frame {
+                        t.boundary = nil
+                    }
+                }
+            }
+        case .mark(let at, let label, let source):
+            files.mark(at: at, label: label, source: source)
+        case .retention:
+            files.applyRetention()
         }
+    }
+
+    /// Feeds the trigger every ring frame it has not seen, up to the next note (a gap is fed as silence when the
+    /// pump reaches it), and acts on its decisions.
+    private func feedTrigger() {
+        guard trigger != nil else { return }
+        let reader = state.ring.reader
+        let channels = state.recordedChannels
+        while var trig = trigger {
+            var limit = reader.available
+            switch state.drops.peek() {
+            case .note(let n): limit = min(limit, triggerAhead + max(0, n.at - trig.position))
+            case .unknown: limit = triggerAhead
+            case .empty: break
+            }
+            let n = min(limit - triggerAhead, TakeFiles.chunkFrames)
+            guard n > 0 else { return }
+            let r = reader.peek(n, offset: triggerAhead)
+            var events = trig.feed(UnsafeBufferPointer(start: r.first, count: r.firstFrames * channels), frames: r.firstFrames)
+            if r.secondFrames > 0 {
+                events += trig.feed(UnsafeBufferPointer(start: r.second, count: r.secondFrames * channels),
+                                    frames: r.secondFrames)
+            }
+            trigger = trig
+            triggerAhead += n
+            triggerDecided(events)
+        }
+    }
+
+    private func triggerDecided(_ events: [LevelTrigger.Event]) {
+        for e in events {
+            switch e {
+            case .start(let s):
+                pendingStarts.append((s, nil))
+            case .end(let x):
+                if let i = pendingStarts.indices.last, pendingStarts[i].end == nil {
+                    pendingStarts[i].end = x
+                } else if let t = files.take, t.triggerStart != nil {
+                    files.triggerEnded(t, x)
+                    if t.end.map({ $0 <= streamPosition }) == true { files.finish(t, end: .trigger, detail: nil) }
+                }
+            }
+        }
+        beginPendingTake()
+    }
+
+    /// Starts the oldest take the trigger decided, once no take runs.
+    private func beginPendingTake() {
+        guard files.take == nil, !pendingStarts.isEmpty, var context = triggerContext else { return }
+        let (s, end) = pendingStarts.removeFirst()
+        context.xrunsAtStart = files.xrunCount
+        let first = max(s.startFrame, streamPosition)
+        let t = files.beginTriggered(s, first: first, compensation: compensation, context: context)
+        if let end { files.triggerEnded(t, end) }
+        files.open(t)
+    }
+
+    /// Ring frames the reader consumed: the trigger's lead shrinks with them.
+    private func consumed(_ n: Int) {
+        triggerAhead = max(0, triggerAhead - n)
     }
 
     /// Moves every frame the ring holds (and every announced gap) into the running take, or past it.
     private func pump() {
         let reader = state.ring.reader
         while true {
+            feedTrigger()
+            beginPendingTake()
             var next: GapNote?
             switch state.drops.peek() {
             case .empty: next = nil
@@ -149,6 +293,12 @@ final class DiskWriter: @unchecked Sendable {
             case .note(let note): next = note
             }
             if let note = next, note.at <= streamPosition {
+                if case .overrun(let at, let frames) = note, var trig = trigger, trig.position == at {
+                    // The gap is silence in the stream: so it is for the trigger.
+                    let events = trig.feedSilence(frames: frames)
+                    trigger = trig
+                    triggerDecided(events)
+                }
                 if handle(note) { state.drops.pop() }
                 continue
             }
@@ -157,13 +307,18 @@ final class DiskWriter: @unchecked Sendable {
             if available <= 0 { break }
             if files.take == nil {
                 // Idle: keep the pre-roll, drop what is older.
-                let discard = min(available, reader.available - prerollFrames)
+                var discard = min(available, reader.available - prerollFrames)
+                if let trig = trigger, let rule = triggerRule {
+                    // Armed: keep what a start decided later may still reach back to.
+                    discard = min(discard, trig.position - rule.framesToKeep - streamPosition)
+                }
                 if discard <= 0 { break }
                 reader.consume(discard)
+                consumed(discard)
                 streamPosition += discard
                 continue
             }
-            if advance(available, fromRing: true) == 0 { break }
+            if advance(min(available, writeFrames), fromRing: true) == 0 { break }
         }
     }
 
@@ -227,7 +382,10 @@ final class DiskWriter: @unchecked Sendable {
         let n = files.room(t, at: streamPosition, wanted: count)
         if n > 0 {
             files.append(t, fromRing ? state.ring.reader.peek(n) : nil, frames: n)
-            if fromRing { state.ring.reader.consume(n) }
+            if fromRing {
+                state.ring.reader.consume(n)
+                consumed(n)
+            }
             streamPosition += n
             t.framesWritten += n
         }
@@ -238,7 +396,10 @@ final class DiskWriter: @unchecked Sendable {
 
     /// Passes `n` frames outside any take.
     private func skip(_ n: Int, fromRing: Bool) -> Int {
-        if fromRing { state.ring.reader.consume(n) }
+        if fromRing {
+            state.ring.reader.consume(n)
+            consumed(n)
+        }
         streamPosition += n
         return n
     }

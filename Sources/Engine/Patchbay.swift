@@ -62,11 +62,12 @@ public struct Patchbay: Sendable, Equatable {
         var disconnect: [Connection] = []
         for x in made.sorted() where !desired.contains(x) {
             made.remove(x)
+            pending[x] = nil
             if isConnected(x) { disconnect.append(x) }
         }
         suppressed.formIntersection(desired)
         var connect: [Connection] = []
-        for x in desired.sorted() where !suppressed.contains(x) {
+        for x in desired.sorted() where !suppressed.contains(x) && pending[x] == nil {
             if isConnected(x) { made.insert(x) } else { connect.append(x) }
         }
         return (disconnect, connect)
@@ -74,18 +75,39 @@ public struct Patchbay: Sendable, Equatable {
 
     public mutating func didConnect(_ x: Connection) { made.insert(x) }
 
-    /// After a graph change: the connections this session made that are gone. One whose ports both still exist was
-    /// removed by someone: kept removed, or made again at the next `plan` (`repaired`); one whose port went away is
-    /// forgotten (made again when the port returns).
-    public mutating func noticeRemovals(isConnected: (Connection) -> Bool,
-                                        exists: (String) -> Bool) -> [(connection: Connection, repaired: Bool)] {
+    /// Rule connections found gone while both their ports still existed, and since when (seconds on the caller's
+    /// clock). JACK disconnects a closing client's ports before it unregisters them, so a removal seen in between
+    /// (a NetJACK2 slave leaving its master, any client quitting) is nobody's decision yet: it is decided only after
+    /// `settleSeconds`, and forgotten if a port went away meanwhile.
+    public private(set) var pending: [Connection: Double] = [:]
+    public static let settleSeconds = 0.3
+
+    /// When the earliest pending removal is due for a decision (call `noticeRemovals` again then), or nil.
+    public var nextDecision: Double? { pending.values.min().map { $0 + Self.settleSeconds } }
+
+    /// After a graph change, and when `nextDecision` is due: the connections this session made that are gone. One
+    /// whose ports both still exist after `settleSeconds` was removed by someone: kept removed, or made again at the
+    /// next `plan` (`repaired`); one whose port went away is forgotten (made again when the port returns).
+    public mutating func noticeRemovals(isConnected: (Connection) -> Bool, exists: (String) -> Bool,
+                                        now: Double) -> [(connection: Connection, repaired: Bool)] {
         var out: [(Connection, Bool)] = []
         for x in made.sorted() where !isConnected(x) {
+            guard exists(x.source) && exists(x.destination) else {
+                made.remove(x)
+                pending[x] = nil
+                continue
+            }
+            let since = pending[x] ?? now
+            if now - since < Self.settleSeconds {
+                pending[x] = since
+                continue
+            }
             made.remove(x)
-            guard exists(x.source) && exists(x.destination) else { continue }
+            pending[x] = nil
             if !repair { suppressed.insert(x) }
             out.append((x, repair))
         }
+        for x in pending.keys where !made.contains(x) || isConnected(x) { pending[x] = nil }
         return out
     }
 
@@ -93,6 +115,7 @@ public struct Patchbay: Sendable, Equatable {
     public mutating func reset() {
         made.removeAll()
         suppressed.removeAll()
+        pending.removeAll()
     }
 
     /// Orders "x:out_2" before "x:out_10".

@@ -25,22 +25,48 @@ extension RackState {
         let jump = SkippedCycles.frames(frameTime: frameTime, expected: c.load(Counter.nextFrameTime.rawValue))
         if jump != 0 { c.add(Counter.missedFrames.rawValue, jump) }
         c.store(Counter.nextFrameTime.rawValue, Int(frameTime &+ UInt32(truncatingIfNeeded: n)))
+        let taken = s.chain.acquireFading()
+        runPath(s, taken.chain, into: UnsafePointer(s.outputs.buffers), frames: n)
+        if taken.swapped {
+            // A chain swapped in at this cycle's start: the old path runs once more and fades out under the new one
+            // over this cycle, so the switch neither gaps nor clicks. Then the old chain is let go.
+            runPath(s, taken.previous, into: UnsafePointer(s.fade), frames: n)
+            s.chain.finishFade()
+            let step = 1 / Float(max(1, n))
+            for ch in 0..<s.outputs.channels {
+                let out = s.outputs.buffers[ch], old = s.fade[ch]
+                for i in 0..<n {
+                    let g = Float(i + 1) * step
+                    out[i] = old[i] + g * (out[i] - old[i])
+                }
+            }
+            c.add(Counter.swaps.rawValue, 1)
+        }
+        c.add(Counter.cycles.rawValue, 1)
+        s.cycleCost.record(nanoseconds: monotonicNanoseconds() - began)
+    }
+
+    /// One chain (nil: the pass-through) from the inputs into `target` (`outputs.channels` buffers). A chain with
+    /// more side inputs than the rack has side ports leaves them silent rather than read past the ports. Realtime:
+    /// safe.
+    @inline(__always)
+    static func runPath(_ s: RackState, _ chain: UnsafeMutablePointer<ChainState>?,
+                        into target: UnsafePointer<UnsafeMutablePointer<Float>>, frames n: Int) {
         let main = s.inputs.channels - s.sides
-        if let chain = s.chain.acquire() {
-            ChainState.run(chain.pointee, inputs: s.inputs.buffers, outputs: s.outputs.buffers, frames: n,
-                           sides: s.sides > 0 ? UnsafePointer(s.inputs.buffers + main) : nil)
+        if let chain {
+            let fed = s.sides > 0 && chain.pointee.sideInputs <= s.sides
+            ChainState.run(chain.pointee, inputs: s.inputs.buffers, outputs: target, frames: n,
+                           sides: fed ? UnsafePointer(s.inputs.buffers + main) : nil)
         } else {
             // No chain (none given, or every plugin bypassed at build): the inputs pass through, extra outputs
             // are silent.
             for ch in 0..<s.outputs.channels {
                 if ch < main {
-                    s.outputs.buffers[ch].update(from: s.inputs.buffers[ch], count: n)
+                    target[ch].update(from: s.inputs.buffers[ch], count: n)
                 } else {
-                    s.outputs.buffers[ch].update(repeating: 0, count: n)
+                    target[ch].update(repeating: 0, count: n)
                 }
             }
         }
-        c.add(Counter.cycles.rawValue, 1)
-        s.cycleCost.record(nanoseconds: monotonicNanoseconds() - began)
     }
 }

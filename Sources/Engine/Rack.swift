@@ -12,7 +12,9 @@ import Realtime
 ///
 /// Threads: control side only (one owner); the RT body is `Rack+Process.swift`.
 public final class Rack {
+    /// What the rack runs: as asked, but with the side input ports its chain has (see `init`).
     public let config: RackConfig
+    private let logger: Logger
     /// The client, its ports, RT state and chain (see `EngineClient`; the inputs are its ports, the outputs its
     /// return ports).
     let engine: EngineClient<RackState>
@@ -26,31 +28,44 @@ public final class Rack {
     public var name: String { config.name }
 
     /// Opens the client, registers the inputs then the outputs, builds the chain and activates. `strictPlugins`: a
-    /// plugin that cannot run as asked is an error (nothing started); otherwise the rack runs without it.
+    /// plugin that cannot run as asked is an error (nothing started); otherwise the rack runs without it. The side
+    /// input ports are the built chain's: when a plugin with a side input is left out (it cannot be loaded or
+    /// instantiated), its port is not registered and the ports after it keep feeding their own plugins.
     public init(config: RackConfig, server: String?, logger: Logger = Logger(label: "tandem.rack"),
                 strictPlugins: Bool = false) throws(EngineError) {
         guard !config.inputs.isEmpty, !config.outputs.isEmpty else {
             throw EngineError(.badConfig, "rack '\(config.name)' needs at least one input and one output port")
         }
+        var config = config
+        var engine = try Self.open(config, server: server, logger: logger, strictPlugins: strictPlugins)
+        if let sides = engine.plugins.chain?.sideInputs.map(\.name), sides != config.sideInputs {
+            // A plugin with a side input was left out: ports named from the preset would feed the wrong plugins.
+            logger.warning("a plugin with a side input was left out: the rack's side input ports follow its chain",
+                           metadata: ["rack": "\(config.name)", "chain": "\(sides)", "preset": "\(config.sideInputs)"])
+            engine.close()
+            config.sideInputs = sides
+            engine = try Self.open(config, server: server, logger: logger, strictPlugins: strictPlugins)
+        }
         self.config = config
+        self.engine = engine
+        self.logger = logger
+        try engine.activate(worker: nil)
+        engine.refreshPluginLatency()
+    }
+
+    /// The client, its ports (inputs, side inputs, outputs) and the start chain, not yet active.
+    private static func open(_ config: RackConfig, server: String?, logger: Logger,
+                             strictPlugins: Bool) throws(EngineError) -> EngineClient<RackState> {
         let setup = EngineClient<RackState>.Setup(
             clientName: config.clientName, server: server, inputs: config.inputs + config.sideInputs,
             outputs: config.outputs, role: "rack \(config.name)", plugins: config.plugins,
             pluginState: config.pluginState, strictPlugins: strictPlugins,
             through: (config.inputs.count, config.outputs.count, config.mix, config.gainDB))
         let (ins, sides, outs) = (config.inputs.count, config.sideInputs.count, config.outputs.count)
-        engine = try EngineClient(setup, logger: logger, allocate: { client, inputs, outputs, slot in
+        return try EngineClient(setup, logger: logger, allocate: { client, inputs, outputs, slot in
             RackState.allocate(client: client.cycleHandle, inputs: inputs, outputs: outputs,
                                channels: (ins, sides, outs), chain: slot)
         })
-        if let chain = engine.plugins.chain, chain.sideInputs.map(\.name) != config.sideInputs {
-            // A plugin with a side input was left out: the ports no longer match the chain's side inputs.
-            logger.warning("the chain's side inputs differ from the rack's ports; they stay silent",
-                           metadata: ["rack": "\(config.name)", "chain": "\(chain.sideInputs.map(\.name))",
-                                      "ports": "\(config.sideInputs)"])
-        }
-        try engine.activate(worker: nil)
-        engine.refreshPluginLatency()
     }
 
     deinit { close() }
@@ -66,9 +81,22 @@ public final class Rack {
     /// Reports the chain's current latency to JACK (a through client's: each side carries the other's plus it).
     public func refreshPluginLatency() { engine.refreshPluginLatency() }
 
-    /// Replaces the chain while running: built here, taken by the process thread at the start of a cycle.
-    public func replacePlugins(_ specs: [PluginSpec], savedState: String? = nil) {
-        engine.replacePlugins(specs, savedState: savedState)
+    /// Replaces the chain while running: built here, taken by the process thread at the start of a cycle and
+    /// crossfaded over that cycle. Returns false, changing nothing, when the new chain's side inputs are not the
+    /// rack's side input ports (a plugin with a side input added, removed or left out): the ports must change, so
+    /// the caller re-creates the rack.
+    @discardableResult
+    public func replacePlugins(_ specs: [PluginSpec], savedState: String? = nil) -> Bool {
+        let through = engine.through.map {
+            ($0.inputs, $0.outputs, plugins.chain?.mix ?? $0.mix, plugins.chain?.gainDB ?? $0.gainDB)
+        }
+        let chain = ChainHolder.chain(specs, client: client, channels: engine.chainChannels, label: engine.role,
+                                      savedState: savedState, through: through)
+        guard (chain?.sideInputs.map(\.name) ?? []) == config.sideInputs else { return false }
+        let client = self.client
+        plugins.replace(with: chain, isRunning: { client.isActive && !client.wasShutDown }, logger: logger)
+        engine.refreshPluginLatency()
+        return true
     }
 
     /// Deactivates and closes the client.

@@ -11,6 +11,8 @@ struct RackState: EngineState {
         case nextFrameTime
         /// Frames of cycles the server ran without calling us (see `SkippedCycles`).
         case missedFrames
+        /// Chains swapped in while running (each crossfaded over its cycle).
+        case swaps
     }
 
     /// The JACK client (for the frame time the glue in `process` hands the cycle); `.none` without a server.
@@ -23,6 +25,9 @@ struct RackState: EngineState {
     let chain: ChainSlot
     let counters: AtomicCounterArray
     let cycleCost: CycleHistogram
+    /// One buffer per output (`Period.maxFrames` frames, pre-faulted): the old chain's output in the cycle of a
+    /// swap, faded out under the new one's.
+    let fade: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
 
     /// `inputs` (main, then side) and `outputs`: the client's ports, or none for state driven without a server;
     /// `channels`: main inputs, side inputs, outputs. Control thread.
@@ -32,7 +37,8 @@ struct RackState: EngineState {
         state.initialize(to: RackState(
             client: client, inputs: EnginePorts.allocate(ports: inputs, channels: channels.0 + channels.1),
             sides: channels.1, outputs: EnginePorts.allocate(ports: outputs, channels: channels.2), chain: chain,
-            counters: .allocate(count: Counter.allCases.count), cycleCost: .allocate()))
+            counters: .allocate(count: Counter.allCases.count), cycleCost: .allocate(),
+            fade: allocateBuffers(channels.2)))
         state.pointee.resetAfterWarmUp()
         return state
     }
@@ -43,7 +49,19 @@ struct RackState: EngineState {
         s.outputs.deallocate()
         s.counters.deallocate()
         s.cycleCost.deallocate()
+        for ch in 0..<s.outputs.channels { s.fade[ch].deallocate() }
+        s.fade.deallocate()
         state.deallocate()
+    }
+
+    /// `count` silent buffers of `Period.maxFrames` frames, written once so no page fault waits on the process thread.
+    static func allocateBuffers(_ count: Int) -> UnsafeMutablePointer<UnsafeMutablePointer<Float>> {
+        let list = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: max(1, count))
+        for ch in 0..<count {
+            list[ch] = .allocate(capacity: Period.maxFrames)
+            list[ch].initialize(repeating: 0, count: Period.maxFrames)
+        }
+        return list
     }
 
     /// Control thread, before activation.

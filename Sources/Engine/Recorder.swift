@@ -143,11 +143,75 @@ public final class Recorder: @unchecked Sendable {
         let position = s.counter(.streamFrames)
         let stampPosition = position - ((position - (stamp & 0xFFFF_FFFF)) & 0xFFFF_FFFF)
         let stampFrameTime = UInt32(truncatingIfNeeded: stamp >> 32)
-        let now = Date()
+        let now = config.clock.now()
         let frameNow = client.frameTime
         let age = Double(Int32(bitPattern: frameNow &- stampFrameTime)) / Double(max(1, sampleRate))
         return TakeAnchor(streamPosition: stampPosition, frameTime: stampFrameTime,
-                          wallClock: now.addingTimeInterval(-age), sampleRate: sampleRate)
+                          wallClock: now.addingTimeInterval(-age * config.clock.scale), sampleRate: sampleRate,
+                          clockScale: config.clock.scale)
+    }
+
+    /// The stream position of the frame arriving now (JACK's estimate of the current frame time, mapped through
+    /// the latest cycle's stamp), or of one that arrived at wall-clock time `arrival` (a datagram's receive stamp).
+    public func arrivalPosition(at arrival: Date? = nil) -> Int {
+        let a = anchor()
+        var position = a.streamPosition + Int(Int32(bitPattern: client.frameTime &- a.frameTime))
+        if let arrival {
+            let ago = Date().timeIntervalSince(arrival)
+            if ago.isFinite && ago > 0 && ago < 10 { position -= Int((ago * Double(sampleRate)).rounded()) }
+        }
+        return position
+    }
+
+    /// The stream position of wall-clock time `date` (on the recorder's clock).
+    public func position(atWallClock date: Date) -> Int { anchor().position(at: date) }
+
+    /// What the writer needs to start a take by itself (a level trigger), as of now.
+    func takeContext(notes: [String] = []) -> TakeContext {
+        let portInfo = ports.map { port in
+            TakeReport.Port(name: port.name, connections: client.connections(of: port.name),
+                            captureLatency: client.latency(of: port.name, capture: true))
+        }
+        let chain = plugins.chain.flatMap { $0.isEmpty ? nil : $0 }
+        return TakeContext(anchor: anchor(), ports: portInfo, xrunsAtStart: client.notifications.count(.xrun),
+                           notes: notes, plugins: chain?.currentSpecs, pluginLatency: chain?.latency,
+                           pluginProblems: plugins.chain?.takeProblems)
+    }
+
+    /// Whether the recorder starts its own takes on the level (`start = "level"`).
+    public var isLevelTriggered: Bool { config.trigger != nil }
+
+    /// Starts watching the level: a take per trigger, from now on. Ignored without a trigger rule.
+    public func armTrigger() {
+        guard config.trigger != nil else { return }
+        writer.send(.arm(takeContext()))
+    }
+
+    /// Stops watching the level; a triggered take still running ends at stream position `at` (now when nil).
+    public func disarmTrigger(at position: Int? = nil) {
+        writer.send(.disarm(at: position ?? streamPosition))
+    }
+
+    /// Hands the writer a fresh description of the ports and the clock (for the next triggered take, and for
+    /// clock-aligned chunk boundaries of the running take). Control side, now and then.
+    public func refreshContext() {
+        guard config.trigger != nil || config.rotateOnClock else { return }
+        writer.send(.context(takeContext()))
+    }
+
+    /// Adds a marker at the frame the request arrived (`arrival`: its receive time, else now) to the running take.
+    /// Returns the stream position used, or nil when no take runs.
+    @discardableResult
+    public func mark(label: String, source: String, arrival: Date? = nil) -> Int? {
+        guard isRecording else { return nil }
+        let position = arrivalPosition(at: arrival)
+        writer.send(.mark(at: position, label: label, source: source))
+        return position
+    }
+
+    /// Runs the retention policy once (the writer does it again after each take and chunk).
+    public func applyRetention() {
+        if config.retention != nil { writer.send(.retention) }
     }
 
     /// Starts a take now (with the configured pre-roll before it). A running take is finished first.
@@ -185,9 +249,9 @@ public final class Recorder: @unchecked Sendable {
         writer.send(.configure(newConfig))
     }
 
-    /// Ends the running take after every frame captured so far.
-    public func stopTake(_ end: TakeEnd = .stopped, detail: String? = nil) {
-        writer.send(.stop(at: streamPosition, end: end, detail: detail))
+    /// Ends the running take after every frame captured so far (or at stream position `at`).
+    public func stopTake(_ end: TakeEnd = .stopped, detail: String? = nil, at position: Int? = nil) {
+        writer.send(.stop(at: position ?? streamPosition, end: end, detail: detail))
     }
 
     /// Starts the next chunk file of the running take at the next frame.

@@ -40,6 +40,17 @@ public struct RecorderConfig: Sendable, Equatable {
     public var pluginState: String?
     /// Test-only fault injection (never set by presets).
     public var faults = RecorderFaults()
+    /// Level-triggered takes (`start = "level"`): the rule, in the preset's units. Nil: takes start by command.
+    public var trigger: TriggerSection?
+    /// Local times to record in (`Schedule` entries as written); nil: any time.
+    public var schedule: [String]?
+    /// Chunks rotate on the local clock: `rotateSeconds` divides a day and each boundary is the frame of that
+    /// wall-clock instant (a new chunk on the hour).
+    public var rotateOnClock = false
+    /// `[recorder.retention]`, applied by the disk writer at start and after each take or chunk.
+    public var retention: RetentionSection?
+    /// The wall clock the recorder reads (the system's; tests run a faster virtual one).
+    public var clock = RecorderClock.fromEnvironment()
 
     public init() {}
 
@@ -84,7 +95,115 @@ public struct RecorderConfig: Sendable, Equatable {
         }
         out += FileNameTemplate(template).problems()
         if recordDry && plugins.isEmpty { out.append("recording the dry input needs a plugin chain") }
+        out += unattendedProblems()
         return out
+    }
+
+    /// Problems of the trigger, schedule, clock rotation and retention (the preset loader finds the same ones with
+    /// file, line and key; this is the check for settings made by command-line options).
+    func unattendedProblems() -> [String] {
+        var out: [String] = []
+        if let g = trigger {
+            for (name, v) in [("threshold", g.thresholdDB), ("stop threshold", g.stopThresholdDB)]
+            where !Limits.contains(Limits.triggerDBFS, v) {
+                out.append("trigger \(name) must be \(Limits.describe(Limits.triggerDBFS, unit: " dBFS"))")
+            }
+            if g.stopThresholdDB > g.thresholdDB { out.append("trigger stop threshold must be at or under the threshold") }
+            if !Limits.contains(Limits.triggerWindowSeconds, g.windowSeconds) {
+                out.append("trigger window must be \(Limits.describe(Limits.triggerWindowSeconds, unit: " seconds"))")
+            } else if g.windowSeconds > ringSeconds {
+                out.append("trigger window (\(Limits.number(g.windowSeconds)) s) is longer than the ring (\(Limits.number(ringSeconds)) s)")
+            } else if g.attackSeconds + g.windowSeconds > ringSeconds {
+                out.append("trigger attack + window must fit in the ring (\(Limits.number(ringSeconds)) s)")
+            }
+            if !Limits.contains(Limits.triggerAttackSeconds, g.attackSeconds) {
+                out.append("trigger attack must be \(Limits.describe(Limits.triggerAttackSeconds, unit: " seconds"))")
+            }
+            if !Limits.contains(Limits.triggerHoldSeconds, g.holdSeconds) {
+                out.append("trigger hold must be \(Limits.describe(Limits.triggerHoldSeconds, unit: " seconds"))")
+            }
+            if !Limits.contains(Limits.prerollSeconds, g.postrollSeconds) {
+                out.append("post-roll must be \(Limits.describe(Limits.prerollSeconds, unit: " seconds"))")
+            }
+            if !Limits.contains(Limits.triggerMinLengthSeconds, g.minLengthSeconds) {
+                out.append("minimum length must be \(Limits.describe(Limits.triggerMinLengthSeconds, unit: " seconds"))")
+            }
+            if let m = g.maxLengthSeconds {
+                if !Limits.contains(Limits.durationSeconds, m) {
+                    out.append("maximum length must be \(Limits.describe(Limits.durationSeconds, unit: " seconds"))")
+                } else if m < g.minLengthSeconds {
+                    out.append("maximum length is shorter than the minimum length")
+                } else if m <= prerollSeconds + g.attackSeconds + g.windowSeconds {
+                    out.append("maximum length must be longer than pre-roll + attack + window")
+                }
+            }
+            if case .listed(let list, _) = g.channels {
+                if list.isEmpty || list.contains(where: { !(1...ports.count).contains($0) }) {
+                    out.append("trigger channels are numbers 1 to \(ports.count) (the recorder's ports)")
+                }
+            }
+        }
+        if let texts = schedule {
+            if texts.isEmpty { out.append("an empty schedule never records") }
+            out += Schedule.parse(texts).problems.map { "schedule \($0)" }
+        }
+        if rotateOnClock {
+            if let r = rotateSeconds {
+                if r != r.rounded() || r < 1 || 86_400 % Int(r) != 0 {
+                    out.append("clock rotation needs a rotation that divides a day in whole seconds (60, 300, 900, 1800, 3600 ...)")
+                }
+            } else {
+                out.append("clock rotation needs a rotation time (e.g. 3600: a new chunk on every hour)")
+            }
+        }
+        if let k = retention {
+            if k.keepDays == nil && k.minFreeBytes == nil { out.append("a retention policy needs keep days, min free or both") }
+            if let d = k.keepDays, !Limits.contains(Limits.retentionKeepDays, d) {
+                out.append("retention keep days must be \(Limits.describe(Limits.retentionKeepDays, unit: " days"))")
+            }
+            if let f = k.minFreeBytes, !Limits.retentionFreeBytes.contains(f) { out.append("retention min free must be 64K to 1P") }
+            if !Limits.contains(Limits.retentionGuardSeconds, k.guardSeconds) {
+                out.append("retention guard must be \(Limits.describe(Limits.retentionGuardSeconds, unit: " seconds"))")
+            }
+            if let d = k.keepDays, d * 86_400 <= k.guardSeconds { out.append("retention keep days is within the guard time") }
+        }
+        return out
+    }
+}
+
+/// The wall clock a recorder reads: the system's, or (tests) a virtual one that began at `origin` when the process
+/// started and runs `scale` times as fast. Read from `TANDEM_TEST_CLOCK=ISO8601*SCALE` (e.g.
+/// `2026-11-23T09:20:00Z*600`: ten virtual minutes per real second). Never set by presets.
+public struct RecorderClock: Sendable, Equatable {
+    public var origin: Date?
+    public var scale: Double = 1
+    /// The real moment the virtual clock showed `origin`.
+    public var realStart = Date()
+
+    public init(origin: Date? = nil, scale: Double = 1) {
+        self.origin = origin
+        self.scale = scale
+    }
+
+    public static func == (a: RecorderClock, b: RecorderClock) -> Bool { a.origin == b.origin && a.scale == b.scale }
+
+    /// The time now.
+    public func now() -> Date {
+        guard let origin else { return Date() }
+        return origin.addingTimeInterval(Date().timeIntervalSince(realStart) * scale)
+    }
+
+    private static let processStart = Date()
+
+    public static func fromEnvironment() -> RecorderClock {
+        guard let v = ProcessInfo.processInfo.environment["TANDEM_TEST_CLOCK"] else { return RecorderClock() }
+        let parts = v.split(separator: "*").map(String.init)
+        let f = ISO8601DateFormatter()
+        guard let d = parts.first.flatMap({ f.date(from: $0) }) else { return RecorderClock() }
+        let scale = parts.count > 1 ? Double(parts[1]) ?? 1 : 1
+        var c = RecorderClock(origin: d, scale: scale.isFinite && scale > 0 && scale <= 100_000 ? scale : 1)
+        c.realStart = processStart
+        return c
     }
 }
 

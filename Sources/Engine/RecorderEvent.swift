@@ -19,13 +19,21 @@ struct TakeAnchor: Sendable {
     /// ...and its wall-clock time.
     var wallClock: Date
     var sampleRate: Int
+    /// Wall-clock seconds per second of audio: 1, or a test's virtual clock's speed (`RecorderClock`).
+    var clockScale: Double = 1
 
     func frameTime(at position: Int) -> UInt32 {
         frameTime &+ UInt32(truncatingIfNeeded: position - streamPosition)
     }
 
     func wallClock(at position: Int) -> Date {
-        wallClock.addingTimeInterval(Double(position - streamPosition) / Double(sampleRate))
+        wallClock.addingTimeInterval(Double(position - streamPosition) / Double(sampleRate) * clockScale)
+    }
+
+    /// The stream position captured at wall-clock time `date` (rounded to the nearest frame).
+    func position(at date: Date) -> Int {
+        let frames = (date.timeIntervalSince(wallClock) / clockScale * Double(sampleRate)).rounded()
+        return streamPosition + (frames.isFinite && abs(frames) < 1e15 ? Int(frames) : 0)
     }
 }
 

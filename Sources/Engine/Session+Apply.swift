@@ -171,7 +171,10 @@ extension Session {
             p.play(atFrameTime: at)
             return
         }
-        if newRecorder, recStart == .immediately, let r = recorder { r.startTake(at: r.streamPosition, notes: notes) }
+        if newRecorder { startUnattended() }
+        if newRecorder, recStart == .immediately, preset?.recorder?.schedule == nil, let r = recorder {
+            r.startTake(at: r.streamPosition, notes: notes)
+        }
         if newRecorder, preset?.session.exitAfter == .take, let stop = preset?.recorder?.stopAt,
            let s = Preset.secondsOfDay(stop) {
             stopDeadline = Preset.nextOccurrence(ofSecondsOfDay: s)

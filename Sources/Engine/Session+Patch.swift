@@ -53,7 +53,9 @@ extension Session {
         patchbay.repair = preset?.session.onManualDisconnect == .repair
         let existing = Set(c.ports())
         var cache = ConnectionCache(client: c)
-        for (x, repaired) in patchbay.noticeRemovals(isConnected: { cache.contains($0) }, exists: existing.contains) {
+        let now = Date().timeIntervalSinceReferenceDate
+        for (x, repaired) in patchbay.noticeRemovals(isConnected: { cache.contains($0) }, exists: existing.contains,
+                                                     now: now) {
             events.append(.manualDisconnect(x.source, x.destination, repaired: repaired))
             patchLogger.info("connection removed by someone else; \(repaired ? "repairing" : "respecting") it",
                              metadata: ["from": "\(x.source)", "to": "\(x.destination)"])

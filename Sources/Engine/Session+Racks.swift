@@ -41,14 +41,23 @@ extension Session {
             let want = RackConfig(section: section, session: wanted.session)
             if let rack = racks[section.name], let current = rackConfigs[section.name] {
                 if current.sameClient(as: want) {
+                    var samePorts = true
                     if current != want {
                         if Self.applyPlugins(current: current.plugins, want: want.plugins, chain: rack.plugins.chain,
-                                             replace: { rack.replacePlugins($0, savedState: nil) }) {
+                                             replace: { samePorts = rack.replacePlugins($0, savedState: nil) }),
+                           samePorts {
                             report.reconfigured.append("rack \(section.name) plugins")
                         }
-                        rackConfigs[section.name] = want
+                        if current.mix != want.mix { rack.plugins.chain?.mix = want.mix }
+                        if current.gainDB != want.gainDB { rack.plugins.chain?.gainDB = want.gainDB }
                     }
-                    continue
+                    if samePorts {
+                        rackConfigs[section.name] = want
+                        continue
+                    }
+                    // The new chain's side inputs differ from the ports: the rack is re-created with the new ones
+                    // (the connection rules connect them as they appear); no stale port stays behind.
+                    report.reconfigured.append("rack \(section.name) side inputs")
                 }
                 rack.close()
                 racks[section.name] = nil
@@ -63,9 +72,8 @@ extension Session {
             // Isolated racks only: the session still needs a client of its own to watch and patch the graph.
             do {
                 patchOnlyClient = try JackClient(name: "\(wanted.session.name)-patch", server: server, logger: logger)
-                // Active, so graph notifications arrive; its callback does nothing. Realtime: safe.
-                try patchOnlyClient?.activate(process: { _, _ in 0 }, context: UnsafeMutableRawPointer(bitPattern: 1)!,
-                                              afterWarmUp: {})
+                // Active, so graph notifications arrive; without a process callback, so it is never woken per cycle.
+                try patchOnlyClient?.activateForNotifications()
             } catch {
                 throw EngineError(.jack, "cannot open the session's patch client: \(error)")
             }

@@ -18,9 +18,12 @@ extension Session {
             return outcome
         }
         if let c = patchClient, generation(c) != graphGeneration { graphChanged() }
+        else if let due = patchbay.nextDecision, Date().timeIntervalSinceReferenceDate >= due { graphChanged() }
         pollTransport()
+        tickStall()
         workers.tick()
         tickSchedule()
+        tickUnattended()
         tickRacks()
         tickPlugins()
         announcePluginProblems()

@@ -11,7 +11,8 @@ import SoundFile
 /// runs through it, so one policy decides stop times, server loss, disk errors and patching.
 ///
 /// The parts, each in its own file: applying by diff (Session+Apply), the connection rules on JACK (Session+Patch,
-/// deciding through the `Patchbay` value), server loss and transport (Session+Server), engine events and when the
+/// deciding through the `Patchbay` value), server loss and transport (Session+Server), cycles that stop while the
+/// server stays up (Session+Stall), engine events and when the
 /// session ends (Session+Events), the preset's tables as engine configurations (SessionConfigs), status,
 /// introspection, plugins and player resume.
 ///
@@ -60,6 +61,8 @@ public final class Session {
     public internal(set) var failedItems = 0
     /// Where the player was when the server was lost (see Session+PlayerResume.swift).
     var playerResume: PlayerResumePoint?
+    /// Whether JACK still runs cycles while the server is up (see Session+Stall).
+    var stallWatch = StallWatch()
     var lastPluginSave = Date.distantPast
     /// The engines' cycles summed at the last plugin tick (a stuck callback stops them).
     var cyclesAtLastPluginTick = -1
@@ -69,6 +72,8 @@ public final class Session {
     /// `on_plugin_error` says (a running session never stops for it).
     var started = false
     let pluginLogger = Logger(label: "tandem.plugins")
+    /// The recorder's schedule and level trigger as the control loop drives them (see Session+Unattended).
+    var unattended = UnattendedState()
 
     public init(logger: Logger = Logger(label: "tandem.session")) {
         self.logger = logger
@@ -128,9 +133,18 @@ public final class Session {
         }
     }
 
-    /// SIGUSR2: ends the take (the recorder stays armed), or (a session without a recorder) pauses.
+    /// SIGUSR2: ends the take (the recorder stays armed), or (a session without a recorder) pauses. A recorder that
+    /// runs by itself (a level trigger or a schedule) gets a marker instead: its takes are not stopped by hand.
     public func stopOnSignal() {
-        if recorder != nil { stopTake() } else { player?.pause() }
+        if recorder != nil {
+            if isUnattended {
+                mark(label: "", source: "signal")
+            } else {
+                stopTake()
+            }
+        } else {
+            player?.pause()
+        }
     }
 
     /// Per engine: its name, the cost of its process cycles so far, its period and rate.

@@ -24,12 +24,17 @@ extension RecorderConfig {
         recordDry = r.recordDry
         pluginState = session.restorePlugins ? Session.pluginStateDirectory(session, engine: .recorder) : nil
         faults = RecorderFaults.fromEnvironment()
+        trigger = r.start == .level ? r.trigger : nil
+        schedule = r.schedule
+        rotateOnClock = r.rotateOnClock
+        retention = r.retention
     }
 
     /// Whether `other` can be applied without re-creating the JACK client (same name, ports, ring, pre-roll).
     func sameClient(as other: RecorderConfig) -> Bool {
         clientName == other.clientName && ports == other.ports && ringSeconds == other.ringSeconds
-            && prerollSeconds == other.prerollSeconds && recordDry == other.recordDry && midiPorts == other.midiPorts
+            && prerollSeconds == other.prerollSeconds && recordDry == other.recordDry && trigger == other.trigger
+            && schedule == other.schedule && midiPorts == other.midiPorts
     }
 }
 

@@ -11,6 +11,10 @@ public enum SessionEvent: Sendable {
     case manualDisconnect(String, String, repaired: Bool)
     case serverLost(String)
     case serverBack
+    /// The server is up but has run no cycle for `seconds` (a NetJACK2 slave waiting for its master).
+    case cyclesStopped(seconds: Double)
+    /// Cycles run again after `seconds` without any.
+    case cyclesBack(seconds: Double)
     case refused(String)
     /// A plugin of an engine's chain could not run as asked: left out (`bypassed`: the chain runs without it) or
     /// one of its settings ignored. Sent whenever a chain is built with problems (at start with

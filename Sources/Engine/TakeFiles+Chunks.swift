@@ -13,7 +13,7 @@ extension TakeFiles {
     func takeFilesExist(_ number: Int, date: Date) -> Bool {
         let fm = FileManager.default
         if fm.fileExists(atPath: path(take: number, date: date, channel: nil, chunk: nil, ext: "json")) { return true }
-        let chunk: Int? = (rotateFrames != nil || config.rotateBytes != nil) ? 1 : nil
+        let chunk: Int? = (rotateFrames != nil || config.rotateBytes != nil || config.rotateOnClock) ? 1 : nil
         let channels: [String?] = config.stems ? portNames.map { $0 } : [nil]
         return channels.contains { fm.fileExists(atPath: path(take: number, date: date, channel: $0, chunk: chunk,
                                                                ext: config.format.container.fileExtension)) }
@@ -41,7 +41,7 @@ extension TakeFiles {
     }
 
     func openChunk(_ t: ActiveTake) {
-        let rotating = rotateFrames != nil || config.rotateBytes != nil
+        let rotating = rotateFrames != nil || config.rotateBytes != nil || t.clock != nil
         let (previousIndex, previousStart) = (t.chunkIndex, t.chunkStart)
         t.chunkIndex += 1
         t.chunkStart = t.framesWritten
@@ -51,7 +51,7 @@ extension TakeFiles {
         let bext = broadcastInfo(t, date: t.context.anchor.wallClock(at: position))
         var writers: [SoundFileWriter] = []
         for channel in names {
-            let base = path(take: t.number, date: t.date, channel: channel, chunk: chunk,
+            let base = path(take: t.number, date: t.chunkDate ?? t.date, channel: channel, chunk: chunk,
                             ext: config.format.container.fileExtension)
             var attempt = 0
             while true {
@@ -91,6 +91,7 @@ extension TakeFiles {
         t.closedChunkBytes += ActiveTake.bytesOnDisk(paths)
         if !t.report.chunks.isEmpty {
             t.report.chunks[t.report.chunks.count - 1].frames = t.framesWritten - t.chunkStart
+            writeCues(t, chunk: t.report.chunks.count - 1, includingEnd: false)
         }
         t.writers = []
     }
@@ -100,6 +101,10 @@ extension TakeFiles {
         closeChunk(t)
         t.report.frames = t.framesWritten
         openChunk(t)
-        if let failure = t.failed { finish(t, end: .diskError, detail: failure) }
+        if let failure = t.failed {
+            finish(t, end: .diskError, detail: failure)
+        } else {
+            applyRetention()
+        }
     }
 }

@@ -34,7 +34,7 @@ final class TakeFiles: @unchecked Sendable {
     /// Interleaved channels of the ring (and of a file, unless stems).
     let channels: Int
     let portNames: [String]
-    private let logger: Logger
+    let logger: Logger
     private let xruns: @Sendable () -> Int
     private let events = Outbox<RecorderEvent>()
     private let published = Mutex<TakeStatus?>(nil)
@@ -76,7 +76,7 @@ final class TakeFiles: @unchecked Sendable {
     /// Chunk length in frames from the rotation settings (by time, or by size for uncompressed formats).
     static func rotationFrames(_ config: RecorderConfig, channels: Int, sampleRate: Int) -> Int? {
         var rotate: Int?
-        if let s = config.rotateSeconds { rotate = max(1, Int((s * Double(sampleRate)).rounded())) }
+        if let s = config.rotateSeconds, !config.rotateOnClock { rotate = max(1, Int((s * Double(sampleRate)).rounded())) }
         if let b = config.rotateBytes, let width = bytesPerSample(config.format) {
             let perFile = width * (config.stems ? 1 : channels)
             let byBytes = max(1, (b - headerRoom) / perFile)
@@ -94,6 +94,9 @@ final class TakeFiles: @unchecked Sendable {
         case .int16: return 2
         }
     }
+
+    /// The recorder client's xrun count now.
+    var xrunCount: Int { xruns() }
 
     // MARK: Control side
 
@@ -145,6 +148,12 @@ final class TakeFiles: @unchecked Sendable {
         take = t
         if config.maxDurationSeconds != nil { t.endReason = .durationReached }
         if let p = context.pluginProblems, !p.isEmpty { t.report.pluginProblems = p }
+        if config.rotateOnClock, let seconds = config.rotateSeconds,
+           var w = WallClockRotation(intervalSeconds: Int(seconds), zone: .current, sampleRate: sampleRate,
+                                     anchorFrame: context.anchor.streamPosition, anchorTime: context.anchor.wallClock) {
+            w.clockScale = context.anchor.clockScale
+            t.clock = w
+        }
         return t
     }
 
@@ -189,6 +198,10 @@ final class TakeFiles: @unchecked Sendable {
         var n = wanted
         if let end = t.end { n = min(n, end - position) }
         if let rotateFrames { n = min(n, rotateFrames - (t.framesWritten - t.chunkStart)) }
+        if let clock = t.clock {
+            if t.boundary == nil { t.boundary = clock.nextBoundary(after: position) }
+            if let b = t.boundary { n = min(n, b.frame - position) }
+        }
         return max(0, n)
     }
 
@@ -223,6 +236,10 @@ final class TakeFiles: @unchecked Sendable {
         if let end = t.end, position >= end {
             finish(t, end: t.endReason ?? .stopped, detail: t.endDetail)
             return false
+        } else if let b = t.boundary, position >= b.frame {
+            t.chunkDate = b.time
+            t.boundary = nil
+            rotate(t)
         } else if let rotateFrames, t.framesWritten - t.chunkStart >= rotateFrames {
             rotate(t)
         } else if let bytes = config.rotateBytes, rotateFrames == nil, t.fileBytes() >= bytes {
@@ -341,6 +358,11 @@ final class TakeFiles: @unchecked Sendable {
             // A chunk opened at the very end holds nothing: remove its empty files.
             for f in t.report.chunks.removeLast().files { unlink(f) }
         }
+        finishMarkers(t)
+        if var info = t.report.trigger, info.ended == nil {
+            info.ended = .stopped
+            t.report.trigger = info
+        }
         t.report.frames = t.framesWritten
         t.report.xruns = max(0, xruns() - t.context.xrunsAtStart)
         t.report.ended = t.failed != nil ? .diskError : end
@@ -357,6 +379,7 @@ final class TakeFiles: @unchecked Sendable {
                                                     "ended": "\(t.report.ended.rawValue)"])
         }
         emit(.takeFinished(report: t.report, sidecar: t.sidecar.path))
+        applyRetention()
     }
 
     func writeSidecar(_ t: ActiveTake) {

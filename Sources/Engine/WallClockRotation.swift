@@ -20,6 +20,8 @@ public struct WallClockRotation: Sendable {
     /// Stream position `anchorFrame` was captured at wall-clock time `anchorTime` (seconds since 1970, UTC).
     public private(set) var anchorFrame: Int
     public private(set) var anchorTime: Double
+    /// Wall-clock seconds per second of audio: 1, or the speed of a test's virtual clock.
+    public var clockScale: Double = 1
 
     /// Nil when the interval does not divide a day or the rate is not positive.
     public init?(intervalSeconds: Int, zone: TimeZone = .current, sampleRate: Int, anchorFrame: Int, anchorTime: Date) {
@@ -40,12 +42,12 @@ public struct WallClockRotation: Sendable {
 
     /// Wall-clock time of stream position `frame`, by the anchor.
     public func time(ofFrame frame: Int) -> Date {
-        Date(timeIntervalSince1970: anchorTime + Double(frame - anchorFrame) / Double(sampleRate))
+        Date(timeIntervalSince1970: anchorTime + Double(frame - anchorFrame) / Double(sampleRate) * clockScale)
     }
 
     /// Stream position of wall-clock second `t` (seconds since 1970), by the anchor, rounded to the nearest frame.
     func frame(ofSecond t: Int) -> Int {
-        anchorFrame + Int(((Double(t) - anchorTime) * Double(sampleRate)).rounded())
+        anchorFrame + Int(((Double(t) - anchorTime) / clockScale * Double(sampleRate)).rounded())
     }
 
     /// The first boundary after stream position `frame`: its frame (> `frame`) and wall-clock time.

@@ -248,6 +248,20 @@ public final class JackClient: @unchecked Sendable {
         logger.debug("activated", metadata: ["client": "\(name)"])
     }
 
+    /// Activates a client that runs no process callback: it gets its notifications (graph, ports, shutdown) and may
+    /// connect ports, but JACK2 leaves a client without a process callback out of its cycle, so it costs no thread
+    /// wake-up per period (a session watching the graph for isolated racks: measured 0.03 CPU s per s at period 64
+    /// with an empty callback).
+    public func activateForNotifications() throws(JackError) {
+        let h = try live()
+        precondition(!isActive, "activate called twice on '\(name)'")
+        if jack_activate(h) != 0 {
+            throw JackError(.activateFailed, "cannot activate JACK client '\(name)'")
+        }
+        isActive = true
+        logger.debug("activated without a process callback", metadata: ["client": "\(name)"])
+    }
+
     /// Stops the process callback. After it returns the callback no longer runs.
     public func deactivate() {
         guard let handle, isActive else { return }

@@ -56,3 +56,35 @@ public final class ChainHolder: @unchecked Sendable {
 
     deinit { slot.deallocate() }
 }
+
+extension ChainSlot {
+    /// What a crossfading taker runs this cycle: the chain to run, and whether a swap happened at this cycle's start
+    /// (then `previous` is the chain run until now, nil for none, which the taker runs once more to fade from).
+    public struct Fading {
+        public let chain: UnsafeMutablePointer<ChainState>?
+        public let swapped: Bool
+        public let previous: UnsafeMutablePointer<ChainState>?
+    }
+
+    /// `acquire` for a taker that crossfades from the old chain to the new one over the cycle of a swap (a rack). The
+    /// old chain is marked in cell 2 before the offer is taken, so the control thread frees it only after
+    /// `finishFade`. Call `finishFade` at the end of every cycle in which `swapped` is true. Realtime: safe.
+    @inline(__always)
+    public func acquireFading() -> Fading {
+        guard cells.load(1) != 0 else {
+            return Fading(chain: UnsafeMutablePointer(bitPattern: cells.load(0)), swapped: false, previous: nil)
+        }
+        let old = cells.load(0)
+        cells.store(2, old)
+        // Only this thread empties cell 1 and the control thread never does: the offer is still there (perhaps a
+        // newer one, which replaced the one seen above before it ran: that one its owner frees).
+        let next = cells.exchange(1, 0)
+        cells.store(0, next == -1 ? 0 : next)
+        return Fading(chain: UnsafeMutablePointer(bitPattern: cells.load(0)), swapped: true,
+                      previous: UnsafeMutablePointer(bitPattern: old))
+    }
+
+    /// Ends the crossfade begun by `acquireFading`: the old chain is no longer touched. Realtime: safe.
+    @inline(__always)
+    public func finishFade() { cells.store(2, 0) }
+}

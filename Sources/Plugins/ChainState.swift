@@ -112,12 +112,14 @@ struct InstanceState: BitwiseCopyable {
 /// Where a process callback finds its chain, and how the control thread replaces it without a lock.
 ///
 /// Threads: `acquire` on the process thread only; the rest on the control thread. Cells: 0 the running chain, 1 a
-/// chain waiting to be taken (0: none, -1: "no chain"). Once the offer is taken (cell 1 back to 0), the process
-/// thread has let go of the chain it ran before: it reads cell 0 once per cycle, after taking.
+/// chain waiting to be taken (0: none, -1: "no chain"), 2 the chain a crossfading taker still runs this cycle (see
+/// `acquireFading` in ChainHolder.swift; 0: none). Once the offer is taken (cell 1 back to 0) and no fade is under
+/// way (cell 2 at 0), the process thread has let go of the chain it ran before: it reads cell 0 once per cycle,
+/// after taking.
 public struct ChainSlot: BitwiseCopyable, @unchecked Sendable {
     let cells: AtomicCounterArray
 
-    public static func allocate() -> ChainSlot { ChainSlot(cells: .allocate(count: 2)) }
+    public static func allocate() -> ChainSlot { ChainSlot(cells: .allocate(count: 3)) }
     public func deallocate() { cells.deallocate() }
 
     /// The chain to run this cycle (taking a waiting one first), or nil. Realtime: safe.
@@ -135,8 +137,9 @@ public struct ChainSlot: BitwiseCopyable, @unchecked Sendable {
         cells.exchange(1, chain.map { Int(bitPattern: $0) } ?? -1) != 0
     }
 
-    /// Whether the offered chain has been taken. Control thread.
-    var taken: Bool { cells.load(1) == 0 }
+    /// Whether the offered chain has been taken and the chain before it let go (no crossfade under way). Control
+    /// thread. Cell 1 is read first: the taker marks a fade in cell 2 before it empties cell 1.
+    var taken: Bool { cells.load(1) == 0 && cells.load(2) == 0 }
 
     /// Takes the offer on the process thread's behalf (when it is not running). Control thread.
     func takeOffer() { _ = acquire() }

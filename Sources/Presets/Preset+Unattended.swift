@@ -1,7 +1,7 @@
 import Foundation
 
 // Takes that run themselves (issue 22): level-triggered takes, schedules, wall-clock rotation and retention.
-// Parsed and validated here; the recorder does not act on them yet (see `Preset.pendingFeatures`).
+// Parsed and validated here; the recorder acts on them (RecorderConfig(section:), DiskWriter, Session+Unattended).
 
 /// How the level of a `[recorder.trigger]` is measured.
 public enum TriggerMeasure: String, Sendable, CaseIterable {
@@ -57,18 +57,10 @@ public struct RetentionSection: Sendable, Equatable {
 }
 
 public extension Preset {
-    /// Keys this preset sets that are parsed and validated but not yet acted on by the recorder, as
-    /// "recorder.start = \"level\"", "recorder.schedule", ... (empty when none): `run` should refuse or warn.
-    var pendingFeatures: [String] {
-        guard let r = recorder else { return [] }
-        var out: [String] = []
-        if r.start == .level { out.append("recorder.start = \"level\"") }
-        if r.trigger != nil { out.append("recorder.trigger") }
-        if r.schedule != nil { out.append("recorder.schedule") }
-        if r.rotateOnClock { out.append("recorder.rotate_on_clock") }
-        if r.retention != nil { out.append("recorder.retention") }
-        return out
-    }
+    /// Keys this preset sets that are parsed and validated but not yet acted on by the recorder (empty when none):
+    /// `run` and `preset check` refuse such a preset rather than run it without what it asks for. The level
+    /// trigger, schedules, clock rotation and retention are all acted on; the list stays for what comes next.
+    var pendingFeatures: [String] { [] }
 
     /// `pendingFeatures` as problems: `run` refuses such a preset rather than run it without what it asks for.
     var pendingProblems: [PresetProblem] {

@@ -14,7 +14,7 @@ public enum RecorderStart: String, Sendable, CaseIterable {
     case armed
     /// A take per JACK transport roll.
     case transport
-    /// A take whenever the level says so (`[recorder.trigger]`). Parsed and validated; not yet acted on.
+    /// A take whenever the level says so (`[recorder.trigger]`).
     case level
 }
 

@@ -9,8 +9,16 @@ public struct LoopedSourceCheck: CustomStringConvertible, Sendable {
     public var silentFrames = 0
     /// Recorded frames found nowhere in the source: corruption.
     public var foreignFrames = 0
+    /// Frames found nowhere in the source before its first whole frame: a source whose ports were linked one by one
+    /// while it played (PipeWire makes links asynchronously) gives a period with some channels still silent.
+    public var foreignBeforeSource = 0
     /// Places where the next source frame is not the one after the previous (a lost or repeated stretch).
     public var discontinuities = 0
+    /// Source frames skipped over at forward discontinuities, silence counted as time: frames lost by the recorder
+    /// (its cycles skipped) rather than by its source (which shows as silence and then a step back).
+    public var framesJumpedOver = 0
+    /// The source frame the recording's first source frame is (0: nothing of the source's start is missing).
+    public var firstSourceFrame: Int?
     /// Recorded frame index of the first foreign frame or discontinuity.
     public var firstProblem: Int?
 
@@ -18,6 +26,9 @@ public struct LoopedSourceCheck: CustomStringConvertible, Sendable {
 
     public var description: String {
         "source=\(sourceFrames) silent=\(silentFrames) foreign=\(foreignFrames) discontinuities=\(discontinuities)"
+            + (foreignBeforeSource > 0 ? " foreign before the source \(foreignBeforeSource)" : "")
+            + (framesJumpedOver > 0 ? " jumped over \(framesJumpedOver)" : "")
+            + (firstSourceFrame.map { $0 > 0 ? " starts at source frame \($0)" : "" } ?? "")
             + (firstProblem.map { " first problem at frame \($0)" } ?? "")
     }
 
@@ -46,7 +57,8 @@ public struct LoopedSourceCheck: CustomStringConvertible, Sendable {
         }
     }
 
-    public static func check(recorded: [Float], against index: Index) -> LoopedSourceCheck {
+    /// With `looped` false the source was played once: silence after its end does not wrap round to its start.
+    public static func check(recorded: [Float], against index: Index, looped: Bool = true) -> LoopedSourceCheck {
         let ch = index.channels
         var result = LoopedSourceCheck()
         var expected: Int?
@@ -55,27 +67,33 @@ public struct LoopedSourceCheck: CustomStringConvertible, Sendable {
             let base = r * ch
             if (0..<ch).allSatisfy({ recorded[base + $0] == 0 }) {
                 result.silentFrames += 1
-                if let e = expected { expected = (e + 1) % index.frames }
+                if let e = expected { expected = looped ? (e + 1) % index.frames : (e + 1 < index.frames ? e + 1 : nil) }
                 continue
             }
             if let e = expected, (0..<ch).allSatisfy({ recorded[base + $0].bitPattern == index.source[e * ch + $0].bitPattern }) {
                 result.sourceFrames += 1
-                expected = (e + 1) % index.frames
+                expected = looped ? (e + 1) % index.frames : (e + 1 < index.frames ? e + 1 : nil)
                 continue
             }
             guard let f = index.positions[Index.key(recorded, base, ch)],
                   (0..<ch).allSatisfy({ recorded[base + $0].bitPattern == index.source[f * ch + $0].bitPattern }) else {
+                if result.sourceFrames == 0 {
+                    result.foreignBeforeSource += 1
+                    continue
+                }
                 result.foreignFrames += 1
                 if result.firstProblem == nil { result.firstProblem = r }
                 expected = nil
                 continue
             }
-            if expected != nil {
+            if let e = expected {
                 result.discontinuities += 1
+                if f > e { result.framesJumpedOver += f - e }
                 if result.firstProblem == nil { result.firstProblem = r }
             }
             result.sourceFrames += 1
-            expected = (f + 1) % index.frames
+            if result.firstSourceFrame == nil { result.firstSourceFrame = f }
+            expected = looped ? (f + 1) % index.frames : (f + 1 < index.frames ? f + 1 : nil)
         }
         return result
     }

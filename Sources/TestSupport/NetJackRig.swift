@@ -82,6 +82,14 @@ public final class NetJackRig: @unchecked Sendable {
         guard r.code == 0 else { throw FixtureError( "link \(up ? "up" : "down"): \(r.output)") }
     }
 
+    /// Stops `host`'s jackd (its clients stay and see a server loss) and starts it again `seconds` later; the
+    /// master's netmanager is loaded again, the slave waits until it has re-joined.
+    public func restart(_ host: Host, after seconds: Double) throws {
+        let r = try TestEnvironment.run([Self.script, "restart", rigPath, host.rawValue, String(format: "%.1f", seconds)],
+                                        timeout: 40)
+        guard r.code == 0 else { throw FixtureError("restart \(host.rawValue): \(r.output)") }
+    }
+
     /// Ports of `host` matching a regular expression, with their latency lines (`jack_lsp -l`).
     public func ports(_ host: Host) -> String {
         (try? run(host, ["jack_lsp", "-l"]))?.output ?? ""

@@ -168,6 +168,7 @@ public struct OSCFuzzer {
         "/tandem/plugin/save": "", "/tandem/engines": "", "/tandem/plugin/list": "[s]",
         "/tandem/plugin/preset": "sss", "/tandem/preset/save": "s", "/tandem/takes": "",
         "/tandem/plugin/bypass": "ss[f]", "/tandem/plugin/mix": "s[f]", "/tandem/plugin/gain": "s[f]",
+        "/tandem/record/mark": "[s]",
     ]
 
     /// What the fuzzer knows about its target.

@@ -95,4 +95,13 @@ public enum AudioCompare {
         return Alignment(recordedOffset: offset, matchedFrames: matched, mismatchedFrames: mismatched,
                          firstMismatch: firstMismatch, extraFrames: extra)
     }
+
+    /// As `align`, but a recording in which the source's first non-silent frame is nowhere (a lost first period)
+    /// comes back as an alignment with nothing matched and every source frame mismatched, so a test checks the
+    /// counts and its message stays short (a failed `#require(align(...))` prints both sample arrays).
+    public static func alignment(source: [Float], recorded: [Float], channels: Int) -> Alignment {
+        align(source: source, recorded: recorded, channels: channels)
+            ?? Alignment(recordedOffset: 0, matchedFrames: 0, mismatchedFrames: source.count / max(channels, 1),
+                         firstMismatch: 0, extraFrames: 0)
+    }
 }

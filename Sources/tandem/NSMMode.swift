@@ -232,6 +232,9 @@ final class NSMMode {
         case .recorder(.diskError(let take, let message)): return (3, "take \(take) ended by a disk error: \(message)")
         case .serverLost(let why): return (3, "JACK server lost: \(why)")
         case .serverBack: return (2, "JACK server back: session restored")
+        case .cyclesStopped(let seconds):
+            return (3, "the JACK server runs no cycles (\(String(format: "%.1f", seconds)) s); the take was finalized")
+        case .cyclesBack(let seconds): return (2, "JACK cycles back after \(String(format: "%.1f", seconds)) s")
         case .pluginProblem(let engine, let plugin, let bypassed, let message):
             return (2, "\(engine) plugin \(plugin) \(bypassed ? "bypassed" : "setting ignored"): \(message)")
         default: return nil

@@ -13,7 +13,11 @@ struct RecordCommand: ParsableCommand {
         abstract: "Record JACK input ports to files until stopped (SIGINT/SIGTERM), a duration or a stop time.",
         discussion: """
             Signals: SIGINT or SIGTERM end the take after every captured frame and exit 0; SIGUSR1 starts a take \
-            (with --armed), SIGUSR2 ends the running take and keeps the recorder armed.
+            (with --armed), SIGUSR2 ends the running take and keeps the recorder armed; with --trigger-threshold or \
+            --schedule (the recorder runs by itself) SIGUSR2 adds a marker instead.
+            Takes that run themselves: --trigger-threshold starts a take per burst of sound (with --preroll kept \
+            before it and --postroll after), --schedule records in local time windows, --rotate-on-clock cuts chunks \
+            on the wall clock, --keep-days / --min-free delete old takes of this session.
             """)
 
     @OptionGroup var server: ServerOptions
@@ -86,6 +90,60 @@ struct RecordCommand: ParsableCommand {
     @Option(name: .long, help: "On a disk error: stop (finalize, exit 4) or continue (finalize, stay armed).")
     var onDiskError = "stop"
 
+    @Option(name: .long, parsing: .unconditional, help: "Level trigger: start a take when the level stays at or over this many dBFS for --trigger-attack (a take per trigger).")
+    var triggerThreshold: Double?
+
+    @Option(name: .long, parsing: .unconditional, help: "Level trigger: the take ends when the level stays under this many dBFS for --trigger-hold (default: 6 dB under the threshold).")
+    var triggerStopThreshold: Double?
+
+    @Option(name: .long, help: "Level trigger: peak or rms.")
+    var triggerMeasure = "peak"
+
+    @Option(name: .long, help: "Level trigger: the level's window in seconds.")
+    var triggerWindow: Double = 0.01
+
+    @Option(name: .long, help: "Level trigger: channels watched: any, all, or 1-based numbers like 1,3.")
+    var triggerChannels = "any"
+
+    @Option(name: .long, help: "Level trigger with listed channels: any or all of them must be loud.")
+    var triggerCombine: String?
+
+    @Option(name: .long, help: "Level trigger: seconds the level must stay over the threshold.")
+    var triggerAttack: Double = 0.01
+
+    @Option(name: .long, help: "Level trigger: seconds the level must stay under the stop threshold before the take ends.")
+    var triggerHold: Double = 2
+
+    @Option(name: .long, help: "Level trigger: seconds kept after the hold.")
+    var postroll: Double = 0
+
+    @Option(name: .long, help: "Level trigger: a take is at least this many seconds long.")
+    var minLength: Double = 0
+
+    @Option(name: .long, help: "Level trigger: a take is at most this many seconds long (the next one starts on the next frame).")
+    var maxLength: Double?
+
+    @Option(name: .long, help: "Record only in these local times, e.g. 'Mon-Fri 09:00-17:30' (repeatable).")
+    var schedule: [String] = []
+
+    @Flag(name: .long, help: "Cut chunks on the wall clock: --rotate divides a day and each chunk starts on its boundary (a new chunk on the hour with --rotate 3600).")
+    var rotateOnClock = false
+
+    @Option(name: .long, help: "Retention: delete this session's chunks that ended more than this many days ago.")
+    var keepDays: Double?
+
+    @Option(name: .long, help: "Retention: delete this session's oldest chunks while less than this is free (K, M, G, T suffixes).")
+    var minFree: String?
+
+    @Option(name: .long, help: "Retention: never delete a chunk younger than this many seconds.")
+    var retentionGuard: Double = 3600
+
+    @Flag(name: .long, help: "Retention: log what would be deleted, delete nothing.")
+    var retentionDryRun = false
+
+    @Option(name: .long, help: "Retention and the take being written: keep (none of its chunks) or closed-chunks.")
+    var retentionRunningTake = "keep"
+
     @OptionGroup var controlOptions: ControlOptions
 
     func validate() throws {
@@ -109,6 +167,23 @@ struct RecordCommand: ParsableCommand {
         if DiskErrorPolicy(rawValue: onDiskError) == nil {
             throw ValidationError("unknown --on-disk-error '\(onDiskError)' (stop, continue)")
         }
+        if TriggerMeasure(rawValue: triggerMeasure) == nil {
+            throw ValidationError("unknown --trigger-measure '\(triggerMeasure)' (peak, rms)")
+        }
+        if triggerChannelsValue == nil {
+            throw ValidationError("--trigger-channels '\(triggerChannels)' is not any, all or a list of channel numbers like 1,3")
+        }
+        if let c = triggerCombine, TriggerCombine(rawValue: c) == nil {
+            throw ValidationError("unknown --trigger-combine '\(c)' (any, all)")
+        }
+        if let minFree, Preset.bytes(minFree) == nil {
+            throw ValidationError("--min-free '\(minFree)' is not a size (e.g. 20G)")
+        }
+        if RunningTakeRetention(rawValue: retentionRunningTake) == nil {
+            throw ValidationError("unknown --retention-running-take '\(retentionRunningTake)' (keep, closed-chunks)")
+        }
+        if triggerThreshold != nil && armed { throw ValidationError("give --armed or --trigger-threshold, not both") }
+        if !schedule.isEmpty && armed { throw ValidationError("--schedule records in its windows by itself: not with --armed") }
         let problems = makeConfig().problems()
         if !problems.isEmpty { throw ValidationError(problems.joined(separator: "\n")) }
     }
@@ -141,12 +216,49 @@ struct RecordCommand: ParsableCommand {
         r.prerollSeconds = preroll
         r.maxDurationSeconds = duration
         r.stopAt = stopAt
-        r.start = armed ? .armed : .immediately
+        r.start = armed ? .armed : triggerThreshold != nil ? .level : .immediately
+        if let threshold = triggerThreshold {
+            var g = TriggerSection()
+            g.measure = TriggerMeasure(rawValue: triggerMeasure) ?? .peak
+            g.windowSeconds = triggerWindow
+            g.channels = triggerChannelsValue ?? .any
+            g.thresholdDB = threshold
+            g.stopThresholdDB = triggerStopThreshold ?? max(Limits.triggerDBFS.lowerBound, threshold - 6)
+            g.attackSeconds = triggerAttack
+            g.holdSeconds = triggerHold
+            g.postrollSeconds = postroll
+            g.minLengthSeconds = minLength
+            g.maxLengthSeconds = maxLength
+            r.trigger = g
+        }
+        r.schedule = schedule.isEmpty ? nil : schedule
+        r.rotateOnClock = rotateOnClock
+        if keepDays != nil || minFree != nil {
+            var k = RetentionSection()
+            k.keepDays = keepDays
+            k.minFreeBytes = minFree.flatMap(Preset.bytes)
+            k.guardSeconds = retentionGuard
+            k.dryRun = retentionDryRun
+            k.runningTake = RunningTakeRetention(rawValue: retentionRunningTake) ?? .keep
+            r.retention = k
+        }
         r.ringSeconds = ring
         r.plugins = plugins.specs
         r.recordDry = dry
         p.recorder = r
         return p
+    }
+
+    /// `--trigger-channels` (with `--trigger-combine`) as the preset says it; nil when unreadable.
+    var triggerChannelsValue: TriggerChannels? {
+        switch triggerChannels {
+        case "any": return .any
+        case "all": return .all
+        default:
+            let list = triggerChannels.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
+            guard !list.isEmpty, list.allSatisfy({ $0 != nil }) else { return nil }
+            return .listed(list.compactMap { $0 }, all: triggerCombine == "all")
+        }
     }
 
     func run() throws {
@@ -155,7 +267,9 @@ struct RecordCommand: ParsableCommand {
         // Connected before the first take starts, so the take's first frame is the sources' and its report names
         // them: armed by the first apply, started after the second.
         let start = preset.recorder?.start
-        if !connect.isEmpty { preset.recorder?.start = .armed }
+        // (A level-triggered or scheduled recorder decides its takes by itself: it starts as it is.)
+        let selfRunning = start == .level || preset.recorder?.schedule != nil
+        if !connect.isEmpty && !selfRunning { preset.recorder?.start = .armed }
         runner.start(preset)
         guard let recorder = runner.session.recorder else { fail(.failure, "the recorder did not start") }
         for r in recorder.recovered {
@@ -169,7 +283,7 @@ struct RecordCommand: ParsableCommand {
             preset.connections = runner.rules(connect, ports: recorder.ports, towardUs: true)
             preset.recorder?.start = start ?? .immediately
             runner.reapply(preset)
-            if start == .immediately { runner.session.startTake() }
+            if start == .immediately && !selfRunning { runner.session.startTake() }
         }
         runner.openControl(explicit: controlOptions.controlPort, fallback: nil)
         runner.exit(runner.loop())

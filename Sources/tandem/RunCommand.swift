@@ -238,6 +238,10 @@ final class EventPrinter {
             case .rackBack(let rack, let seconds):
                 out.append("rack \(rack) back after \(String(format: "%.2f", seconds)) s")
             case .serverBack: out.append("JACK server back: session restored")
+            case .cyclesStopped(let seconds):
+                Console.err("tandem: the JACK server is up but ran no cycle for \(String(format: "%.2f", seconds)) s\n")
+            case .cyclesBack(let seconds):
+                out.append("JACK cycles back after \(String(format: "%.2f", seconds)) s without any")
             case .refused(let why): out.append("refused: \(why)")
             case .pluginProblem(let engine, let plugin, let bypassed, let message):
                 // Like other errors: to stderr at once (the live view shows it among the chain's problems).

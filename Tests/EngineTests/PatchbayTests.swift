@@ -47,8 +47,13 @@ import Presets
         var bay = Patchbay(repair: repair)
         let x = Connection("gen:out_1", "rec:in_1")
         _ = bay.plan(desired: [x], isConnected: { _ in true })
-        let removed = bay.noticeRemovals(isConnected: { _ in false }, exists: { _ in true })
+        // Not decided at once (JACK disconnects a closing client's ports before unregistering them), nor made again.
+        #expect(bay.noticeRemovals(isConnected: { _ in false }, exists: { _ in true }, now: 100).isEmpty)
+        #expect(bay.nextDecision == 100 + Patchbay.settleSeconds)
+        #expect(bay.plan(desired: [x], isConnected: { _ in false }).connect.isEmpty)
+        let removed = bay.noticeRemovals(isConnected: { _ in false }, exists: { _ in true }, now: 100.31)
         #expect(removed.map(\.connection) == [x] && removed.map(\.repaired) == [repair])
+        #expect(bay.nextDecision == nil)
         let plan = bay.plan(desired: [x], isConnected: { _ in false })
         #expect(plan.connect == (repair ? [x] : []))
         #expect(bay.suppressed == (repair ? [] : [x]))
@@ -61,8 +66,21 @@ import Presets
         var bay = Patchbay()
         let x = Connection("net:capture_1", "rec:in_1")
         _ = bay.plan(desired: [x], isConnected: { _ in true })
-        let removed = bay.noticeRemovals(isConnected: { _ in false }, exists: { $0 != "net:capture_1" })
+        let removed = bay.noticeRemovals(isConnected: { _ in false }, exists: { $0 != "net:capture_1" }, now: 0)
         #expect(removed.isEmpty && bay.made.isEmpty && bay.suppressed.isEmpty)
+        #expect(bay.plan(desired: [x], isConnected: { _ in false }).connect == [x])
+    }
+
+    /// A client quitting: JACK removes its connections first (both ports still listed), its ports a moment later.
+    /// The removal seen in between is no one's decision: once the port is gone, it is forgotten, not respected.
+    @Test func aClientQuittingIsNoManualDisconnect() {
+        var bay = Patchbay()
+        let x = Connection("play:out_1", "slave:to_slave_1")
+        _ = bay.plan(desired: [x], isConnected: { _ in true })
+        #expect(bay.noticeRemovals(isConnected: { _ in false }, exists: { _ in true }, now: 5).isEmpty)
+        let removed = bay.noticeRemovals(isConnected: { _ in false }, exists: { $0 != "slave:to_slave_1" }, now: 5.05)
+        #expect(removed.isEmpty && bay.suppressed.isEmpty && bay.pending.isEmpty && bay.nextDecision == nil)
+        // The slave re-joins: its port is back and the rule connects it again.
         #expect(bay.plan(desired: [x], isConnected: { _ in false }).connect == [x])
     }
 

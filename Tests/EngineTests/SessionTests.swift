@@ -208,7 +208,21 @@ import TestSupport
 
 @Suite(.serialized) struct PeriodChangeTests {
     /// The server's period changes while a take runs (the process keeps going): the take goes on and stays exact.
+    /// A run in which the server had xruns or Tandem counted skipped cycles (a loaded machine, jackd without RT)
+    /// proves nothing about the period change and is run again, up to three times.
     @Test func aPeriodChangeDuringATakeKeepsItExact() throws {
+        for attempt in 1...3 {
+            let (breaks, detail, counted) = try periodChangeRun()
+            if breaks == 0 { return }
+            #expect(counted && attempt < 3, "continuous across both period changes: \(detail)")
+            if !counted { return }
+            print("period change run \(attempt): \(detail); the server had xruns or skipped cycles: once more")
+        }
+    }
+
+    /// One take across 256 → 128 → 512: the number of frames out of sequence, a description, and whether the take
+    /// counted xruns or skipped cycles.
+    func periodChangeRun() throws -> (breaks: Int, detail: String, counted: Bool) {
         let server = try TestEnvironment.server("period")
         defer { server.stop() }
         let dir = TestEnvironment.temporaryDirectory("period")
@@ -237,10 +251,13 @@ import TestSupport
         #expect(r.droppedFrames == 0)
         let audio = try TestEnvironment.readAudio(r.chunks[0].files[0]).samples
         let first = try #require(audio.firstIndex { $0 != 0 })
+        #expect(audio.count - first > 2 * 48000)
         let base = Int((audio[first] * 8_388_608).rounded()) - first
         let breaks = (first..<audio.count).filter { Int((audio[$0] * 8_388_608).rounded()) != base + $0 && audio[$0] != 0 }
-        #expect(breaks.isEmpty, "continuous across both period changes; \(breaks.count) breaks")
-        #expect(audio.count - first > 2 * 48000)
+        let shown = breaks.prefix(3).map { "frame \($0): \(Int((audio[$0] * 8_388_608).rounded()) - base) not \($0)" }
+        let missed = r.missedFrames ?? 0
+        return (breaks.count, "\(breaks.count) breaks (first sound at \(first)): \(shown); missed \(missed), xruns \(r.xruns)",
+                missed > 0 || r.xruns > 0)
     }
 }
 

@@ -99,18 +99,4 @@ import TestSupport
         _ = try TestEnvironment.run(["tmux", "send-keys", "-t", name, "C-c"])
         usleep(500_000)
     }
-
-    /// Keys that are parsed and valid but not yet acted on (a level trigger, a schedule, retention) are refused by
-    /// `preset check` and `run`, never run as if they were not there.
-    @Test func keysTheRecorderDoesNotActOnYetAreRefused() throws {
-        let dir = TestEnvironment.temporaryDirectory("pending")
-        let path = dir.appendingPathComponent("level.toml").path
-        try "[session]\ndirectory = \"\(dir.path)\"\n[recorder]\nstart = \"level\"\n[recorder.trigger]\nthreshold = -30\n"
-            .write(toFile: path, atomically: true, encoding: .utf8)
-        let check = try ctl(["preset", "check", path])
-        #expect(check.code == 2 && check.output.contains("recorder.start = \"level\" is valid, but this build's recorder does not act on it yet"),
-                "\(check.output)")
-        let run = try TestEnvironment.run([TestEnvironment.product("tandem"), "run", "--no-view", path], timeout: 20)
-        #expect(run.code == 2 && run.output.contains("nothing started"), "\(run.output)")
-    }
 }

@@ -167,21 +167,8 @@ extension RackTests {
         for f in 0..<frames { worst = max(worst, abs(ch(3, f) - ch(0, f)), abs(ch(4, f) - ch(0, f))) }
         #expect(worst < 1e-6 && frames > 96000, "split: worst \(worst) over \(frames) frames")
         // Side chain: the gain follows the side input, not the main one (which is steady).
-        var quiet: [Double] = [], loud: [Double] = []
-        let window = 2400
-        for w in stride(from: 0, to: frames - window, by: window) {
-            var side = 0.0, input = 0.0, output = 0.0
-            for f in w..<(w + window) {
-                side += Double(ch(2, f) * ch(2, f))
-                input += Double(ch(0, f) * ch(0, f))
-                output += Double(ch(1, f) * ch(1, f))
-            }
-            guard input > 0 else { continue }
-            let ratio = (output / input).squareRoot()
-            let sideRMS = (side / Double(window)).squareRoot()
-            if sideRMS < 1e-4 { quiet.append(ratio) } else if sideRMS > 0.1 { loud.append(ratio) }
-        }
-        let q = quiet.sorted(), l = loud.sorted()
+        let (q, l) = Self.sidechainGains(audio.samples, channels: 5, input: 0, output: 1, side: 2,
+                                         windowsFrom: 0, to: frames)
         try? "silent side: median gain \(q.isEmpty ? 0 : q[q.count / 2]) over \(q.count) windows; loud side: \(l.isEmpty ? 0 : l[l.count / 2]) over \(l.count)\n"
             .write(toFile: "/tmp/tandem-rack-sidechain.txt", atomically: true, encoding: .utf8)
         #expect(q.count > 10 && l.count > 10, "windows: \(q.count) quiet, \(l.count) loud")
@@ -192,6 +179,28 @@ extension RackTests {
 }
 
 extension RackTests {
+    /// A compressor's gain (output RMS over input RMS) in windows of 2400 frames between `start` and `end`, sorted,
+    /// split by its side input: windows where the side is silent (RMS < 1e-4) and where it is loud (RMS > 0.1).
+    static func sidechainGains(_ samples: [Float], channels: Int, input: Int, output: Int, side: Int,
+                               windowsFrom start: Int, to end: Int) -> (quiet: [Double], loud: [Double]) {
+        func ch(_ c: Int, _ f: Int) -> Float { samples[channels * f + c] }
+        var quiet: [Double] = [], loud: [Double] = []
+        let window = 2400
+        for w in stride(from: start, to: end - window, by: window) {
+            var s = 0.0, i = 0.0, o = 0.0
+            for f in w..<(w + window) {
+                s += Double(ch(side, f) * ch(side, f))
+                i += Double(ch(input, f) * ch(input, f))
+                o += Double(ch(output, f) * ch(output, f))
+            }
+            guard i > 0 else { continue }
+            let ratio = (o / i).squareRoot()
+            let sideRMS = (s / Double(window)).squareRoot()
+            if sideRMS < 1e-4 { quiet.append(ratio) } else if sideRMS > 0.1 { loud.append(ratio) }
+        }
+        return (quiet.sorted(), loud.sorted())
+    }
+
     /// A plugin promised a fixed block (Tandem's `fixedblock` test plugin counts runs of another length) in a rack
     /// whose server changes its period (jack_bufsize 256 → 128): the chain is rebuilt for the new period and the
     /// plugin reports the new block and no run of another length.

@@ -1,0 +1,42 @@
+import Engine
+import Foundation
+
+/// Plugin messages for an isolated rack: its chain runs in the rack's own process (see `RackSupervisor`), which
+/// answers the same messages on its own control port. The session relays them there, unchanged, and hands back the
+/// child's reply, so a controller addresses every rack by its name on the session's port alike. What the child sets
+/// it also saves in the session folder (at most once a second), and a restarted child restores it.
+extension ControlProtocol {
+    /// The messages that name an engine first and act on its plugin chain.
+    static let rackRelayed: Set<String> = [
+        "/tandem/plugin/set", "/tandem/plugin/get", "/tandem/plugin/bypass", "/tandem/plugin/mix",
+        "/tandem/plugin/gain", "/tandem/plugin/preset", "/tandem/plugin/list",
+    ]
+    /// How long the control loop waits for the child's reply (the child answers within one pass of its loop).
+    static let rackReplySeconds = 1.0
+
+    /// The child's reply to `m` when `m` is a plugin message for an isolated rack of this session; nil when it is
+    /// not (the message is handled here). Control thread; blocks at most `rackReplySeconds`.
+    func relayToIsolatedRack(_ m: OSCMessage) -> [OSCValue]? {
+        guard Self.rackRelayed.contains(m.path), let first = m.arguments.first else { return nil }
+        let name = first.string ?? first.description
+        guard session.racks[name] == nil, let rack = session.supervisors[name] else { return nil }
+        func error(_ why: String) -> [OSCValue] { [.string("error"), .string(m.path), .string(why)] }
+        guard rack.isRunning, rack.ready, let port = rack.controlPort else {
+            return error("rack '\(name)' is restarting (its process is down); nothing was changed, try again")
+        }
+        guard let socket = try? UDPSocket(port: 0) else { return error("no socket to reach rack '\(name)'") }
+        let child = UDPSocket.loopback(port: port)
+        guard socket.send(m.encode(), to: child) else {
+            return error("rack '\(name)' could not be reached on port \(port) (errno \(socket.lastError))")
+        }
+        let deadline = Date().addingTimeInterval(Self.rackReplySeconds)
+        while case let left = deadline.timeIntervalSinceNow, left > 0, socket.wait(seconds: left) {
+            while let d = socket.receive(limit: Self.maxMessageBytes) {
+                guard d.source.sin_port == child.sin_port, case .success(let reply) = OSCMessage.decode(bytes: d.bytes),
+                      reply.path == "/tandem/reply" else { continue }
+                return reply.arguments
+            }
+        }
+        return error("rack '\(name)' did not answer within \(Self.rackReplySeconds) s (its process may be hung)")
+    }
+}
