@@ -16,6 +16,9 @@ deps:
 	  echo "deps: installing $$missing"; \
 	  (apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	else echo "deps: missing packages; run:"; echo "  sudo apt-get update && sudo apt-get install -y $$missing"; exit 1; fi
+	@# mido: the independent MIDI file implementation the MIDIFile tests compare against.
+	@python3 -c 'import mido' 2>/dev/null || pip install -q mido 2>/dev/null || pip install -q --break-system-packages mido \
+	  || { echo "deps: install the Python package mido (pip install mido)"; exit 1; }
 
 build: deps
 	$(SWIFT) build

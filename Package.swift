@@ -35,13 +35,15 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "SoundFile", dependencies: ["CSndFile", "CSoxr"]),
+        // Standard MIDI Files: reader (format 0 and 1, tempo map) and the recorder's crash-safe writer. Pure Swift.
+        .target(name: "MIDIFile"),
         .target(name: "Presets", dependencies: ["SoundFile", "Realtime"]),
         .target(name: "Plugins", dependencies: [
             "CLilv", "LV2Host", "Realtime", "Presets",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "Engine", dependencies: [
-            "Realtime", "Jack", "SoundFile", "Presets", "Plugins",
+            "Realtime", "Jack", "SoundFile", "Presets", "Plugins", "MIDIFile",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "Control", dependencies: [
@@ -65,8 +67,9 @@ let package = Package(
         .testTarget(name: "RealtimeTests", dependencies: ["Realtime"]),
         .testTarget(name: "JackTests", dependencies: ["Jack", "Realtime", "TestSupport"]),
         .testTarget(name: "SoundFileTests", dependencies: ["SoundFile", "TestSupport"]),
+        .testTarget(name: "MIDIFileTests", dependencies: ["MIDIFile", "TestSupport"]),
         .testTarget(name: "PresetsTests", dependencies: ["Presets", "TestSupport"]),
-        .testTarget(name: "EngineTests", dependencies: ["Engine", "TestSupport"]),
+        .testTarget(name: "EngineTests", dependencies: ["Engine", "Jack", "TestSupport"]),
         .testTarget(name: "PluginsTests", dependencies: ["Plugins", "Presets", "TestSupport",
                                                         .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "TandemTests", dependencies: ["TestSupport", "SoundFile", "Engine", "Jack", "Control", "Plugins",

@@ -7,6 +7,7 @@
 #include <jack/midiport.h>
 #include <jack/statistics.h>
 #include <jack/session.h>   // jack_client_get_uuid
+#include <jack/midiport.h>  // JackMIDIBuffer
 
 /// `jack_client_open` is variadic, which Swift cannot call. This fixed-arity wrapper always passes a server
 /// name (JackServerName must be in `options`; a NULL `server_name` means the default server).

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import MIDIFile
 import Presets
 import Realtime
 import SoundFile
@@ -69,6 +70,8 @@ final class DiskReader: @unchecked Sendable {
     private var queue: [String] = []
     private var index = 0
     private var file: SoundFileReader?
+    /// The current item when it is a MIDI file (then `file` is nil).
+    private var midi: MIDIItemSource?
     /// The resampler stream the current item feeds (nil: the item plays at the server's rate).
     private var stream: ResampleStream?
     /// A stream that has ended (rate change, end of the queue) whose tail must be written before anything else.
@@ -181,6 +184,7 @@ final class DiskReader: @unchecked Sendable {
     private func closeFile() {
         file?.close()
         file = nil
+        midi = nil
     }
 
     /// Ends the current resampler stream: its tail is written before the next item's first frame.
@@ -211,6 +215,7 @@ final class DiskReader: @unchecked Sendable {
     @discardableResult
     private func open(_ i: Int, at frame: Int, repeating: Bool = false) -> Bool {
         let path = queue[i]
+        if MIDIItem.isMIDIFile(path) { return openMIDI(i, at: frame, repeating: repeating) }
         do throws(SoundFileError) {
             let f = try SoundFileReader(path: path)
             guard f.channels >= 1 && f.channels <= DiskReader.maxFileChannels else {
@@ -246,6 +251,26 @@ final class DiskReader: @unchecked Sendable {
         }
     }
 
+    /// Opens item `i`, a MIDI file, at `frame` (frames at the server's rate); on failure reports it.
+    private func openMIDI(_ i: Int, at frame: Int, repeating: Bool) -> Bool {
+        let path = queue[i]
+        do throws(MIDIFileError) {
+            let m = try MIDIItemSource(path: path, sampleRate: sampleRate, startFrame: frame)
+            endStream()
+            midi = m
+            pendingMarker = PlaybackMarker(ringPosition: 0, item: i, path: path, fileFrame: m.frame, ratio: 1,
+                                           fileFrames: m.frames, fileRate: sampleRate, repeatOfItem: repeating)
+            if ending == nil { publishMarker() }
+            failuresInARow = 0
+            return true
+        } catch {
+            logger.error("cannot play MIDI file, skipping it", metadata: ["file": "\(path)", "error": "\(error.reason)"])
+            emit(.itemFailed(item: i, path: path, message: error.description))
+            failuresInARow += 1
+            return false
+        }
+    }
+
     /// Moves to the item after the current one (per the loop mode). Returns false when the queue is done.
     private func advance() -> Bool {
         closeFile()
@@ -272,6 +297,12 @@ final class DiskReader: @unchecked Sendable {
                 ending = nil
             }
             publishMarker()
+            if let m = midi {
+                if m.fill(state, maxFrames: DiskReader.chunkFrames) > 0 { continue }
+                guard m.atEnd else { return }      // the audio or MIDI ring is full
+                if !advance() { endStream() }
+                continue
+            }
             guard let f = file else {
                 markDrained()
                 return

@@ -61,6 +61,8 @@ final class DiskWriter: @unchecked Sendable {
     private let state: RecorderState
     private let files: TakeFiles
     private let commands: Mailbox<Command>
+    /// The takes' MIDI files (nothing to do without MIDI ports).
+    private let midi: MIDITakeWriter
 
     // Writer-thread state.
     /// Stream position of the next ring frame (or gap) the pump handles.
@@ -102,6 +104,7 @@ final class DiskWriter: @unchecked Sendable {
         files = TakeFiles(config: config, channels: state.recordedChannels, sampleRate: sampleRate,
                           portNames: portNames, logger: logger, xruns: xruns)
         commands = Mailbox(wakeup: state.wakeup)
+        midi = MIDITakeWriter(midi: state.midi, sampleRate: sampleRate, prerollFrames: prerollFrames, logger: logger)
     }
 
     // MARK: Control side
@@ -135,12 +138,14 @@ final class DiskWriter: @unchecked Sendable {
         for command in batch { handle(command) }
         commands.handled(batch.count)
         pump()
+        midi.pump(take: files.take, ringPosition: streamPosition)
         return !(quitRequested && files.take == nil)
     }
 
     /// Ends a take still running when the thread leaves.
     func finishForQuit() {
         if let t = files.take { files.finish(t, end: .stopped, detail: "writer stopped") }
+        midi.finish(take: files.take)
     }
 
     private func handle(_ command: Command) {

@@ -11,6 +11,7 @@ extension PlayerState {
     static let process: JackProcessCallback = { frames, arg in
         let s = arg!.assumingMemoryBound(to: PlayerState.self).pointee
         s.outputs.fetch(frames)
+        s.midi.fetch(frames)
         PlayerState.cycle(s, frames: Int(frames), frameTime: s.client.lastFrameTime)
         return 0
     }
@@ -52,6 +53,7 @@ extension PlayerState {
         // Stale frames (before a seek or a new queue) are discarded, never played.
         let skipTo = c.load(Counter.skipTo.rawValue)
         if reader.position < skipTo { reader.consume(min(reader.available, skipTo - reader.position)) }
+        discardMIDI(s, before: reader.position)
 
         let transport = c.load(Counter.transport.rawValue)
         let gainNow = Float(bitPattern: UInt32(truncatingIfNeeded: c.load(Counter.gainNow.rawValue)))
@@ -79,7 +81,9 @@ extension PlayerState {
 
         let wanted = n - offset
         for ch in 0..<s.channels { s.shifted[ch] = s.buffers[ch] + offset }
+        let start = reader.position
         let got = reader.read(planar: UnsafePointer(s.shifted), frames: wanted)
+        emitMIDI(s, start: start, count: got, offset: offset)
         c.add(Counter.playedFrames.rawValue, got)
         if got < wanted {
             silence(s, from: offset + got, frames: wanted - got)

@@ -53,14 +53,24 @@ public final class Player: @unchecked Sendable {
         let setup = EngineClient<PlayerState>.Setup(
             clientName: config.clientName, server: server, outputs: config.ports, role: "player",
             plugins: config.plugins, pluginState: config.pluginState, strictPlugins: strictPlugins)
-        engine = try EngineClient(setup, logger: logger, allocate: { client, _, ports, slot throws(EngineError) in
+        // MIDI ports are registered beside the audio ones (before the state is built: it holds them).
+        var midiPorts: [JackPort] = []
+        engine = try EngineClient(setup, logger: logger, check: { client throws(EngineError) in
+            do throws(JackError) {
+                for name in config.resolvedMIDIPorts {
+                    midiPorts.append(try client.registerMIDIPortForFiles(name, direction: .output))
+                }
+            } catch {
+                throw EngineError(.jack, error.description)
+            }
+        }, allocate: { client, _, ports, slot throws(EngineError) in
             let ringFrames = try EngineClient<PlayerState>.ringFrames(
                 seconds: config.ringSeconds, rate: client.sampleRate, channels: ports.count, what: "a playback ring",
                 hint: "shorten ring")
             return try PlayerState.allocate(client: client.cycleHandle, ports: ports, channels: ports.count,
                                             chain: slot, ringFrames: ringFrames,
                                             wakeSpace: max(client.bufferSize, PlayerState.minimumWakeSpace),
-                                            notify: notify)
+                                            notify: notify, midiPorts: midiPorts)
         })
         let gain = config.gain
         engine.state.pointee.set(.gainTarget, Int(gain.bitPattern))

@@ -1,3 +1,4 @@
+import Foundation
 import Presets
 import SoundFile
 
@@ -6,8 +7,12 @@ public struct PlayerConfig: Sendable, Equatable {
     public var clientName = "tandem-play"
     /// Short names of the output ports, in channel order.
     public var ports: [String] = ["out_1", "out_2"]
-    /// Files played back to back, without a gap.
+    /// Files played back to back, without a gap. Standard MIDI Files among them play into the MIDI ports.
     public var queue: [String] = []
+    /// Short names of the MIDI output ports. nil: one port, `midi_out`, when the queue holds a MIDI file (`.mid`,
+    /// `.midi`, `.smf` or a file that starts as one), none otherwise. An event goes to the port its track's MIDI
+    /// port meta event (FF 21) names, the first port when that is out of range.
+    public var midiPorts: [String]?
     public var loop: LoopMode = .none
     /// Gain in dB applied to every channel (ramped over one period when changed).
     public var gainDB: Double = 0
@@ -33,6 +38,10 @@ public struct PlayerConfig: Sendable, Equatable {
         if Set(ports).count != ports.count { out.append("port names must be unique") }
         for p in ports where p.isEmpty || p.contains(":") { out.append("bad port name '\(p)' (empty or contains ':')") }
         if ports.count > Limits.channels.upperBound { out.append("at most \(Limits.channels.upperBound) ports") }
+        let midi = resolvedMIDIPorts
+        if Set(midi + ports).count != midi.count + ports.count { out.append("MIDI port names must be unique and differ from the audio ports'") }
+        for p in midi where p.isEmpty || p.contains(":") { out.append("bad MIDI port name '\(p)' (empty or contains ':')") }
+        if midi.count > 16 { out.append("at most 16 MIDI ports") }
         if !Limits.contains(Limits.gainDB, gainDB) { out.append("gain must be \(Limits.describe(Limits.gainDB, unit: " dB"))") }
         if !Limits.contains(Limits.playerRingSeconds, ringSeconds) {
             out.append("ring must be \(Limits.describe(Limits.playerRingSeconds, unit: " seconds"))")
@@ -44,6 +53,16 @@ public struct PlayerConfig: Sendable, Equatable {
             }
         }
         return out
+    }
+
+    /// The MIDI ports the player registers (see `midiPorts`).
+    public var resolvedMIDIPorts: [String] {
+        if let midiPorts { return midiPorts }
+        let midiNames = queue.contains { q in
+            let ext = (q as NSString).pathExtension.lowercased()
+            return ["mid", "midi", "smf"].contains(ext) || MIDIItem.isMIDIFile(q)
+        }
+        return midiNames ? ["midi_out"] : []
     }
 
     /// The linear gain.

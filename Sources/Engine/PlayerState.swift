@@ -71,12 +71,15 @@ struct PlayerState: EngineState {
     /// Cost of each process cycle (work inside the callback), in nanoseconds.
     let cycleCost: CycleHistogram
     let wakeSpace: Int
+    /// MIDI output ports and the events queued for them (see `PlayerMIDI`).
+    let midi: PlayerMIDI
 
     /// Builds the state for `channels` output channels. `ports` are the client's output ports (one per channel), or
     /// none for state driven without a server (tests call `cycle` and read `outputs.buffers`). Throws when the
     /// playback ring's memory cannot be had. Control thread.
     static func allocate(client: JackClientHandle, ports: [JackPort], channels: Int, chain: ChainSlot, ringFrames: Int,
-                         wakeSpace: Int, notify: Wakeup?) throws(EngineError) -> UnsafeMutablePointer<PlayerState> {
+                         wakeSpace: Int, notify: Wakeup?, midiPorts: [JackPort] = [])
+        throws(EngineError) -> UnsafeMutablePointer<PlayerState> {
         let ring: FrameRing
         do { ring = try FrameRing.allocate(channels: channels, capacity: ringFrames) } catch {
             throw EngineError(.memory, "the playback ring (\(ringFrames) frames of \(channels) channels): \(error)")
@@ -101,7 +104,7 @@ struct PlayerState: EngineState {
             ring: ring,
             counters: .allocate(count: Counter.allCases.count), wakeup: .allocate(), notify: notify,
             cycleCost: .allocate(),
-            wakeSpace: wakeSpace))
+            wakeSpace: wakeSpace, midi: .allocate(ports: midiPorts)))
         state.pointee.resetAfterWarmUp()
         return state
     }
@@ -117,6 +120,7 @@ struct PlayerState: EngineState {
         for c in 0..<s.channels { s.chainIn[c].deallocate() }
         s.chainIn.deallocate()
         s.shifted.deallocate()
+        s.midi.deallocate()
         state.deallocate()
     }
 
@@ -124,6 +128,7 @@ struct PlayerState: EngineState {
     func resetAfterWarmUp() {
         cycleCost.reset()
         ring.reset()
+        midi.reset()
         for i in 0..<counters.count { counters.store(i, 0) }
         counters.store(Counter.startAt.rawValue, PlayerState.unset)
         counters.store(Counter.nextFrameTime.rawValue, PlayerState.unset)

@@ -11,6 +11,7 @@ extension RecorderState {
     static let process: JackProcessCallback = { frames, arg in
         let s = arg!.assumingMemoryBound(to: RecorderState.self).pointee
         s.inputs.fetch(frames)
+        RecorderState.captureMIDI(s, frames: frames)
         RecorderState.cycle(s, frames: Int(frames), frameTime: s.client.lastFrameTime)
         return 0
     }

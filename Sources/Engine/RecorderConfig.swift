@@ -8,6 +8,9 @@ public struct RecorderConfig: Sendable, Equatable {
     public var clientName = "tandem-rec"
     /// Short names of the input ports, in channel order.
     public var ports: [String] = ["in_1", "in_2"]
+    /// Short names of the MIDI input ports (none: no MIDI file). What they receive during a take goes into
+    /// `<take>.mid` beside the audio.
+    public var midiPorts: [String] = []
     /// Folder the takes go to (must exist and be writable).
     public var directory = "."
     /// Session name, used in file names.
@@ -61,6 +64,11 @@ public struct RecorderConfig: Sendable, Equatable {
         if let why = Limits.nameProblem(session, what: "the session name", bytes: Limits.sessionNameBytes) { out.append(why) }
         if ports.isEmpty { out.append("a recorder needs at least one port") }
         if Set(ports).count != ports.count { out.append("port names must be unique") }
+        if Set(midiPorts + ports).count != midiPorts.count + ports.count {
+            out.append("MIDI port names must be unique and differ from the audio ports'")
+        }
+        for p in midiPorts where p.isEmpty || p.contains(":") { out.append("bad MIDI port name '\(p)' (empty or contains ':')") }
+        if midiPorts.count > 16 { out.append("at most 16 MIDI ports") }
         if ports.count > Limits.channels.upperBound { out.append("at most \(Limits.channels.upperBound) ports") }
         for p in ports where p.isEmpty || p.contains(":") { out.append("bad port name '\(p)' (empty or contains ':')") }
         if let r = rotateSeconds, !Limits.contains(Limits.rotateSeconds, r) {

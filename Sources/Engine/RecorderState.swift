@@ -68,6 +68,8 @@ struct RecorderState: EngineState {
     let dryDelayed: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
     /// The most latency compensated (frames); a chain reporting more is compensated by this much.
     let latencyLimit: Int
+    /// MIDI input ports and the ring of their events (see `RecorderMIDI`).
+    let midi: RecorderMIDI
 
     /// The latency a recorder compensates at most, at this rate: a little over a second.
     static func latencyLimit(sampleRate: Int) -> Int { historyFrames(sampleRate: sampleRate) - Period.maxFrames }
@@ -87,7 +89,7 @@ struct RecorderState: EngineState {
     /// none for state driven without a server (tests fill `buffers` and call `cycle`). Throws when the capture ring's
     /// memory cannot be had. Control thread.
     static func allocate(client: JackClientHandle, ports: [JackPort], channels: Int, recordDry: Bool, chain: ChainSlot,
-                         ringFrames: Int, wakeFrames: Int, sampleRate: Int)
+                         ringFrames: Int, wakeFrames: Int, sampleRate: Int, midiPorts: [JackPort] = [])
         throws(EngineError) -> UnsafeMutablePointer<RecorderState> {
         let recordedChannels = recordDry ? 2 * channels : channels
         let ring: FrameRing
@@ -125,7 +127,7 @@ struct RecorderState: EngineState {
             peaks: .allocate(count: channels), sumSquares: .allocate(count: channels),
             wakeup: .allocate(), cycleCost: .allocate(), wakeFrames: wakeFrames,
             dryHistory: dryHistory, dryHistoryFrames: historyFrames, dryDelayed: dryDelayed,
-            latencyLimit: latencyLimit(sampleRate: sampleRate)))
+            latencyLimit: latencyLimit(sampleRate: sampleRate), midi: .allocate(ports: midiPorts)))
         return state
     }
 
@@ -149,6 +151,7 @@ struct RecorderState: EngineState {
         }
         s.dryHistory.deallocate()
         s.dryDelayed.deallocate()
+        s.midi.deallocate()
         state.deallocate()
     }
 
@@ -157,6 +160,7 @@ struct RecorderState: EngineState {
         cycleCost.reset()
         ring.reset()
         drops.reset()
+        midi.reset()
         for i in 0..<counters.count { counters.store(i, 0) }
         counters.store(Counter.nextFrameTime.rawValue, -1)
         for c in 0..<channels {

@@ -110,7 +110,8 @@ extension Session {
             if let frame = wanted.player?.seekFrame, frame > 0 {
                 _ = player?.cue(item: 0, frame: frame)
             } else if let seek = wanted.player?.seekSeconds, seek > 0, let first = want.queue.first,
-                      let rate = try? SoundFileReader(path: first).sampleRate {
+                      let rate = (try? SoundFileReader(path: first).sampleRate)
+                        ?? (MIDIItem.isMIDIFile(first) ? player?.sampleRate : nil) {   // MIDI: frames at the server's rate
                 _ = player?.cue(item: 0, frame: Limits.frames(seconds: seek, rate: Double(rate)) ?? 0)
             }
             cueResumedPlayer()

@@ -9,6 +9,7 @@ extension RecorderConfig {
         self.init()
         clientName = r.client
         ports = r.ports
+        midiPorts = r.midiPorts
         directory = session.directory
         self.session = session.name
         template = r.template
@@ -33,7 +34,7 @@ extension RecorderConfig {
     func sameClient(as other: RecorderConfig) -> Bool {
         clientName == other.clientName && ports == other.ports && ringSeconds == other.ringSeconds
             && prerollSeconds == other.prerollSeconds && recordDry == other.recordDry && trigger == other.trigger
-            && schedule == other.schedule
+            && schedule == other.schedule && midiPorts == other.midiPorts
     }
 }
 
@@ -44,6 +45,7 @@ extension PlayerConfig {
         if let session, session.restorePlugins { pluginState = Session.pluginStateDirectory(session, engine: .player) }
         clientName = p.client
         ports = p.ports
+        midiPorts = p.midiPorts
         queue = p.queue
         loop = p.loop
         gainDB = p.gainDB
@@ -55,5 +57,6 @@ extension PlayerConfig {
 
     func sameClient(as other: PlayerConfig) -> Bool {
         clientName == other.clientName && ports == other.ports && ringSeconds == other.ringSeconds
+            && resolvedMIDIPorts == other.resolvedMIDIPorts
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import MIDIFile
 import SoundFile
 #if canImport(Glibc)
 import Glibc
@@ -33,6 +34,9 @@ public enum TakeRecovery {
                 total += frames
             }
             report.frames = total
+            // The take's MIDI file, if it has one: cut inside a flush at the worst, completed here.
+            let midi = MIDITakeWriter.path(sidecar: path)
+            if FileManager.default.fileExists(atPath: midi) { _ = try? MIDIFileWriter.recover(path: midi) }
             report.ended = .interrupted
             let iso = ISO8601DateFormatter().string(from: Date())
             report.endDetail = "the process ended without finalizing this take (killed, crashed or power lost); "

@@ -205,6 +205,8 @@ public struct SessionSection: Sendable, Equatable {
 public struct RecorderSection: Sendable, Equatable {
     public var client = "tandem-rec"
     public var ports: [String] = ["in_1", "in_2"]
+    /// MIDI input ports (`midi_ports`), recorded into `<take>.mid` beside the audio.
+    public var midiPorts: [String] = []
     public var format = AudioFormat()
     public var template = "{session}-{take:03}-{date}-{time}"
     public var stems = false
@@ -236,6 +238,8 @@ public struct RecorderSection: Sendable, Equatable {
 public struct PlayerSection: Sendable, Equatable {
     public var client = "tandem-play"
     public var ports: [String] = ["out_1", "out_2"]
+    /// MIDI output ports (`midi_ports`); nil: `midi_out` when the queue holds a MIDI file, else none.
+    public var midiPorts: [String]?
     /// Absolute paths (relative ones are resolved against the preset's folder).
     public var queue: [String] = []
     public var loop: LoopMode = .none

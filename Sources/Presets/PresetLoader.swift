@@ -241,6 +241,20 @@ struct Validator {
         return defaultPorts
     }
 
+    /// `midi_ports = [...]`: MIDI port names, unique and apart from the audio ports (at most 16).
+    mutating func midiPorts(_ t: TOMLTable, _ section: String, audio: [String]) -> [String]? {
+        guard let (names, line) = strings(t, "midi_ports", section) else { return nil }
+        var seen = Set(audio)
+        for n in names {
+            if n.isEmpty || n.contains(":") || n.utf8.count > 200 {
+                problem("\(section).midi_ports", line, "bad port name '\(n)' (empty, too long, or contains ':')")
+            }
+            if !seen.insert(n).inserted { problem("\(section).midi_ports", line, "duplicate port '\(n)'") }
+        }
+        if names.count > 16 { problem("\(section).midi_ports", line, "at most 16 MIDI ports") }
+        return names
+    }
+
     mutating func client(_ t: TOMLTable, _ section: String, default name: String) -> String {
         guard let (c, line) = string(t, "client", section) else { return name }
         if let why = Limits.nameProblem(c, what: "the client name", bytes: Limits.clientNameBytes) {
@@ -493,11 +507,12 @@ struct Validator {
         let s = "recorder"
         unknownKeys(t, ["client", "channels", "ports", "format", "sample", "quality", "template", "stems", "rotate",
                         "rotate_size", "preroll", "duration", "stop_at", "start", "ring", "plugins", "dry",
-                        "trigger", "schedule", "rotate_on_clock", "retention"],
+                        "trigger", "schedule", "rotate_on_clock", "retention", "midi_ports"],
                     section: s)
         var r = RecorderSection()
         r.client = client(t, s, default: r.client)
         r.ports = ports(t, s, prefix: "in", default: r.ports)
+        r.midiPorts = midiPorts(t, s, audio: r.ports) ?? []
         r.format.container = choice(t, "format", s, Container.self) ?? .wav
         r.format.sample = choice(t, "sample", s, SampleFormat.self) ?? .float32
         r.format.quality = number(t, "quality", s, Limits.quality)
@@ -546,10 +561,11 @@ struct Validator {
     mutating func player(_ t: TOMLTable) -> PlayerSection {
         let s = "player"
         unknownKeys(t, ["client", "channels", "ports", "queue", "loop", "gain", "map", "quality", "seek", "seek_frame",
-                        "start", "start_at", "tail", "ring", "plugins"], section: s)
+                        "start", "start_at", "tail", "ring", "plugins", "midi_ports"], section: s)
         var p = PlayerSection()
         p.client = client(t, s, default: p.client)
         p.ports = ports(t, s, prefix: "out", default: p.ports)
+        p.midiPorts = midiPorts(t, s, audio: p.ports)
         if let (files, line) = strings(t, "queue", s) {
             p.queue = files.map { path($0) }
             for f in p.queue {

@@ -38,6 +38,7 @@ public extension Preset {
             out.table("recorder")
             if r.client != d.client { out.string("client", r.client) }
             out.ports(r.ports, prefix: "in")
+            if !r.midiPorts.isEmpty { out.line("midi_ports = [" + r.midiPorts.map(TOMLText.quoted).joined(separator: ", ") + "]") }
             if r.format.container != d.format.container { out.raw("format", r.format.container.rawValue) }
             if r.format.sample != d.format.sample { out.raw("sample", r.format.sample.rawValue) }
             if let q = r.format.quality { out.number("quality", q) }
@@ -63,6 +64,7 @@ public extension Preset {
             out.table("player")
             if p.client != d.client { out.string("client", p.client) }
             out.ports(p.ports, prefix: "out")
+            if let m = p.midiPorts { out.line("midi_ports = [" + m.map(TOMLText.quoted).joined(separator: ", ") + "]") }
             if !p.queue.isEmpty { out.line("queue = [" + p.queue.map(TOMLText.quoted).joined(separator: ", ") + "]") }
             if p.loop != d.loop { out.raw("loop", p.loop.rawValue) }
             if p.gainDB != d.gainDB { out.number("gain", p.gainDB) }

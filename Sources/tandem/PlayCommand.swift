@@ -30,6 +30,9 @@ struct PlayCommand: ParsableCommand {
     @Option(name: .long, help: "Output port short name, once per port, in channel order (repeatable).")
     var port: [String] = []
 
+    @Option(name: .long, help: "MIDI output port short name (repeatable). Default: midi_out when a file to play is a MIDI file.")
+    var midiPort: [String] = []
+
     @Option(name: .long, help: "Destination port (exact name or regular expression) for the outputs, in order (repeatable).")
     var connect: [String] = []
 
@@ -118,6 +121,7 @@ struct PlayCommand: ParsableCommand {
         let count = channels ?? files.first.flatMap { try? SoundFileReader(path: $0).channels } ?? 2
         pl.ports = !port.isEmpty ? port : (1...max(1, count)).map { "out_\($0)" }
         pl.queue = files
+        pl.midiPorts = midiPort.isEmpty ? nil : midiPort
         pl.loop = LoopMode(rawValue: loop) ?? .none
         pl.gainDB = gain
         pl.channelMap = map.flatMap(parseMap)

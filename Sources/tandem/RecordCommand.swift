@@ -31,6 +31,9 @@ struct RecordCommand: ParsableCommand {
     @Option(name: .long, help: "Input port short name, once per port, in channel order (repeatable).")
     var port: [String] = []
 
+    @Option(name: .long, help: "MIDI input port short name (repeatable): what it receives during a take is written to <take>.mid beside the audio.")
+    var midiPort: [String] = []
+
     @Option(name: .long, help: "Source port (exact name or regular expression) to connect, in channel order (repeatable).")
     var connect: [String] = []
 
@@ -203,6 +206,7 @@ struct RecordCommand: ParsableCommand {
         var r = RecorderSection()
         r.client = client
         r.ports = !port.isEmpty ? port : (1...(channels ?? 2)).map { "in_\($0)" }
+        r.midiPorts = midiPort
         r.format = AudioFormat(container: Container(rawValue: format) ?? .wav,
                                sample: SampleFormat(rawValue: sample) ?? .float32, quality: quality)
         r.template = template

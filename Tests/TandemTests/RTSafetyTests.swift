@@ -179,4 +179,48 @@ import TestSupport
             #expect(line.contains(" events=0") && !line.contains(" cycles=0 "), "\(line)")
         }
     }
+
+    /// MIDI flowing: `tandem play` plays a dense MIDI file (about 330 events a second, looped) from its MIDI port into
+    /// `tandem record --midi-port`, which writes it into the take's MIDI file: both callbacks stay clean.
+    @Test func callbacksAreCleanWithMIDIFlowing() throws {
+        let server = try TestEnvironment.server("rtmidi", period: 256)
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("rtmidi")
+        let song = dir.appendingPathComponent("dense.mid").path
+        _ = try Mido.run("""
+            import sys, mido
+            f = mido.MidiFile(type=0, ticks_per_beat=480); t = mido.MidiTrack(); f.tracks.append(t)
+            for i in range(2000):
+                t.append(mido.Message('note_on', note=i % 128, velocity=100, time=3))
+                t.append(mido.Message('note_off', note=i % 128, velocity=0, time=3))
+            f.save(sys.argv[1])
+            """, [song])
+        let recReport = dir.appendingPathComponent("rec.txt").path
+        let playReport = dir.appendingPathComponent("play.txt").path
+        let rec = try TandemProcess(["record", "-c", "1", "-d", dir.path, "--midi-port", "midi_in"], server: server,
+                                    extraEnvironment: ["LD_PRELOAD": interposer, "RTCHECK_REPORT": recReport],
+                                    log: dir.appendingPathComponent("rec.log").path)
+        #expect(rec.waitFor(" recording: "))
+        let play = try TandemProcess(["play", song, "--loop", "all"], server: server,
+                                     extraEnvironment: ["LD_PRELOAD": interposer, "RTCHECK_REPORT": playReport],
+                                     log: dir.appendingPathComponent("play.log").path)
+        let patch = try JackClient(name: "patch", server: server.name)
+        #expect(TestEnvironment.waitUntil(timeout: 10) {
+            (try? patch.connect("tandem-play:midi_out", "tandem-rec:midi_in")) != nil
+        })
+        usleep(4_000_000)
+        play.process.signal(SIGINT)
+        rec.process.signal(SIGINT)
+        #expect(play.process.wait(timeout: 15) == 0, "\(play.output)")
+        #expect(rec.process.wait(timeout: 15) == 0, "\(rec.output)")
+        patch.close()
+        let midi = try #require(try FileManager.default.contentsOfDirectory(atPath: dir.path).first { $0.hasSuffix(".mid") && $0 != "dense.mid" })
+        let recorded = try Mido.frames(dir.appendingPathComponent(midi).path, rate: 48000).events.count
+        #expect(recorded > 1000, "events recorded while measured: \(recorded)")
+        for (name, path) in [("record", recReport), ("play", playReport)] {
+            let r = Self.lastReport(path)
+            #expect(r.cycles > 300, "\(name): \(r.line)")
+            #expect(r.events == 0, "\(name): \(r.line)")
+        }
+    }
 }

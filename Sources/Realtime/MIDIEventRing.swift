@@ -1,0 +1,105 @@
+import Synchronization
+
+/// A MIDI message at a position on some timeline (a playback ring position, a recorder stream position), with the
+/// index of the port it came from or goes to. Fixed size, so copying one never allocates: at most `capacity` bytes
+/// (56; a longer SysEx does not fit and is counted as dropped by whoever tried to queue it).
+public struct MIDIRingEvent: BitwiseCopyable, Sendable {
+    public var position: Int64
+    public var port: Int16
+    public var size: Int16
+    /// The bytes, inline.
+    public var data: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64)
+
+    public static let capacity = 56
+
+    public init() {
+        position = 0
+        port = 0
+        size = 0
+        data = (0, 0, 0, 0, 0, 0, 0)
+    }
+
+    /// An event from `count` bytes at `bytes`; nil when they do not fit (or there are none). Realtime: safe.
+    @inlinable @inline(__always)
+    public init?(position: Int, port: Int, bytes: UnsafePointer<UInt8>, count: Int) {
+        guard count > 0 && count <= Self.capacity else { return nil }
+        self.init()
+        self.position = Int64(position)
+        self.port = Int16(truncatingIfNeeded: port)
+        size = Int16(count)
+        withUnsafeMutableBytes(of: &data) { $0.baseAddress!.copyMemory(from: bytes, byteCount: count) }
+    }
+
+    /// The bytes, for the control side.
+    public var bytes: [UInt8] {
+        withUnsafeBytes(of: data) { Array($0.prefix(Int(max(0, min(Int(size), Self.capacity))))) }
+    }
+
+    /// Calls `body` with a pointer to the bytes. Realtime: safe.
+    @inlinable @inline(__always)
+    public func withBytes<R>(_ body: (UnsafePointer<UInt8>, Int) -> R) -> R {
+        withUnsafeBytes(of: data) { body($0.baseAddress!.assumingMemoryBound(to: UInt8.self), Int(size)) }
+    }
+}
+
+/// A single-producer/single-consumer ring of `MIDIRingEvent`s, in position order as the producer pushes them.
+///
+/// Ownership: one thread pushes, one other thread peeks and pops. `allocate`, `reset` and `deallocate` are
+/// control-thread only, while neither side runs. A full ring refuses (`push` returns false); the producer waits (a
+/// disk thread) or counts the loss (a process callback), never blocks the other side.
+public struct MIDIEventRing: BitwiseCopyable, @unchecked Sendable {
+    public let capacity: Int
+    @usableFromInline let slots: UnsafeMutablePointer<MIDIRingEvent>
+    @usableFromInline let pushed: AtomicCounter
+    @usableFromInline let popped: AtomicCounter
+
+    /// Slots written once here, so no page is first touched on a process thread. Control thread only.
+    public static func allocate(capacity: Int) -> MIDIEventRing {
+        precondition(capacity > 0, "a MIDI ring needs capacity")
+        let slots = UnsafeMutablePointer<MIDIRingEvent>.allocate(capacity: capacity)
+        slots.initialize(repeating: MIDIRingEvent(), count: capacity)
+        return MIDIEventRing(capacity: capacity, slots: slots, pushed: .allocate(), popped: .allocate())
+    }
+
+    public func deallocate() {
+        slots.deallocate()
+        pushed.deallocate()
+        popped.deallocate()
+    }
+
+    public func reset() {
+        pushed.store(0)
+        popped.store(0)
+    }
+
+    /// Producer only. False when full. Realtime: safe.
+    @inlinable @inline(__always) @discardableResult
+    public func push(_ event: MIDIRingEvent) -> Bool {
+        let head = pushed.cell.pointee.load(ordering: .relaxed)
+        if head - popped.load() >= capacity { return false }
+        slots[head % capacity] = event
+        pushed.cell.pointee.store(head + 1, ordering: .releasing)
+        return true
+    }
+
+    /// Consumer only: the oldest event without removing it, or nil. Realtime: safe.
+    @inlinable @inline(__always)
+    public func peek() -> MIDIRingEvent? {
+        let tail = popped.cell.pointee.load(ordering: .relaxed)
+        if tail == pushed.load() { return nil }
+        return slots[tail % capacity]
+    }
+
+    /// Consumer only: removes the oldest event (after `peek`). Realtime: safe.
+    @inlinable @inline(__always)
+    public func drop() {
+        let tail = popped.cell.pointee.load(ordering: .relaxed)
+        if tail == pushed.load() { return }
+        popped.cell.pointee.store(tail + 1, ordering: .releasing)
+    }
+
+    /// Producer side: free slots (a snapshot).
+    public var space: Int { capacity - (pushed.load() - popped.load()) }
+    /// Events waiting (any thread; a snapshot).
+    public var count: Int { pushed.load() - popped.load() }
+}

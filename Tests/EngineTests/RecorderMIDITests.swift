@@ -1,0 +1,103 @@
+import Testing
+import Foundation
+import Engine
+import Jack
+import TestSupport
+
+/// The recorder writes its MIDI input into `<take>.mid` beside the audio, each event at its frame from the take's
+/// first audio frame; mido reads the file.
+@Suite(.serialized) struct RecorderMIDITests {
+    static func recorderConfig(_ dir: URL) -> RecorderConfig {
+        var c = RecorderConfig()
+        c.clientName = "mrec"
+        c.ports = ["in_1"]
+        c.midiPorts = ["midi_in"]
+        c.directory = dir.path
+        c.session = "midi"
+        c.template = "{session}-{take:03}"
+        return c
+    }
+
+    static func finished(_ recorder: Recorder) -> [(TakeReport, String)] {
+        recorder.drainEvents().compactMap {
+            if case .takeFinished(let r, let path) = $0 { return (r, path) }
+            return nil
+        }
+    }
+
+    /// The acceptance round trip: a type-1 file with tempo changes (written by mido), played by the player into the
+    /// recorder: every event is in the take's MIDI file at the frame the player played it on, as mido reads both.
+    @Test func playerToRecorderKeepsEveryFrame() throws {
+        let server = try TestEnvironment.server("mroundtrip")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("mroundtrip")
+        let mid = dir.appendingPathComponent("song.mid").path
+        _ = try Mido.run(Mido.writeType1, [mid, "60"])
+        let recorder = try Recorder(config: Self.recorderConfig(dir), server: server.name)
+        var pc = PlayerConfig()
+        pc.ports = ["out_1"]
+        pc.queue = [mid]
+        pc.startImmediately = false
+        let player = try Player(config: pc, server: server.name)
+        try player.client.connect("tandem-play:midi_out", "mrec:midi_in")
+        recorder.startTake()
+        usleep(300_000)
+        player.waitForFill(seconds: 5)
+        player.play()
+        var events: [PlayerEvent] = []
+        #expect(TestEnvironment.waitUntil(timeout: 30) {
+            events += player.drainEvents()
+            return events.contains(.queueFinished)
+        })
+        usleep(300_000)
+        let playedFrom = try #require(player.startedAtFrameTime.map(Int.init))
+        player.close()
+        recorder.close()
+        let (report, sidecar) = try #require(Self.finished(recorder).first)
+        let takeStart = Int(report.startFrameTime)
+        let original = try Mido.frames(mid, rate: 48000).events
+        let recorded = try Mido.frames(sidecar.replacingOccurrences(of: ".json", with: ".mid"), rate: 48000).events
+        #expect(recorded.count == original.count && original.count > 120)
+        let moved = zip(recorded, original).filter { r, o in
+            (takeStart + r.frame) & 0xFFFF_FFFF != (playedFrom + o.frame) & 0xFFFF_FFFF || r.hex != o.hex
+        }.count
+        #expect(moved == 0, "\(moved) of \(original.count) events moved or differ")
+        #expect(recorder.midiReceived == original.count && recorder.midiOverruns == 0)
+    }
+
+    /// A dense stream (3000 events a second, for `TANDEM_MIDI_DENSE_SECONDS`, 30 by default: the ten
+    /// minutes compressed to what CI affords) loses no event and moves none.
+    @Test func denseStreamLosesNothing() throws {
+        let seconds = ProcessInfo.processInfo.environment["TANDEM_MIDI_DENSE_SECONDS"].flatMap(Int.init) ?? 30
+        let server = try TestEnvironment.server("mdense")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("mdense")
+        let source = try MIDISource(name: "msrc", server: server.name)
+        let recorder = try Recorder(config: Self.recorderConfig(dir), server: server.name)
+        try source.client.connect("msrc:midi_out", "mrec:midi_in")
+        recorder.startTake()
+        usleep(300_000)
+        let spacing = 16
+        let count = seconds * 48000 / spacing
+        let first = source.frameTime + 48000
+        for i in 0..<count {
+            source.send(frame: first + i * spacing, bytes: [0x90 | UInt8(i % 16), UInt8(i / 16 % 128), UInt8(i / 2048 % 128)])
+        }
+        #expect(TestEnvironment.waitUntil(timeout: Double(seconds) + 20) { source.pending == 0 })
+        usleep(300_000)
+        recorder.close()
+        source.close()
+        #expect(source.late == 0)
+        let (report, sidecar) = try #require(Self.finished(recorder).first)
+        let offset = (first - Int(report.startFrameTime)) & 0xFFFF_FFFF
+        let recorded = try Mido.frames(sidecar.replacingOccurrences(of: ".json", with: ".mid"), rate: 48000).events
+        #expect(recorded.count == count, "\(recorded.count) of \(count) events recorded")
+        let moved = recorded.enumerated().filter { i, r in
+            r.frame != offset + i * spacing
+                || r.hex != Mido.hex([0x90 | UInt8(i % 16), UInt8(i / 16 % 128), UInt8(i / 2048 % 128)])
+        }.count
+        #expect(moved == 0, "\(moved) events moved or differ")
+        #expect(recorder.midiOverruns == 0 && recorder.midiReceived == count)
+        print("MIDI dense stream: \(count) events in \(seconds) s, \(recorded.count) recorded, \(moved) moved")
+    }
+}
