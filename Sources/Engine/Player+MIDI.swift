@@ -58,7 +58,7 @@ struct PlayerMIDI: BitwiseCopyable {
     @inline(__always)
     func fetch(_ frames: UInt32) {
         for i in 0..<portCount {
-            let b = JackMIDIBuffer(port: ports[i], frames: frames)
+            let b = ports[i].midiBuffer(frames)
             b?.clear()
             buffers[i] = b
         }

@@ -33,7 +33,7 @@ extension PlayerState {
                 m.counters.add(PlayerMIDI.Counter.lost.rawValue, 1)
                 continue
             }
-            let ok = e.withBytes { bytes, size in buffer.write(frame: offset + p - start, bytes: bytes, size: size) }
+            let ok = e.withBytes { bytes, size in buffer.write(frame: UInt32(truncatingIfNeeded: offset + p - start), bytes: bytes, size: size) }
             m.counters.add(ok ? PlayerMIDI.Counter.sent.rawValue : PlayerMIDI.Counter.lost.rawValue, 1)
         }
     }

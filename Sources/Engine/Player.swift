@@ -58,7 +58,7 @@ public final class Player: @unchecked Sendable {
         engine = try EngineClient(setup, logger: logger, check: { client throws(EngineError) in
             do throws(JackError) {
                 for name in config.resolvedMIDIPorts {
-                    midiPorts.append(try client.registerMIDIPortForFiles(name, direction: .output))
+                    midiPorts.append(try client.registerPort(name, direction: .output, type: .midi))
                 }
             } catch {
                 throw EngineError(.jack, error.description)

@@ -13,11 +13,11 @@ extension RecorderState {
         guard m.portCount > 0 else { return }
         let position = s.counters.load(Counter.streamFrames.rawValue)
         for p in 0..<m.portCount {
-            guard let buffer = JackMIDIBuffer(port: m.ports[p], frames: frames) else { continue }
-            for i in 0..<buffer.eventCount {
-                guard let e = buffer.event(i) else { continue }
+            guard let buffer = m.ports[p].midiBuffer(frames) else { continue }
+            for i in 0..<buffer.count {
+                guard let e = buffer.event(i), let bytes = e.bytes else { continue }
                 m.counters.add(RecorderMIDI.Counter.received.rawValue, 1)
-                guard let event = MIDIRingEvent(position: position + e.frame, port: p, bytes: e.bytes, count: e.size) else {
+                guard let event = MIDIRingEvent(position: position + Int(e.frame), port: p, bytes: bytes, count: e.size) else {
                     m.counters.add(RecorderMIDI.Counter.tooLong.rawValue, 1)
                     continue
                 }

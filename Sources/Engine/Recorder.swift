@@ -58,7 +58,7 @@ public final class Recorder: @unchecked Sendable {
                 throw EngineError(.badConfig, e.message)
             }
             do throws(JackError) {     // the MIDI ports, before the state that holds them is built
-                for name in config.midiPorts { midiPorts.append(try client.registerMIDIPortForFiles(name, direction: .input)) }
+                for name in config.midiPorts { midiPorts.append(try client.registerPort(name, direction: .input, type: .midi)) }
             } catch {
                 throw EngineError(.jack, error.description)
             }

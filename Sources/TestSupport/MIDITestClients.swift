@@ -21,17 +21,17 @@ public final class MIDICapture {
 
     public init(name: String, server: String, capacity: Int = 1 << 20) throws {
         client = try JackClient(name: name, server: server)
-        let port = try client.registerMIDIPortForFiles("midi_in", direction: .input)
+        let port = try client.registerPort("midi_in", direction: .input, type: .midi)
         state = .allocate(capacity: 1)
         state.initialize(to: MIDITestState(port: port, client: client.handle, ring: .allocate(capacity: capacity),
                                            lost: .allocate(), cycles: .allocate()))
         try client.activate(process: { frames, arg in
             let s = arg!.assumingMemoryBound(to: MIDITestState.self).pointee
             let now = Int(JackClientHandle(raw: s.client).lastFrameTime)
-            if let b = JackMIDIBuffer(port: s.port, frames: frames) {
-                for i in 0..<b.eventCount {
-                    guard let e = b.event(i),
-                          let event = MIDIRingEvent(position: now + e.frame, port: 0, bytes: e.bytes, count: e.size),
+            if let b = s.port.midiBuffer(frames) {
+                for i in 0..<b.count {
+                    guard let e = b.event(i), let bytes = e.bytes,
+                          let event = MIDIRingEvent(position: now + Int(e.frame), port: 0, bytes: bytes, count: e.size),
                           s.ring.push(event) else {
                         s.lost.add(1)
                         continue
@@ -83,18 +83,18 @@ public final class MIDISource {
     /// `events`: absolute JACK frame times (ascending) and bytes (at most `MIDIRingEvent.capacity` each).
     public init(name: String, server: String, capacity: Int = 1 << 20) throws {
         client = try JackClient(name: name, server: server)
-        let port = try client.registerMIDIPortForFiles("midi_out", direction: .output)
+        let port = try client.registerPort("midi_out", direction: .output, type: .midi)
         state = .allocate(capacity: 1)
         state.initialize(to: MIDITestState(port: port, client: client.handle, ring: .allocate(capacity: capacity),
                                            lost: .allocate(), cycles: .allocate()))
         try client.activate(process: { frames, arg in
             let s = arg!.assumingMemoryBound(to: MIDITestState.self).pointee
             let now = Int(JackClientHandle(raw: s.client).lastFrameTime)
-            if let b = JackMIDIBuffer(port: s.port, frames: frames) {
+            if let b = s.port.midiBuffer(frames) {
                 b.clear()
                 while let e = s.ring.peek(), Int(e.position) < now + Int(frames) {
                     s.ring.drop()
-                    let ok = e.withBytes { bytes, size in b.write(frame: max(0, Int(e.position) - now), bytes: bytes, size: size) }
+                    let ok = e.withBytes { bytes, size in b.write(frame: UInt32(truncatingIfNeeded: max(0, Int(e.position) - now)), bytes: bytes, size: size) }
                     if !ok || Int(e.position) < now { s.lost.add(1) }
                 }
             }
