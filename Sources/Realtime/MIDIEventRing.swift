@@ -30,6 +30,16 @@ public struct MIDIRingEvent: BitwiseCopyable, Sendable {
         withUnsafeMutableBytes(of: &data) { $0.baseAddress!.copyMemory(from: bytes, byteCount: count) }
     }
 
+    /// Makes the Swift runtime build, here, what an event's first construction would otherwise build on a process
+    /// thread: the byte tuple's type metadata, which an unoptimized build instantiates on first use (allocating under
+    /// a lock: the RT interposer saw 5 events at a recorder's first MIDI event). Control thread.
+    public static func prepare() {
+        var byte: UInt8 = 0x90
+        guard let e = MIDIRingEvent(position: 0, port: 0, bytes: &byte, count: 1) else { return }
+        _ = e.withBytes { $1 }
+        _ = e.bytes
+    }
+
     /// The bytes, for the control side.
     public var bytes: [UInt8] {
         withUnsafeBytes(of: data) { Array($0.prefix(Int(max(0, min(Int(size), Self.capacity))))) }
@@ -56,6 +66,7 @@ public struct MIDIEventRing: BitwiseCopyable, @unchecked Sendable {
     /// Slots written once here, so no page is first touched on a process thread. Control thread only.
     public static func allocate(capacity: Int) -> MIDIEventRing {
         precondition(capacity > 0, "a MIDI ring needs capacity")
+        MIDIRingEvent.prepare()
         let slots = UnsafeMutablePointer<MIDIRingEvent>.allocate(capacity: capacity)
         slots.initialize(repeating: MIDIRingEvent(), count: capacity)
         return MIDIEventRing(capacity: capacity, slots: slots, pushed: .allocate(), popped: .allocate())

@@ -22,6 +22,11 @@ public struct LoopState: BitwiseCopyable {
     /// `lateClock` only: every `stallEvery` cycles it sleeps `stallMicros` inside the callback.
     public var stallEvery = 0
     public var stallMicros = 0
+    /// `record` only: when set, cycles the server ran without this client are recorded as silence, so frame `i` of
+    /// the capture is always JACK frame `firstFrameTime + i` (an xrun while a test sets up moves nothing).
+    public var fillSkippedCycles = false
+    /// `record` only, process thread: the frame time the next cycle should have, plus one (0: none yet).
+    public var nextFrameTime = 0
 
     public static func allocate(ports: [JackPort], ringFrames: Int) -> UnsafeMutablePointer<LoopState> {
         guard let ring = try? FrameRing.allocate(channels: ports.count, capacity: ringFrames) else {
@@ -66,10 +71,21 @@ public struct LoopState: BitwiseCopyable {
     /// Realtime: safe.
     public static let record: JackProcessCallback = { frames, arg in
         let s = arg!.assumingMemoryBound(to: LoopState.self).pointee
-        for c in 0..<s.channels { s.buffers[c] = s.ports[c].buffer(frames) ?? s.scratch }
         if s.firstFrameTime.load() == 0, let client = s.client {
             s.firstFrameTime.store(Int(JackClientHandle(raw: client).lastFrameTime) + 1)
         }
+        if s.fillSkippedCycles, let client = s.client {
+            let now = Int(JackClientHandle(raw: client).lastFrameTime)
+            var gap = s.nextFrameTime == 0 ? 0 : min(now - (s.nextFrameTime - 1), 480_000)
+            if gap > 0 { for c in 0..<s.channels { s.buffers[c] = s.scratch } }   // the scratch is silence here
+            while gap > 0 {
+                let n = min(gap, Period.maxFrames)
+                _ = s.ring.writer.write(planar: s.buffers, frames: n)
+                gap -= n
+            }
+            arg!.assumingMemoryBound(to: LoopState.self).pointee.nextFrameTime = now + Int(frames) + 1
+        }
+        for c in 0..<s.channels { s.buffers[c] = s.ports[c].buffer(frames) ?? s.scratch }
         _ = s.ring.writer.write(planar: s.buffers, frames: Int(frames))
         s.cycles.add(1)
         return 0
@@ -134,12 +150,14 @@ public final class TestCapture {
     let state: UnsafeMutablePointer<LoopState>
     public let channels: Int
 
-    public init(name: String, server: String, channels: Int, seconds: Double) throws {
+    /// `fillSkippedCycles`: see `LoopState.fillSkippedCycles`.
+    public init(name: String, server: String, channels: Int, seconds: Double, fillSkippedCycles: Bool = false) throws {
         let client = try JackClient(name: name, server: server)
         self.client = client
         self.channels = channels
         let ports = try (1...channels).map { try client.registerPort("in_\($0)", direction: .input) }
         let s = LoopState.allocate(ports: ports, ringFrames: Int(seconds * 48000))
+        s.pointee.fillSkippedCycles = fillSkippedCycles
         state = s
         try client.activate(process: LoopState.record, context: UnsafeMutableRawPointer(s)) {
             s.pointee.ring.reset()

@@ -75,7 +75,7 @@ public final class MIDICapture {
 
 /// A client with one MIDI output port `midi_out` that sends preloaded events at absolute JACK frame times (each in
 /// the cycle that holds its frame; one already past goes out at frame 0 of the next cycle and counts as late).
-public final class MIDISource {
+public final class MIDISender {
     public let client: JackClient
     let state: UnsafeMutablePointer<MIDITestState>
     private var closed = false

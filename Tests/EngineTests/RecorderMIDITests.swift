@@ -72,7 +72,7 @@ import TestSupport
         let server = try TestEnvironment.server("mdense")
         defer { server.stop() }
         let dir = TestEnvironment.temporaryDirectory("mdense")
-        let source = try MIDISource(name: "msrc", server: server.name)
+        let source = try MIDISender(name: "msrc", server: server.name)
         let recorder = try Recorder(config: Self.recorderConfig(dir), server: server.name)
         try source.client.connect("msrc:midi_out", "mrec:midi_in")
         recorder.startTake()

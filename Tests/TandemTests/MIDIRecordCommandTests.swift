@@ -13,7 +13,7 @@ import TestSupport
         let server = try TestEnvironment.server("midikill9")
         defer { server.stop() }
         let dir = TestEnvironment.temporaryDirectory("midikill9")
-        let source = try MIDISource(name: "msrc", server: server.name)
+        let source = try MIDISender(name: "msrc", server: server.name)
         var rng: UInt64 = 0x5EED_0909
         var previous: (sidecar: String, midi: String, count: Int)?
         for trial in 0...5 {

@@ -29,7 +29,10 @@ import TestSupport
         defer { server.stop() }
         let dir = TestEnvironment.temporaryDirectory("midi\(tag)")
         let source = try MIDISource(name: "src", server: server.name, events: events)
-        let capture = try TestCapture(name: "cap", server: server.name, channels: jalv ? 2 : 1, seconds: seconds + 30)
+        // Skipped cycles are filled, so the capture's frame i is JACK frame firstFrameTime + i even after an xrun
+        // while the clients start (at period 64 a busy box gives a few).
+        let capture = try TestCapture(name: "cap", server: server.name, channels: jalv ? 2 : 1, seconds: seconds + 30,
+                                      fillSkippedCycles: true)
         let rack = try TandemProcess(["rack", "--name", "synth", "--plugin", plugin, "--connect-midi-in", source.portName,
                                       "--connect-out", "cap:in_1"] + extraArguments,
                                      server: server, extraEnvironment: environment,
@@ -66,6 +69,7 @@ import TestSupport
         // Events start on a cycle boundary half a second from now: their frames within the cycle are theirs.
         let now = Int(source.client.frameTime) + 24000
         let base = UInt32((now + period - 1) / period * period)
+        let xrunsBefore = capture.client.notifications.count(.xrun)
         source.arm(base: base)
         let last = events.map(\.frame).max() ?? 0
         #expect(TestEnvironment.waitUntil(timeout: seconds + 10) {
@@ -74,7 +78,7 @@ import TestSupport
         #expect(source.written == events.count, "\(source.written) of \(events.count) events written")
         capture.close()
         let samples = capture.samples()
-        let xruns = capture.client.notifications.count(.xrun)
+        let xruns = capture.client.notifications.count(.xrun) - xrunsBefore   // while the events played
         let width = jalv ? 2 : 1
         let audio = stride(from: 0, to: samples.count, by: width).map { samples[$0] }
         let other = jalv ? stride(from: 1, to: samples.count, by: 2).map { samples[$0] } : []
@@ -128,8 +132,16 @@ import TestSupport
         let events = offsets.enumerated().map { i, k in
             MIDISource.Event(frame: i * spacing + k, bytes: [0x90, 69, 100])
         }
-        let run = try Self.play(tag: "onset\(period)", period: period, plugin: Self.sampler, events: events,
+        // An xrun breaks the timeline the onsets are measured on (at period 64 a busy 2-core box gives a few): such a
+        // run is done again, up to three times.
+        var attempt = 0
+        var run = try Self.play(tag: "onset\(period)-1", period: period, plugin: Self.sampler, events: events, seconds: 3)
+        while run.xruns > 0 && attempt < 2 {
+            attempt += 1
+            print("onset at period \(period): \(run.xruns) xruns in run \(attempt); once more")
+            run = try Self.play(tag: "onset\(period)-\(attempt + 1)", period: period, plugin: Self.sampler, events: events,
                                 seconds: 3)
+        }
         #expect(run.xruns == 0, "xruns during the run: the timeline is not continuous")
         for (i, k) in offsets.enumerated() {
             let at = Int(run.base) - Int(run.start) + i * spacing + k
@@ -204,11 +216,13 @@ import TestSupport
         #expect(r.events == 0, "\(r.line)")
         if plugins.count > 1 {
             // Every note and its fifth (on and off), and each controller change passed on, left by the MIDI output.
-            // A cycle the server ran late (an xrun) can hand the reader the rack's last buffer again.
+            // A cycle the server ran late (an xrun) can hand the reader the rack's last buffer again, or skip the
+            // rack's cycle with the events in it (JACK's loss, counted as the rack's missed frames): a run with xruns
+            // is held to within 1 % (this test is about the callback's cleanliness, the exact count is above).
             if run.xruns == 0 {
                 #expect(run.midiReceived == 5 * 400, "\(run.midiReceived) events from synth:midi_out")
             } else {
-                #expect(run.midiReceived >= 5 * 400, "\(run.midiReceived) events from synth:midi_out")
+                #expect(abs(run.midiReceived - 5 * 400) <= 20, "\(run.midiReceived) events from synth:midi_out, \(run.xruns) xruns")
             }
         }
         print("figure: rtcheck with MIDI flowing through a rack of \(plugins): \(r.line)")
