@@ -129,20 +129,27 @@ start_master() {
 start_slave() {
   local dir=$1
   load_state "$dir"
-  spawn_in slave "$dir/slave-jackd.log" jackd $RT -d net -a "$MASTER_ADDR" -n slave -l "$LATENCY" \
-    -C "$CHANNELS" -P "$CHANNELS"
-  local pid=$!
-  sed -i '/^SLAVE_JACKD=/d' "$dir/rig.env"
-  echo "SLAVE_JACKD=$pid" >>"$dir/rig.env"
-  # Ready when the master lists the slave's ports (the slave has found the master and synced).
-  local i
-  for ((i = 0; i < 150; i++)); do
-    if in_host master jack_lsp 2>/dev/null | grep -q '^slave:to_slave_1$' &&
-       in_host slave jack_lsp 2>/dev/null | grep -q '^system:capture_1$'; then
-      return 0
-    fi
-    alive "$pid" || break
-    sleep 0.1
+  # A slave started right after the previous one went can find the master's netmanager still holding it and exit;
+  # it is started again (up to three times) a second later.
+  local attempt
+  for attempt in 1 2 3; do
+    spawn_in slave "$dir/slave-jackd.log" jackd $RT -d net -a "$MASTER_ADDR" -n slave -l "$LATENCY" \
+      -C "$CHANNELS" -P "$CHANNELS"
+    local pid=$!
+    sed -i '/^SLAVE_JACKD=/d' "$dir/rig.env"
+    echo "SLAVE_JACKD=$pid" >>"$dir/rig.env"
+    # Ready when the master lists the slave's ports (the slave has found the master and synced).
+    local i
+    for ((i = 0; i < 150; i++)); do
+      if in_host master jack_lsp 2>/dev/null | grep -q '^slave:to_slave_1$' &&
+         in_host slave jack_lsp 2>/dev/null | grep -q '^system:capture_1$'; then
+        return 0
+      fi
+      alive "$pid" || break
+      sleep 0.1
+    done
+    alive "$pid" && break   # alive but not joined within 15 s: no point in another
+    sleep 1
   done
   echo "netjack-rig: the slave did not join the master; its log:" >&2
   tail -20 "$dir/slave-jackd.log" >&2

@@ -88,11 +88,16 @@ public struct Patchbay: Sendable, Equatable {
     /// After a graph change, and when `nextDecision` is due: the connections this session made that are gone. One
     /// whose ports both still exist after `settleSeconds` was removed by someone: kept removed, or made again at the
     /// next `plan` (`repaired`); one whose port went away is forgotten (made again when the port returns).
+    /// `portsWentAway`: a port of the graph was unregistered since the last call. A removal seen then is a port
+    /// re-created (a NetJACK2 slave re-registers its system ports when its link comes back, within one graph
+    /// change), not anyone's decision: it is forgotten and made again like one whose port is gone. (A manual
+    /// disconnection in the same moment as an unrelated port going away is repaired: the safe side for a take.)
     public mutating func noticeRemovals(isConnected: (Connection) -> Bool, exists: (String) -> Bool,
+                                        portsWentAway: Bool = false,
                                         now: Double) -> [(connection: Connection, repaired: Bool)] {
         var out: [(Connection, Bool)] = []
         for x in made.sorted() where !isConnected(x) {
-            guard exists(x.source) && exists(x.destination) else {
+            guard !portsWentAway && exists(x.source) && exists(x.destination) else {
                 made.remove(x)
                 pending[x] = nil
                 continue

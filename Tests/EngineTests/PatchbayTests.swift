@@ -84,6 +84,26 @@ import Presets
         #expect(bay.plan(desired: [x], isConnected: { _ in false }).connect == [x])
     }
 
+    /// A NetJACK2 slave whose link came back re-registers its system ports within one graph change: the connection
+    /// is gone, both ports exist again, and a port was unregistered meanwhile. That is a port re-created, not a
+    /// manual disconnection (in a full test run the slave's take was left with one channel unconnected).
+    @Test func aPortReCreatedWithinOneGraphChangeIsNoManualDisconnect() {
+        var bay = Patchbay()
+        let x = Connection("system:capture_1", "rec:in_1")
+        _ = bay.plan(desired: [x], isConnected: { _ in true })
+        #expect(bay.noticeRemovals(isConnected: { _ in false }, exists: { _ in true }, portsWentAway: true, now: 5).isEmpty)
+        #expect(bay.made.isEmpty && bay.suppressed.isEmpty && bay.pending.isEmpty)
+        #expect(bay.plan(desired: [x], isConnected: { _ in false }).connect == [x])
+        // A removal pending when a port goes away is forgotten too; one with no port gone is still decided manual.
+        _ = bay.plan(desired: [x], isConnected: { _ in true })
+        #expect(bay.noticeRemovals(isConnected: { _ in false }, exists: { _ in true }, now: 6).isEmpty)
+        #expect(bay.noticeRemovals(isConnected: { _ in false }, exists: { _ in true }, portsWentAway: true, now: 6.1).isEmpty)
+        #expect(bay.suppressed.isEmpty && bay.pending.isEmpty)
+        _ = bay.plan(desired: [x], isConnected: { _ in true })
+        #expect(bay.noticeRemovals(isConnected: { _ in false }, exists: { _ in true }, now: 7).isEmpty)
+        #expect(bay.noticeRemovals(isConnected: { _ in false }, exists: { _ in true }, now: 7.31).count == 1)
+    }
+
     @Test func orderedRulesExpandPatternsInOrderAndRefuseWhatDoesNotFit() throws {
         let ours = ["rec:in_1", "rec:in_2", "rec:in_3", "rec:in_4", "rec:in_5"]
         let rules = try Patchbay.orderedRules(["other:out_1", "gen:out_.*"], ours: ours, existing: outputs, towardUs: true)
