@@ -74,6 +74,9 @@ public final class ControlProtocol {
 
     public var port: Int { socket.port }
 
+    /// Whether a subscriber is waiting for meters or events (the control loop then turns often).
+    public var hasSubscribers: Bool { !subscribers.isEmpty }
+
     /// Handles every waiting message, then pushes `events` and due meters to subscribers.
     public func poll(events: [SessionEvent]) {
         var handled = 0

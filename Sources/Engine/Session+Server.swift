@@ -32,6 +32,16 @@ extension Session {
         return outcome
     }
 
+    /// Whether the control loop should turn often (every 20 ms, else a few times a second): an engine with a ring
+    /// and takes to watch (recorder, player: meters, take rules, disk events), a server being waited for, a
+    /// connection decision or a worker pending. A session of racks alone needs its loop only when something happens
+    /// (JACK notifications, OSC datagrams and signals wake it) and for its slow checks (an isolated rack's heartbeat,
+    /// plugin state): jalv's console sleeps on stdin, and a loop turning 50 times a second was half a one-plugin
+    /// rack's CPU (0.0043 of 0.0083 CPU s/s at period 256, per-thread schedstat).
+    public var wantsFrequentPolls: Bool {
+        recorder != nil || player != nil || lost || patchbay.nextDecision != nil || !workers.list.isEmpty
+    }
+
     func lostReason() -> String? {
         let clients = [recorder?.client, player?.client, patchOnlyClient].compactMap({ $0 }) + racks.values.map(\.client)
         for c in clients where c.wasShutDown {

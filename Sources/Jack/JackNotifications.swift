@@ -56,10 +56,16 @@ public struct JackNotifications: BitwiseCopyable, @unchecked Sendable {
         count(.shutdown) > 0 && reason[0] != 0 ? String(cString: reason) : nil
     }
 
+    /// Posted on every notification of every client as well: the control loop's wake-up, so a loop that sleeps
+    /// long when idle reacts to a port or connection change at once. Set once before the first client opens
+    /// (`SessionRunner`), never changed after.
+    nonisolated(unsafe) public static var loopWakeup: Wakeup?
+
     @inline(__always)
     func note(_ kind: Kind) {
         counts.add(kind.rawValue, 1)
         wakeup.post()
+        if let loop = Self.loopWakeup { loop.post() }
     }
 
     /// Installs every notification callback on `client`. Must run before activation. Control thread.

@@ -37,6 +37,9 @@ final class ServiceNotifications {
 
     var isActive: Bool { notifier != nil }
 
+    /// The longest a control-loop turn may wait so the watchdog pings on time (a quarter of its interval), if any.
+    var longestTurn: Double? { notifier?.watchdogInterval.map { $0 / 4 } }
+
     private static func now() -> Double { Double(monotonicNanoseconds()) / 1e9 }
 
     /// The session is up: clients active, connections made.

@@ -20,6 +20,10 @@ final class SessionRunner {
     let systemd: ServiceNotifications
     private(set) var session = Session()
     private var control: ControlProtocol?
+    private var socketWaker: SocketWaker?
+    /// How long a loop turn waits when nothing needs it sooner (see `Session.wantsFrequentPolls`), and when it does.
+    static let idleTurn = 0.25
+    static let busyTurn = 0.02
     /// Called once per loop turn with the turn's events, after the session's poll (a session manager, the metrics
     /// endpoint, an isolated rack's heartbeat).
     var tick: ((Session, [SessionEvent]) -> Void)?
@@ -28,6 +32,7 @@ final class SessionRunner {
     /// is not a terminal (`run`); the one-shot commands print only their events there, as documented.
     init(server: ServerOptions, json: Bool, noView: Bool, liveViewOnPipes: Bool = true, printer: EventPrinter = EventPrinter()) {
         signals = SignalWatcher.install()
+        JackNotifications.loopWakeup = signals.wakeup
         let tty = isatty(STDOUT_FILENO) == 1
         view = LiveView(json: json, enabled: !noView && (liveViewOnPipes || json || tty))
         server.bootstrapLogging(quieter: view.mode == .terminal || view.mode == .json)
@@ -63,7 +68,9 @@ final class SessionRunner {
     func openControl(explicit: Int?, fallback: Int?) {
         guard let port = explicit ?? fallback, port > 0 else { return }
         do {
-            control = try ControlProtocol(session: session, port: port)
+            let c = try ControlProtocol(session: session, port: port)
+            control = c
+            socketWaker = SocketWaker(fds: [c.socket.fd], wakeup: signals.wakeup)
         } catch {
             if explicit != nil {
                 session.close()
@@ -77,9 +84,16 @@ final class SessionRunner {
     /// like the other one-shot signals). Returns how the session ended (nil: stopped by a signal).
     func loop(reload: (() -> (Preset?, [PresetProblem], String))? = nil) -> SessionEnd? {
         var lastMeters = Date.distantPast
+        var lastActivity = Date()
         systemd.ready(session)
+        defer { socketWaker?.stop() }
         while true {
-            signals.wakeup.wait(seconds: 0.02)
+            // Often while there is something to watch, or something happened in the last second; else a few times a
+            // second (signals, JACK notifications and OSC datagrams wake the loop at once either way).
+            let busy = session.wantsFrequentPolls || control?.hasSubscribers == true || view.mode == .terminal
+                || view.mode == .json || Date().timeIntervalSince(lastActivity) < 1
+            let turn = busy ? Self.busyTurn : min(Self.idleTurn, systemd.longestTurn ?? Self.idleTurn)
+            if signals.wakeup.wait(seconds: turn) { lastActivity = Date() }
             if signals.take(SIGINT) > 0 || signals.take(SIGTERM) > 0 { return nil }
             if signals.take(SIGHUP) > 0, let reload { self.reload(reload) }
             if signals.take(SIGUSR1) > 0 { session.startOnSignal() }
@@ -90,6 +104,7 @@ final class SessionRunner {
                 lastMeters = Date()
             }
             let events = session.drainEvents()
+            if !events.isEmpty { lastActivity = Date() }
             control?.poll(events: events)
             if view.mode == .off {
                 printer.print(events, session: session)
@@ -188,5 +203,40 @@ struct ControlOptions: ParsableArguments {
         if let controlPort, !Limits.controlPort.contains(controlPort) {
             throw ValidationError("--control-port must be \(Limits.controlPort.lowerBound) to \(Limits.controlPort.upperBound)")
         }
+    }
+}
+
+/// Wakes the control loop when one of its sockets (the OSC port) has a datagram waiting, so a loop that sleeps long
+/// when idle still answers at once. Its thread sleeps in poll(2); after a wake it gives the loop 20 ms to read
+/// before looking again (a datagram left unread costs at most the old 50 turns a second).
+///
+/// Threads: created and stopped by the control thread; its own thread only polls and posts.
+final class SocketWaker {
+    private let stopping = AtomicCounter.allocate()
+    private var thread: OSThread?
+
+    init(fds: [Int32], wakeup: Wakeup) {
+        let stopping = self.stopping
+        thread = OSThread(name: "tandem-sockets") {
+            var watched = fds.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+            while stopping.load() == 0 {
+                if poll(&watched, nfds_t(watched.count), 250) > 0 {
+                    wakeup.post()
+                    usleep(20_000)
+                }
+            }
+        }
+    }
+
+    /// Ends the thread (within a quarter of a second). Control thread; idempotent.
+    func stop() {
+        stopping.store(1)
+        thread?.join()
+        thread = nil
+    }
+
+    deinit {
+        stop()
+        stopping.deallocate()
     }
 }

@@ -257,28 +257,40 @@ import TestSupport
             from = "metro:out_1"
             to = "cap:in_1"
             """.write(toFile: path, atomically: true, encoding: .utf8)
-        let capture = try TestCapture(name: "cap", server: server.name, channels: 1, seconds: 30)
-        let rack = try TandemProcess(["run", path, "--no-view"], server: server,
-                                     log: dir.appendingPathComponent("run.log").path)
-        defer { rack.process.signal(SIGTERM); _ = rack.process.wait(timeout: 10) }
-        #expect(rack.waitFor("timebase master"), "\(rack.output)")
-        #expect(rack.waitFor("connected metro:out_1 -> cap:in_1"), "\(rack.output)")
-        usleep(300_000)
-        capture.client.startTransport()
-        usleep(3_300_000)
-        capture.client.stopTransport()
-        usleep(300_000)
-        capture.close()
-        let x = capture.samples()
-        var onsets: [Int] = []
-        for i in 1..<x.count where x[i] != 0 && x[max(0, i - 2000)..<i].allSatisfy({ $0 == 0 }) { onsets.append(i) }
-        #expect(onsets.count >= 6, "clicks at \(onsets)")
-        let gaps = zip(onsets.dropFirst(), onsets).map { $0 - $1 }
-        #expect(gaps.allSatisfy { $0 == 28800 }, "frames between clicks: \(gaps)")
-        // The transport starts on a cycle boundary; eg-metro's click ramps up from 0, so it sounds a frame or two later.
-        let lead = (onsets.first ?? -1) % 1024
-        #expect((0..<4).contains(lead), "the first click on the transport's first frame: \(onsets)")
-        #expect(capture.client.notifications.count(.xrun) == 0)
-        print("figure: eg-metro at tempo 100 from Tandem's timebase: clicks at \(onsets) (gaps \(Set(gaps)))")
+        // An xrun while the clicks play moves them (JACK's doing): such a run is done again, up to three times.
+        for attempt in 1...3 {
+            let capture = try TestCapture(name: "cap", server: server.name, channels: 1, seconds: 30,
+                                          fillSkippedCycles: true)
+            let rack = try TandemProcess(["run", path, "--no-view"], server: server,
+                                         log: dir.appendingPathComponent("run-\(attempt).log").path)
+            defer { rack.process.signal(SIGTERM); _ = rack.process.wait(timeout: 10) }
+            #expect(rack.waitFor("timebase master"), "\(rack.output)")
+            #expect(rack.waitFor("connected metro:out_1 -> cap:in_1"), "\(rack.output)")
+            usleep(300_000)
+            let xrunsBefore = capture.client.notifications.count(.xrun)
+            capture.client.startTransport()
+            usleep(3_300_000)
+            capture.client.stopTransport()
+            usleep(300_000)
+            capture.close()
+            let xruns = capture.client.notifications.count(.xrun) - xrunsBefore
+            if xruns > 0 && attempt < 3 {
+                print("eg-metro: \(xruns) xruns while it clicked (run \(attempt)); once more")
+                continue
+            }
+            let x = capture.samples()
+            var onsets: [Int] = []
+            for i in 1..<x.count where x[i] != 0 && x[max(0, i - 2000)..<i].allSatisfy({ $0 == 0 }) { onsets.append(i) }
+            #expect(onsets.count >= 6, "clicks at \(onsets)")
+            let gaps = zip(onsets.dropFirst(), onsets).map { $0 - $1 }
+            #expect(gaps.allSatisfy { $0 == 28800 }, "frames between clicks: \(gaps)")
+            // The transport starts on a cycle boundary; eg-metro's click ramps up from 0, so it sounds a frame or two
+            // later.
+            let lead = (onsets.first ?? -1) % 1024
+            #expect((0..<4).contains(lead), "the first click on the transport's first frame: \(onsets)")
+            #expect(xruns == 0)
+            print("figure: eg-metro at tempo 100 from Tandem's timebase: clicks at \(onsets) (gaps \(Set(gaps)))")
+            break
+        }
     }
 }
