@@ -17,8 +17,11 @@ deps:
 	  (apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	else echo "deps: missing packages; run:"; echo "  sudo apt-get update && sudo apt-get install -y $$missing"; exit 1; fi
 	@# mido: the independent MIDI file implementation the MIDIFile tests compare against.
-	@python3 -c 'import mido' 2>/dev/null || pip install -q mido 2>/dev/null || pip install -q --break-system-packages mido \
-	  || { echo "deps: install the Python package mido (pip install mido)"; exit 1; }
+	@# Into the python3 the tests run (python3 -m pip), else Debian's python3-mido.
+	@python3 -c 'import mido' 2>/dev/null || python3 -m pip install -q mido 2>/dev/null \
+	  || python3 -m pip install -q --break-system-packages mido 2>/dev/null \
+	  || { [ "$$(id -u)" = 0 ] && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-mido && python3 -c 'import mido'; } \
+	  || { echo "deps: install the Python package mido (python3 -m pip install mido)"; exit 1; }
 
 build: deps
 	$(SWIFT) build
