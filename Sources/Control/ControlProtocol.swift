@@ -77,8 +77,10 @@ public final class ControlProtocol {
     /// Whether a subscriber is waiting for meters or events (the control loop then turns often).
     public var hasSubscribers: Bool { !subscribers.isEmpty }
 
-    /// Handles every waiting message, then pushes `events` and due meters to subscribers.
-    public func poll(events: [SessionEvent]) {
+    /// Handles every waiting message, then pushes `events` and due meters to subscribers. Returns whether a message
+    /// came in.
+    @discardableResult
+    public func poll(events: [SessionEvent]) -> Bool {
         var handled = 0
         let budgetEnds = Date().addingTimeInterval(Self.pollBudgetSeconds)
         while handled < Self.maxRequestsPerPoll, handled == 0 || Date() < budgetEnds,
@@ -107,7 +109,7 @@ public final class ControlProtocol {
             socket.send(message, to: d.source)
             for key in subscribers.keys where !Self.same(subscribers[key]?.address, d.source) { sendToSubscriber(key, message) }
         }
-        guard !subscribers.isEmpty else { return }
+        guard !subscribers.isEmpty else { return handled > 0 }
         for e in events {
             let (kind, text) = Self.describe(e)
             let m = OSCMessage("/tandem/event", [.string(kind), .string(text)]).encode()
@@ -122,6 +124,7 @@ public final class ControlProtocol {
             for m in meters { args += [.float(Float(m.peakDB)), .float(Float(m.rmsDB))] }
             sendToSubscriber(key, OSCMessage("/tandem/meters", args).encode())
         }
+        return handled > 0
     }
 
     /// Sends to one subscriber within its rate (see `sendRate`); over it, the message is dropped and counted.

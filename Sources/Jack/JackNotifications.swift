@@ -65,7 +65,8 @@ public struct JackNotifications: BitwiseCopyable, @unchecked Sendable {
     func note(_ kind: Kind) {
         counts.add(kind.rawValue, 1)
         wakeup.post()
-        if let loop = Self.loopWakeup { loop.post() }
+        // An xrun asks nothing of the loop at once (it is counted): on a busy box they come by the hundred a second.
+        if kind != .xrun, let loop = Self.loopWakeup { loop.post() }
     }
 
     /// Installs every notification callback on `client`. Must run before activation. Control thread.

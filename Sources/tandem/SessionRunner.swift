@@ -22,7 +22,7 @@ final class SessionRunner {
     private var control: ControlProtocol?
     private var socketWaker: SocketWaker?
     /// How long a loop turn waits when nothing needs it sooner (see `Session.wantsFrequentPolls`), and when it does.
-    static let idleTurn = 0.25
+    static let idleTurn = 0.5
     static let busyTurn = 0.02
     /// Called once per loop turn with the turn's events, after the session's poll (a session manager, the metrics
     /// endpoint, an isolated rack's heartbeat).
@@ -88,12 +88,13 @@ final class SessionRunner {
         systemd.ready(session)
         defer { socketWaker?.stop() }
         while true {
-            // Often while there is something to watch, or something happened in the last second; else a few times a
-            // second (signals, JACK notifications and OSC datagrams wake the loop at once either way).
+            // Often while there is something to watch, or the session had an event or an OSC message in the last
+            // second; else a few times a second (signals, JACK graph notifications and OSC datagrams wake the loop at
+            // once either way).
             let busy = session.wantsFrequentPolls || control?.hasSubscribers == true || view.mode == .terminal
                 || view.mode == .json || Date().timeIntervalSince(lastActivity) < 1
             let turn = busy ? Self.busyTurn : min(Self.idleTurn, systemd.longestTurn ?? Self.idleTurn)
-            if signals.wakeup.wait(seconds: turn) { lastActivity = Date() }
+            signals.wakeup.wait(seconds: turn)
             if signals.take(SIGINT) > 0 || signals.take(SIGTERM) > 0 { return nil }
             if signals.take(SIGHUP) > 0, let reload { self.reload(reload) }
             if signals.take(SIGUSR1) > 0 { session.startOnSignal() }
@@ -104,8 +105,8 @@ final class SessionRunner {
                 lastMeters = Date()
             }
             let events = session.drainEvents()
-            if !events.isEmpty { lastActivity = Date() }
-            control?.poll(events: events)
+            let messages = control?.poll(events: events) ?? false
+            if !events.isEmpty || messages { lastActivity = Date() }
             if view.mode == .off {
                 printer.print(events, session: session)
             } else {
@@ -207,36 +208,40 @@ struct ControlOptions: ParsableArguments {
 }
 
 /// Wakes the control loop when one of its sockets (the OSC port) has a datagram waiting, so a loop that sleeps long
-/// when idle still answers at once. Its thread sleeps in poll(2); after a wake it gives the loop 20 ms to read
-/// before looking again (a datagram left unread costs at most the old 50 turns a second).
+/// when idle still answers at once. Its thread sleeps in poll(2) on those sockets and on a pipe of its own (written
+/// to stop it), so an idle session wakes it never; after a wake it gives the loop 20 ms to read before looking again
+/// (a datagram left unread costs at most the old 50 turns a second).
 ///
 /// Threads: created and stopped by the control thread; its own thread only polls and posts.
 final class SocketWaker {
-    private let stopping = AtomicCounter.allocate()
     private var thread: OSThread?
+    private var stopPipe: [Int32] = [-1, -1]
 
     init(fds: [Int32], wakeup: Wakeup) {
-        let stopping = self.stopping
+        guard pipe(&stopPipe) == 0 else { return }   // no pipe: no waker; the loop still turns on its own
+        let stopFD = stopPipe[0]
         thread = OSThread(name: "tandem-sockets") {
             var watched = fds.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
-            while stopping.load() == 0 {
-                if poll(&watched, nfds_t(watched.count), 250) > 0 {
-                    wakeup.post()
-                    usleep(20_000)
-                }
+            watched.append(pollfd(fd: stopFD, events: Int16(POLLIN), revents: 0))
+            while true {
+                guard poll(&watched, nfds_t(watched.count), -1) > 0 else { continue }   // EINTR
+                if watched[watched.count - 1].revents != 0 { return }
+                wakeup.post()
+                usleep(20_000)
             }
         }
     }
 
-    /// Ends the thread (within a quarter of a second). Control thread; idempotent.
+    /// Ends the thread at once. Control thread; idempotent.
     func stop() {
-        stopping.store(1)
-        thread?.join()
+        guard let t = thread else { return }
+        var byte: UInt8 = 1
+        _ = write(stopPipe[1], &byte, 1)
+        t.join()
         thread = nil
+        close(stopPipe[0])
+        close(stopPipe[1])
     }
 
-    deinit {
-        stop()
-        stopping.deallocate()
-    }
+    deinit { stop() }
 }
