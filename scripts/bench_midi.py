@@ -36,15 +36,16 @@ def sequence():
 
 
 def ports(env, flags):
+    """Ports whose `jack_lsp -t -p` lines (properties, type) contain every one of `flags`."""
     out = R.run(["jack_lsp", "-t", "-p"], env).stdout.split("\n")
-    found, name = [], None
+    described, name = {}, None
     for line in out:
         if not line.startswith("\t"):
             name = line.strip()
-            continue
-        if name and all(f in line for f in flags):
-            found.append(name)
-    return found
+            described[name] = ""
+        elif name:
+            described[name] += line
+    return [n for n, text in described.items() if n and all(f in text for f in flags)]
 
 
 def start_tandem(tool, tandem):
