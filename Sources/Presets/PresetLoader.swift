@@ -279,7 +279,7 @@ struct Validator {
     // MARK: Sections
 
     mutating func preset(_ root: TOMLTable) -> Preset {
-        unknownKeys(root, ["session", "recorder", "player", "rack", "connect"], section: "")
+        unknownKeys(root, ["session", "recorder", "player", "rack", "connect", "map"], section: "")
         var p = Preset()
         if let v = root["session"] {
             if case .table(let t) = v { p.session = session(t) } else {
@@ -327,6 +327,14 @@ struct Validator {
             problem("", nil, "a preset needs a [recorder] table, a [player] table or a [[rack]] table")
         }
         checkEngineNames(p)
+        if let v = root["map"] {
+            p.maps = maps(v, preset: p)
+            // A rack a map listens to has a MIDI input, even when none of its plugins takes MIDI.
+            for i in p.racks.indices where p.racks[i].midiInputs == nil
+                && p.maps.contains(where: { $0.rack == nil || $0.rack == p.racks[i].name }) {
+                p.racks[i].midiInputs = ["midi_in"]
+            }
+        }
         if let r = p.recorder, let why = FileNameTemplate(r.template).lengthProblem(session: p.session.name, channels: r.ports) {
             problem("recorder.template", nil, why)
         }
