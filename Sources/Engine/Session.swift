@@ -74,6 +74,10 @@ public final class Session {
     let pluginLogger = Logger(label: "tandem.plugins")
     /// The recorder's schedule and level trigger as the control loop drives them (see Session+Unattended).
     var unattended = UnattendedState()
+    /// The control maps in force: the preset's, then those learned or added over OSC (see Session+Maps).
+    public internal(set) var maps: [ControlMap] = []
+    /// What the maps remember between messages (a learn waiting, the last CC level of each map).
+    var mapState = MapState()
 
     public init(logger: Logger = Logger(label: "tandem.session")) {
         self.logger = logger
@@ -92,9 +96,12 @@ public final class Session {
     }
 
     /// Brings the session to `wanted`, changing only what differs.
+    /// `keepingMaps`: a preset without `[[map]]` tables leaves the session's maps as they are (one applied by a
+    /// program-change map); otherwise the preset's maps replace them.
     @discardableResult
-    public func apply(_ wanted: Preset) throws(EngineError) -> ApplyReport {
+    public func apply(_ wanted: Preset, keepingMaps: Bool = false) throws(EngineError) -> ApplyReport {
         let report = try applyDiff(wanted, notes: [])
+        if !(keepingMaps && wanted.maps.isEmpty) { setMaps(wanted.maps) }
         started = true
         return report
     }
