@@ -251,6 +251,13 @@ import TestSupport
         rig.receive()
         #expect(rig.events.filter { $0.kind == "control-changed" }.count == before, "\(rig.events)")
         #expect(rig.request("/tandem/plugin/get", [.string("fx"), .string("amp"), .string("gain")]).last == "-6.0")
+        // A preset applied by difference reaches subscribers too (source "preset").
+        let original = try String(contentsOfFile: rig.presetPath, encoding: .utf8)
+        try original.replacingOccurrences(of: "uri = \"\(Self.amp)\"", with: "uri = \"\(Self.amp)\"\ncontrols = { gain = -12.0 }")
+            .write(toFile: rig.dir.appendingPathComponent("changed.toml").path, atomically: true, encoding: .utf8)
+        let applied = rig.request("/tandem/preset/apply", [.string("changed.toml")])
+        #expect(applied.first == "ok", "\(applied)")
+        #expect(rig.wait(for: "control-changed", prefix: "fx amp gain -12.0 preset").count == 1, "\(rig.events)")
     }
 
     /// CC 64 at 64 and above bypasses the amp (the DC passes at 0.5), below brings it back (-20 dB: 0.05); program
