@@ -11,6 +11,9 @@ struct MapState {
     var pressed: [Int: Bool] = [:]
     /// Failures already announced (a map whose target is gone fails at every message of a moving controller).
     var failures: Set<String> = []
+    /// The last markers maps added (frame time and label): the same message heard by several racks, some of them
+    /// isolated (their processes relay their markers), adds one marker.
+    var recentMarks: [String] = []
 }
 
 // Control maps (docs/PRESETS.md "Control maps"): the racks' process callbacks queue the channel-voice messages maps
@@ -189,12 +192,26 @@ extension Session {
             return files[program]
         case .marker(let label):
             guard press else { break }
-            guard let r = recorder, r.mark(label: label, source: "midi", frameTime: frameTime) != nil else {
-                events.append(.mapFailed("\(map): no take is running: marker not kept"))
+            if recorder == nil, let relay = markRelay {
+                relay(label, frameTime)   // an isolated rack's process: the session's recorder marks it
                 break
+            }
+            if !markFromMap(label: label, frameTime: frameTime) {
+                events.append(.mapFailed("\(map): no take is running: marker not kept"))
             }
         }
         return nil
+    }
+
+    /// A marker a map asks for at JACK frame time `frameTime`, here or relayed from an isolated rack's process; the
+    /// same one twice (one message heard by several racks) is added once. False when no take runs.
+    @discardableResult
+    public func markFromMap(label: String, frameTime: UInt32) -> Bool {
+        let key = "\(frameTime) \(label)"
+        if mapState.recentMarks.contains(key) { return true }
+        guard let r = recorder, r.mark(label: label, source: "midi", frameTime: frameTime) != nil else { return false }
+        mapState.recentMarks = Array((mapState.recentMarks + [key]).suffix(64))
+        return true
     }
 
     /// A control's range, from the plugin's description (0...1 when it says none).

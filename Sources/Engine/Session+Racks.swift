@@ -118,10 +118,14 @@ extension Session {
         return args
     }
 
-    /// The maps an isolated rack's own process runs: those that hear its MIDI and drive its plugins (the session
-    /// hears the MIDI of its in-process racks only).
+    /// The maps an isolated rack's own process runs: those that hear its MIDI and drive its plugins, and marker
+    /// maps (it relays their markers to the session). The session hears the MIDI of its in-process racks only.
     static func mapsRunningIn(_ rack: RackSection, _ maps: [ControlMap]) -> [ControlMap] {
-        maps.filter { ($0.rack == nil || $0.rack == rack.name) && $0.plugin?.engine == rack.name }
+        maps.filter { map in
+            var marks = false
+            if case .marker = map.target { marks = true }
+            return (map.rack == nil || map.rack == rack.name) && (map.plugin?.engine == rack.name || marks)
+        }
     }
 
     /// Where an isolated rack's process logs: beside its plugin state.
@@ -146,7 +150,20 @@ extension Session {
         for name in supervisors.keys.sorted() {
             guard let s = supervisors[name] else { continue }
             let wasDown = s.downSince != nil
-            defer { for e in s.takeRelayedEvents() { events.append(.relayed(kind: e.kind, text: e.text)) } }
+            defer {
+                for e in s.takeRelayedEvents() {
+                    if e.kind == "mark" {
+                        // A marker map fired in the rack's process: "FRAMETIME LABEL".
+                        let parts = e.text.split(separator: " ", maxSplits: 1).map(String.init)
+                        if let frame = parts.first.flatMap({ UInt32($0) }),
+                           !markFromMap(label: parts.count > 1 ? parts[1] : "", frameTime: frame) {
+                            events.append(.mapFailed("rack \(name): no take is running: marker not kept"))
+                        }
+                    } else {
+                        events.append(.relayed(kind: e.kind, text: e.text))
+                    }
+                }
+            }
             if let incident = s.poll(serverMoving: moving) {
                 let what: String
                 switch incident {

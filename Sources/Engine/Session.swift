@@ -78,6 +78,9 @@ public final class Session {
     public internal(set) var maps: [ControlMap] = []
     /// What the maps remember between messages (a learn waiting, the last CC level of each map).
     var mapState = MapState()
+    /// In an isolated rack's process (no recorder): where a marker map's marker goes (label, JACK frame time), to be
+    /// relayed to the session that records.
+    public var markRelay: ((String, UInt32) -> Void)?
 
     public init(logger: Logger = Logger(label: "tandem.session")) {
         self.logger = logger

@@ -26,17 +26,19 @@ extension Validator {
         return out
     }
 
-    /// An isolated rack's MIDI is heard in its own process, which can only reach its own plugins: a map from it to
-    /// anything else (another engine, a marker, a preset file) would never fire.
+    /// An isolated rack's MIDI is heard in its own process, which can only reach its own plugins (and relay markers):
+    /// a map from it to anything else (another engine, a preset file) would never fire.
     mutating func checkIsolation(_ m: ControlMap, preset p: Preset) {
         func isolated(_ r: RackSection) -> Bool { r.isolate ?? (p.recorder != nil) }
         let heard = p.racks.filter { m.rack == nil || $0.name == m.rack }
-        let reach = heard.contains { !isolated($0) || m.plugin?.engine == $0.name }
+        var marks = false
+        if case .marker = m.target { marks = true }   // its process relays the marker to the session
+        let reach = marks || heard.contains { !isolated($0) || m.plugin?.engine == $0.name }
         if !heard.isEmpty && !reach {
             let names = heard.map(\.name).joined(separator: ", ")
             problem(m.rack != nil ? "map.rack" : "map", m.line,
                     "rack \(names) runs isolated (its own process, the default beside a recorder): its MIDI can drive "
-                    + "only its own plugins; set isolate = false on the rack for this map")
+                    + "only its own plugins and markers; set isolate = false on the rack for this map")
         }
     }
 

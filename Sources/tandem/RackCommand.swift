@@ -141,6 +141,7 @@ struct RackCommand: ParsableCommand {
             case .failure(let why): throw ValidationError("--map \(why)")
             case .success(let parsed): m = parsed
             }
+            if child, case .marker = m.target { return m }   // relayed to the session that records
             guard let (engine, plugin) = m.plugin else {
                 throw ValidationError("--map '\(text)': a rack's maps drive its own plugins (controls, bypass, presets); "
                                       + "markers and preset files go in a preset's [[map]]")
@@ -202,6 +203,9 @@ struct RackCommand: ParsableCommand {
         runner.openControl(explicit: controlOptions.controlPort, fallback: nil)
         if let fd = heartbeatFd {
             var heart = RackHeartbeat(fd: fd)
+            // A marker map's marker goes to the session, whose recorder adds it at the message's frame.
+            let teller = heart
+            runner.session.markRelay = { label, frameTime in teller.tell(kind: "mark", text: "\(frameTime) \(label)") }
             runner.tick = { session, events in
                 heart.beat(cycles: session.racks.first?.value.cycles ?? 0, ready: true)
                 // What changed here reaches the session's subscribers (a map's value, a relayed OSC set).

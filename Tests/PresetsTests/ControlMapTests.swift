@@ -154,12 +154,17 @@ struct ControlMapTests {
         }
     }
 
-    /// Beside a recorder a rack runs isolated by default: a map from its MIDI to anything but its own plugins could
-    /// never fire, so it is refused.
-    @Test func anIsolatedRacksMIDIReachesOnlyItsOwnPlugins() {
-        let (p, problems) = PresetLoader.parse(Self.rack.replacingOccurrences(of: "[[rack]]", with: "[recorder]\nchannels = 1\n[[rack]]")
-                                               + "\n[[map]]\nnote = 60\nmarker = true\n", file: "iso.toml", baseDirectory: Self.dir.path)
+    /// Beside a recorder a rack runs isolated by default: a map from its MIDI to anything but its own plugins and
+    /// markers could never fire, so it is refused.
+    @Test func anIsolatedRacksMIDIReachesOnlyItsOwnPluginsAndMarkers() throws {
+        try "[player]\n".write(toFile: Self.dir.appendingPathComponent("other.toml").path, atomically: true, encoding: .utf8)
+        let isolated = Self.rack.replacingOccurrences(of: "[[rack]]", with: "[recorder]\nchannels = 1\n[[rack]]")
+        let (p, problems) = PresetLoader.parse(isolated + "\n[[map]]\nprogram = true\nfiles = [\"other.toml\"]\n",
+                                               file: "iso.toml", baseDirectory: Self.dir.path)
         #expect(p == nil && problems.contains { $0.key == "map" && $0.message.contains("isolate = false") }, "\(problems)")
+        let (m, marks) = PresetLoader.parse(isolated + "\n[[map]]\nnote = 60\nmarker = true\n", file: "iso.toml",
+                                            baseDirectory: Self.dir.path)
+        #expect(m != nil && marks.isEmpty, "\(marks)")
         let (q, fine) = PresetLoader.parse(Self.rack.replacingOccurrences(of: "[[rack]]", with: "[recorder]\nchannels = 1\n[[rack]]")
                                            + "\n[[map]]\ncc = 1\nengine = \"fx\"\nplugin = \"amp\"\ncontrol = \"gain\"\n",
                                            file: "iso.toml", baseDirectory: Self.dir.path)

@@ -316,8 +316,9 @@ import TestSupport
         #expect(rig.request("/tandem/plugin/bypass", [.string("fx"), .string("amp")]).last == "1")
     }
 
-    /// Beside a recorder the rack runs isolated: its process runs the map (given as --map) and tells the session,
-    /// whose subscriber hears each value; the audio follows.
+    /// Beside a recorder the rack runs isolated: its process runs the maps (given as --map) and tells the session,
+    /// whose subscriber hears each value; the audio follows; a marker map's marker, relayed, lands on the note's frame
+    /// in the session's take.
     @Test(.enabled(if: hasPlugins))
     func anIsolatedRackRunsItsMapsAndTheSessionsSubscribersHearThem() throws {
         let rig = try Rig("iso", racks: Self.fxRack(), maps: """
@@ -328,18 +329,27 @@ import TestSupport
             control = "gain"
             min = -40
             max = 0
+            [[map]]
+            note = 60
+            marker = "pedal"
             """, recorder: true)
         defer { rig.stop() }
         #expect(rig.run.waitFor("take 1 recording"), "\(rig.run.output)")
         let t0 = rig.sender.frameTime + 9600
         rig.sender.send(frame: t0, bytes: [0xB5, 7, 127])
         rig.sender.send(frame: t0 + 24000, bytes: [0xB5, 7, 0])
+        rig.sender.send(frame: t0 + 24000 + 33, bytes: [0x95, 60, 1])
         let texts = rig.wait(for: "control-changed", prefix: "fx amp gain", count: 2)
         #expect(texts == ["fx amp gain 0.0 midi", "fx amp gain -40.0 midi"], "\(rig.events) \(rig.run.output)")
         #expect(TestEnvironment.waitUntil(timeout: 5) { rig.sender.frameTime > t0 + 48000 })
         let high = try #require(rig.level(from: t0 + 4800, to: t0 + 21600))
         let low = try #require(rig.level(from: t0 + 24000 + 4800, to: t0 + 24000 + 21600))
         #expect(abs(high - 0.5) < 5e-4 && abs(low - 0.005) < 5e-6, "0 dB: \(high), -40 dB: \(low)")
+        rig.run.process.signal(SIGTERM)
+        #expect(rig.run.process.wait(timeout: 15) == 0, "\(rig.run.output)")
+        let report = try TakeReport.read(from: try #require(announcedReport(rig.run.output), "\(rig.run.output)"))
+        let frame = Int(Int32(bitPattern: UInt32(truncatingIfNeeded: t0 + 24000 + 33) &- report.startFrameTime))
+        #expect(report.markers == [TakeMarker(frame: frame, label: "pedal", source: "midi")], "\(String(describing: report.markers))")
     }
 
     /// What a map names of a plugin is looked up with the plugins: `tandem preset check` names a control the plugin
