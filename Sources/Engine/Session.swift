@@ -103,8 +103,14 @@ public final class Session {
     /// program-change map); otherwise the preset's maps replace them.
     @discardableResult
     public func apply(_ wanted: Preset, keepingMaps: Bool = false) throws(EngineError) -> ApplyReport {
+        var wanted = wanted
+        if keepingMaps && wanted.maps.isEmpty {
+            // The maps in force stay, and with them the MIDI inputs of the racks they listen to.
+            wanted.maps = maps
+            wanted.giveMappedRacksMIDIInputs()
+        }
         let report = try applyDiff(wanted, notes: [])
-        if !(keepingMaps && wanted.maps.isEmpty) { setMaps(wanted.maps) }
+        setMaps(wanted.maps)
         started = true
         return report
     }

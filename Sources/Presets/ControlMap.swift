@@ -229,6 +229,18 @@ public struct ControlMap: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
+public extension Preset {
+    /// A rack a map listens to has a MIDI input (`midi_in`), even when none of its plugins takes MIDI (its MIDI
+    /// inputs unnamed). The loader does this for the preset's maps; a session that keeps its maps over a preset
+    /// without any does it again for them.
+    mutating func giveMappedRacksMIDIInputs() {
+        for i in racks.indices where racks[i].midiInputs == nil
+            && maps.contains(where: { $0.rack == nil || $0.rack == racks[i].name }) {
+            racks[i].midiInputs = ["midi_in"]
+        }
+    }
+}
+
 public struct ControlMapError: Error, Sendable, CustomStringConvertible {
     public let description: String
     public init(_ d: String) { description = d }

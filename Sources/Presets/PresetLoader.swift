@@ -329,11 +329,7 @@ struct Validator {
         checkEngineNames(p)
         if let v = root["map"] {
             p.maps = maps(v, preset: p)
-            // A rack a map listens to has a MIDI input, even when none of its plugins takes MIDI.
-            for i in p.racks.indices where p.racks[i].midiInputs == nil
-                && p.maps.contains(where: { $0.rack == nil || $0.rack == p.racks[i].name }) {
-                p.racks[i].midiInputs = ["midi_in"]
-            }
+            p.giveMappedRacksMIDIInputs()
         }
         if let r = p.recorder, let why = FileNameTemplate(r.template).lengthProblem(session: p.session.name, channels: r.ports) {
             problem("recorder.template", nil, why)

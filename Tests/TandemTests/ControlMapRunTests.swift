@@ -31,7 +31,9 @@ import TestSupport
         /// Every `/tandem/event` received so far: kind and text.
         var events: [(kind: String, text: String)] = []
 
-        init(_ tag: String, racks: String, maps: String, recorder: Bool = false) throws {
+        /// `variants`: more preset files written beside it, each the same setup without maps changed by its function.
+        init(_ tag: String, racks: String, maps: String, recorder: Bool = false,
+             variants: [String: (String) -> String] = [:]) throws {
             server = try TestEnvironment.server("map\(tag)")
             dir = TestEnvironment.temporaryDirectory("map\(tag)")
             let dc = dir.appendingPathComponent("dc.wav").path
@@ -40,11 +42,13 @@ import TestSupport
             capture = try TestCapture(name: "cap", server: server.name, channels: 1, seconds: 60, fillSkippedCycles: true)
             port = 33000 + Int(getpid() % 15000) + tag.utf8.count
             presetPath = dir.appendingPathComponent("maps.toml").path
-            let text = """
+            let directory = dir.path, controlPort = port
+            let text = { (maps: String) -> String in
+                """
                 [session]
                 name = "maps"
-                directory = "\(dir.path)"
-                control_port = \(port)
+                directory = "\(directory)"
+                control_port = \(controlPort)
                 [player]
                 channels = 1
                 queue = ["dc.wav"]
@@ -63,7 +67,11 @@ import TestSupport
                 mode = "all"
                 \(maps)
                 """
-            try text.write(toFile: presetPath, atomically: true, encoding: .utf8)
+            }
+            for (name, change) in variants {
+                try change(text("")).write(toFile: dir.appendingPathComponent(name).path, atomically: true, encoding: .utf8)
+            }
+            try text(maps).write(toFile: presetPath, atomically: true, encoding: .utf8)
             run = try TandemProcess(["run", "--no-view", presetPath], server: server,
                                     log: dir.appendingPathComponent("run.log").path)
             socket = try UDPSocket(port: 0)
@@ -393,6 +401,30 @@ import TestSupport
                      "check.toml:29: map.program: <\(Self.amp)> has no LV2 presets to choose by program"] {
             #expect(r.output.contains(line), "\(line)\n\(r.output)")
         }
+    }
+
+    /// Program change applies Tandem preset files by difference (as /tandem/preset/apply does): the controls they
+    /// change reach subscribers, the maps stay (the files have none), a program past the list is said.
+    @Test(.enabled(if: hasPlugins))
+    func programChangeAppliesAPresetFile() throws {
+        func gain(_ dB: Double) -> (String) -> String {
+            { $0.replacingOccurrences(of: "uri = \"\(Self.amp)\"", with: "uri = \"\(Self.amp)\"\ncontrols = { gain = \(dB) }") }
+        }
+        let rig = try Rig("file", racks: Self.fxRack(), maps: """
+            [[map]]
+            program = true
+            files = ["quiet.toml", "loud.toml"]
+            """, variants: ["quiet.toml": gain(-30), "loud.toml": gain(-3)])
+        defer { rig.stop() }
+        rig.sender.send(frame: rig.sender.frameTime + 4800, bytes: [0xC0, 1])
+        #expect(rig.wait(for: "control-changed", prefix: "fx amp gain -3.0 preset").count == 1, "\(rig.events) \(rig.run.output)")
+        rig.sender.send(frame: rig.sender.frameTime + 4800, bytes: [0xC0, 0])
+        #expect(rig.wait(for: "control-changed", prefix: "fx amp gain -30.0 preset").count == 1, "\(rig.events)")
+        rig.sender.send(frame: rig.sender.frameTime + 4800, bytes: [0xC0, 5])
+        let failed = rig.wait(for: "map-failed")
+        #expect(failed.first?.contains("program 5 has no preset file (2 listed)") == true, "\(failed)")
+        #expect(rig.request("/tandem/map/list").last?.contains("quiet.toml") == true)
+        #expect(rig.request("/tandem/plugin/get", [.string("fx"), .string("amp"), .string("gain")]).last == "-30.0")
     }
 
     /// `tandem rack --map` refuses what it cannot run, in words, before anything starts.
