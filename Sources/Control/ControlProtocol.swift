@@ -58,7 +58,7 @@ public final class ControlProtocol {
         "/tandem/plugin/save": "", "/tandem/engines": "", "/tandem/plugin/list": "[s]",
         "/tandem/plugin/preset": "sss", "/tandem/preset/save": "s", "/tandem/takes": "",
         "/tandem/plugin/bypass": "ss[f]", "/tandem/plugin/mix": "s[f]", "/tandem/plugin/gain": "s[f]",
-    ]
+    ].merging(mapCommands) { a, _ in a }
 
     /// The chain an engine runs now, if it has one with plugins.
     private func runningChain(_ engine: ChainEngine) -> PluginChain? {
@@ -167,6 +167,7 @@ public final class ControlProtocol {
             m.arguments.isEmpty ? nil : "\(m.path) takes no arguments (got \(m.arguments.count))"
         }
         if let relayed = relayToIsolatedRack(m) { return relayed }
+        if let reply = handleMap(m) { return reply }
         switch m.path {
         case "/tandem/ping":
             return ok("pong")
@@ -287,7 +288,7 @@ public final class ControlProtocol {
             do {
                 if m.arguments.count == 3 {
                     guard let v = m.arguments[2].number, v == 0 || v == 1 else { return error(usage) }
-                    try chain.setBypass(plugin, v == 1)
+                    try session.setPluginBypass(engine, plugin: plugin, v == 1)
                 }
                 return ok(try chain.isBypassed(plugin) ? "1" : "0")
             } catch let failure {
@@ -413,7 +414,8 @@ public final class ControlProtocol {
         init(_ d: String) { description = d }
     }
 
-    static func describe(_ e: SessionEvent) -> (String, String) {
+    /// An event as `/tandem/event` carries it: its kind and text.
+    public static func describe(_ e: SessionEvent) -> (String, String) {
         switch e {
         case .recorder(.takeStarted(let take, let files)): return ("take-started", "take \(take): \(files.joined(separator: ", "))")
         case .recorder(.chunkStarted(let take, let chunk, _)): return ("chunk-started", "take \(take) chunk \(chunk)")
@@ -435,6 +437,15 @@ public final class ControlProtocol {
             return (bypassed ? "plugin-bypassed" : "plugin-ignored", "\(engine) \(plugin): \(message)")
         case .rackDown(let rack, let what): return ("rack-down", "\(rack): \(what)")
         case .rackBack(let rack, let seconds): return ("rack-back", "\(rack): \(String(format: "%.2f", seconds)) s")
+        case .controlChanged(let engine, let plugin, let symbol, let value, let source):
+            return ("control-changed", "\(engine) \(plugin) \(symbol) \(value) \(source)")
+        case .bypassChanged(let engine, let plugin, let bypassed, let source):
+            return ("bypass-changed", "\(engine) \(plugin) \(bypassed ? 1 : 0) \(source)")
+        case .presetLoaded(let engine, let plugin, let preset, let source):
+            return ("preset-loaded", "\(engine) \(plugin) \(preset) \(source)")
+        case .mapAdded(let index, let map): return ("map-added", "\(index) \(map)")
+        case .mapFailed(let why): return ("map-failed", why)
+        case .relayed(let kind, let text): return (kind, text)
         }
     }
 }

@@ -22,7 +22,7 @@ public enum PresetPluginCheck {
         if let p = preset.player, !p.plugins.isEmpty {
             chains.append((p.plugins, p.pluginSources, p.ports.count, "player.plugins"))
         }
-        guard !chains.isEmpty else { return .none }
+        guard !chains.isEmpty || !preset.maps.isEmpty else { return .none }
         guard host.canLookUp else {
             return .skipped("plugins not looked up: lilv finds no LV2 plugins here (LV2_PATH, ~/.lv2, /usr/lib/lv2);"
                             + " they are checked when the preset runs")
@@ -45,6 +45,59 @@ public enum PresetPluginCheck {
                 }
             }
         }
+        problems += mapProblems(preset, host: host, file: file)
         return .checked(problems)
+    }
+
+    /// What a map names of a plugin that the plugin does not have: a control symbol (or an output port), a range
+    /// outside the port's, an LV2 preset. Plugins that are not installed are reported with their chain.
+    static func mapProblems(_ preset: Preset, host: PluginHost, file: String) -> [PresetProblem] {
+        var problems: [PresetProblem] = []
+        for map in preset.maps {
+            guard let (engine, name) = map.plugin else { continue }
+            let specs: [PluginSpec]
+            switch engine {
+            case "recorder": specs = preset.recorder?.plugins ?? []
+            case "player": specs = preset.player?.plugins ?? []
+            default: specs = preset.racks.first { $0.name == engine }?.plugins ?? []
+            }
+            guard let spec = specs.first(where: { $0.name == name }), let info = host.plugin(spec.uri) else { continue }
+            switch map.target {
+            case .control(_, _, let symbol):
+                let controls = info.ports.filter { $0.kind == .control && $0.isInput }
+                guard let port = controls.first(where: { $0.symbol == symbol }) else {
+                    problems.append(PresetProblem(file: file, line: map.line, key: "map.control",
+                                                  message: "<\(spec.uri)> has no control '\(symbol)' (controls: "
+                                                      + controls.map(\.symbol).joined(separator: ", ") + ")"))
+                    continue
+                }
+                let lo = Double(port.minimum ?? -.infinity), hi = Double(port.maximum ?? .infinity)
+                for (key, v) in [("min", map.minimum), ("max", map.maximum)] {
+                    guard let v, v < lo || v > hi else { continue }
+                    problems.append(PresetProblem(file: file, line: map.line, key: "map.\(key)",
+                                                  message: "\(Limits.number(v)) is outside the range of control '\(symbol)' "
+                                                      + "(\(Limits.number(lo)) to \(Limits.number(hi)))"))
+                }
+                if map.curve == .log, map.minimum == nil || map.maximum == nil,
+                   !((map.minimum ?? lo) * (map.maximum ?? hi) > 0) {
+                    problems.append(PresetProblem(file: file, line: map.line, key: "map.curve",
+                                                  message: "a log curve needs min and max of one sign, neither 0: give them "
+                                                      + "(control '\(symbol)' goes from \(Limits.number(lo)) to \(Limits.number(hi)))"))
+                }
+            case .pluginPreset(_, _, let presets):
+                let known = Set(info.presets.map(\.uri))
+                if presets.isEmpty && known.isEmpty {
+                    problems.append(PresetProblem(file: file, line: map.line, key: "map.program",
+                                                  message: "<\(spec.uri)> has no LV2 presets to choose by program"))
+                }
+                for uri in presets where !known.contains(uri) {
+                    problems.append(PresetProblem(file: file, line: map.line, key: "map.presets",
+                                                  message: "<\(spec.uri)> has no preset '\(uri)'"
+                                                      + (known.isEmpty ? " (it has none)" : " (it has: \(known.sorted().joined(separator: ", ")))")))
+                }
+            default: break
+            }
+        }
+        return problems
     }
 }

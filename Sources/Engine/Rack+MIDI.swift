@@ -26,6 +26,13 @@ struct RackMIDI: BitwiseCopyable {
     /// Process thread only: the transport as last told to the plugins, and whether it was told (0: not yet).
     let lastTime: UnsafeMutablePointer<ChainTime>
     let timeTold: UnsafeMutablePointer<Int>
+    /// The channel-voice messages control maps listen to (CC, pitch bend, program change, note-on), each at its JACK
+    /// frame time, for the session's control loop (see `Session+Maps`). The process thread is its producer, the
+    /// control thread its consumer.
+    let controls: MIDIEventRing
+    /// 1 while the session has maps or a learn waiting (the control thread sets it; `gather` reads it): with 0
+    /// nothing is queued, so a rack without maps never fills the ring.
+    let listening: AtomicCounter
 
     enum Counter: Int, CaseIterable {
         /// Events read from the input ports.
@@ -35,7 +42,12 @@ struct RackMIDI: BitwiseCopyable {
         /// Events left out: the merged input was full, an output port's buffer was full, or an event was out of the
         /// cycle or malformed.
         case dropped
+        /// Messages for the control maps left out because the session had not read the last ones (ring full).
+        case mapDropped
     }
+
+    /// Messages queued for the control maps between two looks of the control loop (50 a second).
+    static let controlCapacity = 1024
 
     /// Bytes of each sequence: room for about 1300 three-byte events per cycle.
     static let capacity = 32768
@@ -55,7 +67,8 @@ struct RackMIDI: BitwiseCopyable {
         timeTold.initialize(to: 0)
         let m = RackMIDI(inputs: ins, inputCount: inputs.count, outputs: outs, outputCount: outputs.count, input: input,
                          output: output, capacity: UInt32(capacity), sequenceURID: sequenceURID, midiURID: midiURID,
-                         counters: .allocate(count: Counter.allCases.count), lastTime: lastTime, timeTold: timeTold)
+                         counters: .allocate(count: Counter.allCases.count), lastTime: lastTime, timeTold: timeTold,
+                         controls: .allocate(capacity: controlCapacity), listening: .allocate())
         m.clear()
         return m
     }
@@ -68,6 +81,8 @@ struct RackMIDI: BitwiseCopyable {
         counters.deallocate()
         lastTime.deallocate()
         timeTold.deallocate()
+        controls.deallocate()
+        listening.deallocate()
     }
 
     /// Empties both sequences and zeroes the counters. Control thread (after the warm-up call), or process thread.
@@ -79,6 +94,7 @@ struct RackMIDI: BitwiseCopyable {
     func resetCounters() {
         for i in 0..<counters.count { counters.store(i, 0) }
         timeTold.pointee = 0
+        controls.reset()
     }
 
     /// What the chain runs with this cycle, the transport being `transport` over `frames` frames: the plugins are
@@ -107,11 +123,13 @@ struct RackMIDI: BitwiseCopyable {
     }
 
     /// Merges this cycle's events of every input port into `input`, each at its frame (events past the cycle are
-    /// dropped and counted). Realtime: safe.
+    /// dropped and counted); while the session listens, queues the channel-voice messages maps use, at JACK frame
+    /// time `frameTime` plus their frame. Realtime: safe.
     @inline(__always)
-    func gather(_ frames: UInt32) {
+    func gather(_ frames: UInt32, frameTime: UInt32 = 0) {
         AtomSequence.clear(input, sequenceURID: sequenceURID)
-        var received = 0, dropped = 0
+        var received = 0, dropped = 0, unmapped = 0
+        let listen = listening.load() != 0
         for p in 0..<inputCount {
             guard let buffer = inputs[p].midiBuffer(frames) else { continue }
             let n = buffer.count
@@ -121,6 +139,12 @@ struct RackMIDI: BitwiseCopyable {
                     continue
                 }
                 received += 1
+                if listen && Self.mapsListen(to: bytes, size: e.size) {
+                    if let m = MIDIRingEvent(position: Int(frameTime &+ e.frame), port: p, bytes: bytes,
+                                             count: min(3, e.size)) {
+                        if !controls.push(m) { unmapped += 1 }
+                    }
+                }
                 if !AtomSequence.insert(input, capacity: capacity, frame: Int64(e.frame), type: midiURID,
                                         bytes: bytes, size: UInt32(truncatingIfNeeded: e.size)) {
                     dropped += 1
@@ -129,6 +153,19 @@ struct RackMIDI: BitwiseCopyable {
         }
         if received > 0 { _ = counters.add(Counter.received.rawValue, received) }
         if dropped > 0 { _ = counters.add(Counter.dropped.rawValue, dropped) }
+        if unmapped > 0 { _ = counters.add(Counter.mapDropped.rawValue, unmapped) }
+    }
+
+    /// Whether a message is one control maps use: control change, program change, pitch bend, or a note-on with a
+    /// velocity, whole (3 bytes, or 2 for program change). Realtime: safe.
+    @inline(__always)
+    static func mapsListen(to bytes: UnsafePointer<UInt8>, size: Int) -> Bool {
+        switch bytes[0] & 0xF0 {
+        case 0xB0, 0xE0: return size >= 3
+        case 0x90: return size >= 3 && bytes[2] > 0
+        case 0xC0: return size >= 2
+        default: return false
+        }
     }
 
     /// Writes the MIDI the chain put in `output` to every output port (cleared first). Realtime: safe.
@@ -182,6 +219,12 @@ extension Rack {
     public var midiReceived: Int { midi.count(.received) }
     /// MIDI events written to the MIDI outputs since activation.
     public var midiSent: Int { midi.count(.sent) }
+    /// Messages for the control maps left out because the ring was full (see `RackMIDI.controls`).
+    public var mapDropped: Int { midi.count(.mapDropped) }
+    /// The ring of messages for the control maps: the control thread is its consumer (see `Session+Maps`).
+    public var mapMessages: MIDIEventRing { midi.controls }
+    /// Turns the queueing of messages for the control maps on or off. Control thread.
+    public func listenForMaps(_ on: Bool) { midi.listening.store(on ? 1 : 0) }
     /// MIDI events left out because a buffer was full (the rack's, a plugin's atom input, a JACK port's), or
     /// malformed: a flood is cut and counted, never overflows.
     public var midiDropped: Int { midi.count(.dropped) + (plugins.chain?.midiDropped ?? 0) }

@@ -12,8 +12,9 @@ extension RackState {
         let s = arg!.assumingMemoryBound(to: RackState.self).pointee
         s.inputs.fetch(frames)
         s.outputs.fetch(frames)
-        s.midi.gather(frames)
-        RackState.cycle(s, frames: Int(frames), frameTime: s.client.lastFrameTime, transport: s.client.transport())
+        let frameTime = s.client.lastFrameTime
+        s.midi.gather(frames, frameTime: frameTime)
+        RackState.cycle(s, frames: Int(frames), frameTime: frameTime, transport: s.client.transport())
         s.midi.scatter(frames)
         return 0
     }

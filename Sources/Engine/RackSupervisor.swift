@@ -26,6 +26,18 @@ public enum RackIncident: Sendable, Equatable {
 /// Threads: the session's control thread (not `Sendable`).
 public final class RackSupervisor {
     public let rack: RackSection
+    /// Events its process told of on the heartbeat pipe (a control value, bypass or preset changed there): kind and
+    /// text, for the session's subscribers. Taken by `takeRelayedEvents`.
+    private var relayed: [(kind: String, text: String)] = []
+
+    /// The events relayed since the last call. Control thread.
+    public func takeRelayedEvents() -> [(kind: String, text: String)] {
+        defer { relayed.removeAll() }
+        return relayed
+    }
+
+    /// The control maps its process runs (on its command line; see `Session.mapsRunningIn`).
+    public internal(set) var maps: [ControlMap] = []
     public private(set) var restarts = 0
     public private(set) var crashes = 0
     public private(set) var hangs = 0
@@ -161,6 +173,9 @@ public final class RackSupervisor {
             } else if line.hasPrefix("cycles "), let n = Int(line.dropFirst(7)) {
                 if n != cycles { lastMove = Date() }
                 cycles = n
+            } else if line.hasPrefix("event ") {
+                let parts = line.dropFirst(6).split(separator: " ", maxSplits: 1).map(String.init)
+                if let kind = parts.first, relayed.count < 4096 { relayed.append((kind, parts.count > 1 ? parts[1] : "")) }
             }
         }
         if pending.utf8.count > 65_536 { pending = "" }
@@ -223,6 +238,12 @@ public struct RackHeartbeat {
     public init(fd: Int32) {
         self.fd = fd
         _ = fcntl(fd, F_SETFL, O_NONBLOCK)
+    }
+
+    /// Tells the session of an event (one line; control-changed, bypass-changed, preset-loaded), for its
+    /// subscribers. Dropped when the pipe is full.
+    public func tell(kind: String, text: String) {
+        write("event \(kind) \(text.replacingOccurrences(of: "\n", with: " "))\n")
     }
 
     public mutating func beat(cycles: Int, ready: Bool) {

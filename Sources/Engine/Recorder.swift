@@ -209,6 +209,17 @@ public final class Recorder: @unchecked Sendable {
         return position
     }
 
+    /// Adds a marker at JACK frame time `frameTime` (a MIDI message's frame) to the running take. Returns the stream
+    /// position, or nil when no take runs.
+    @discardableResult
+    public func mark(label: String, source: String, frameTime: UInt32) -> Int? {
+        guard isRecording else { return nil }
+        let a = anchor()
+        let position = a.streamPosition + Int(Int32(bitPattern: frameTime &- a.frameTime))
+        writer.send(.mark(at: position, label: label, source: source))
+        return position
+    }
+
     /// Runs the retention policy once (the writer does it again after each take and chunk).
     public func applyRetention() {
         if config.retention != nil { writer.send(.retention) }

@@ -23,7 +23,7 @@ extension Session {
         if let r = recorder, let current = recorderConfig {
             if let want = wantRecorder, current.sameClient(as: want) {
                 if current != want {
-                    if Self.applyPlugins(current: current.plugins, want: want.plugins, chain: r.plugins.chain,
+                    if applyPlugins(.recorder, current: current.plugins, want: want.plugins, chain: r.plugins.chain,
                                          replace: { r.replacePlugins($0, savedState: nil) }) {
                         report.reconfigured.append("recorder plugins")
                     }
@@ -66,7 +66,7 @@ extension Session {
         if let pl = player, let current = playerConfig {
             if let want = wantPlayer, current.sameClient(as: want) {
                 if current != want {
-                    if Self.applyPlugins(current: current.plugins, want: want.plugins, chain: pl.plugins.chain,
+                    if applyPlugins(.player, current: current.plugins, want: want.plugins, chain: pl.plugins.chain,
                                          replace: { pl.replacePlugins($0, savedState: nil) }) {
                         report.reconfigured.append("player plugins")
                     }

@@ -138,7 +138,8 @@ extension Session {
 
     /// Loads an LV2 preset on a running plugin: the chain is rebuilt off the process thread with that preset and
     /// the other plugins' current values, and swapped in at a cycle boundary.
-    public func loadPluginPreset(_ engine: ChainEngine, plugin: String, preset uri: String) throws(PluginError) {
+    public func loadPluginPreset(_ engine: ChainEngine, plugin: String, preset uri: String,
+                                 source: String = "osc") throws(PluginError) {
         guard let chain = chain(engine), let index = chain.specs.firstIndex(where: { $0.name == plugin }) else {
             throw PluginError(.unknownPlugin, plugin: plugin, "the \(engine.rawValue) has no plugin '\(plugin)'")
         }
@@ -151,6 +152,14 @@ extension Session {
         specs[index].preset = uri
         specs[index].controls = []
         replaceChain(engine, specs)
+        events.append(.presetLoaded(engine: engine.rawValue, plugin: plugin, preset: uri, source: source))
+        // Subscribers hear every control of the plugin as the preset left it.
+        if let rebuilt = self.chain(engine), let status = rebuilt.status.first(where: { $0.name == plugin }) {
+            for c in status.controls {
+                events.append(.controlChanged(engine: engine.rawValue, plugin: plugin, symbol: c.symbol, value: c.value,
+                                              source: source))
+            }
+        }
     }
 
     /// The setup as it runs now: the preset with each chain's current plugins and control values.
@@ -161,6 +170,7 @@ extension Session {
         for (i, rack) in p.racks.enumerated() {
             if let c = chain(.rack(rack.name)) { p.racks[i].plugins = c.currentSpecs }
         }
+        p.maps = maps
         return p
     }
 

@@ -56,13 +56,28 @@ extension Session {
     }
 
     /// Sets a control of a plugin live (from the next process cycle); returns the value set (clamped to its range).
-    public func setPluginControl(_ engine: ChainEngine, plugin: String, symbol: String, value: Double) throws(PluginError) -> Float {
+    /// Subscribers hear of it (`controlChanged`, from `source`: osc, midi, preset).
+    @discardableResult
+    public func setPluginControl(_ engine: ChainEngine, plugin: String, symbol: String, value: Double,
+                                 source: String = "osc") throws(PluginError) -> Float {
         guard let c = chain(engine) else {
             throw PluginError(.unknownPlugin, plugin: plugin, "the \(engine.rawValue) has no plugin chain"
                               + (supervisors[engine.rawValue].map { " in this process (the rack runs isolated: its own control port is "
                                   + ($0.controlPort.map(String.init) ?? "not open") + ")" } ?? ""))
         }
-        return try c.set(plugin, symbol, value)
+        let set = try c.set(plugin, symbol, value)
+        events.append(.controlChanged(engine: engine.rawValue, plugin: plugin, symbol: symbol, value: set, source: source))
+        return set
+    }
+
+    /// Bypasses a plugin, or brings it back, from the next cycle; subscribers hear of a change (`bypassChanged`).
+    public func setPluginBypass(_ engine: ChainEngine, plugin: String, _ on: Bool, source: String = "osc") throws(PluginError) {
+        guard let c = chain(engine) else {
+            throw PluginError(.unknownPlugin, plugin: plugin, "the \(engine.rawValue) has no plugin chain")
+        }
+        let was = try c.isBypassed(plugin)
+        try c.setBypass(plugin, on)
+        if was != on { events.append(.bypassChanged(engine: engine.rawValue, plugin: plugin, bypassed: on, source: source)) }
     }
 
     /// The current value of a control.
@@ -131,20 +146,39 @@ extension Session {
 
     /// Brings a running chain to `want`: control values only when the same plugins stay in the same order (no
     /// rebuild), otherwise a new chain built off the process thread and swapped in. Returns whether anything changed.
-    static func applyPlugins(current: [PluginSpec], want: [PluginSpec], chain: PluginChain?,
-                             replace: ([PluginSpec]) -> Void) -> Bool {
+    /// Subscribers hear of each control value and bypass the preset gives anew (source `preset`).
+    func applyPlugins(_ engine: ChainEngine, current: [PluginSpec], want: [PluginSpec], chain: PluginChain?,
+                      replace: ([PluginSpec]) -> Void) -> Bool {
         guard current != want else { return false }
         let sameShape = current.count == want.count && zip(current, want).allSatisfy {
             $0.uri == $1.uri && $0.name == $1.name && $0.preset == $1.preset
         }
         if sameShape, let chain {
             for (old, new) in zip(current, want) {
-                for c in new.controls where !old.controls.contains(c) { _ = try? chain.set(new.name, c.symbol, c.value) }
-                if old.bypass != new.bypass { try? chain.setBypass(new.name, new.bypass) }
+                for c in new.controls where !old.controls.contains(c) {
+                    if let set = try? chain.set(new.name, c.symbol, c.value) {
+                        events.append(.controlChanged(engine: engine.rawValue, plugin: new.name, symbol: c.symbol,
+                                                      value: set, source: "preset"))
+                    }
+                }
+                if old.bypass != new.bypass, (try? chain.setBypass(new.name, new.bypass)) != nil {
+                    events.append(.bypassChanged(engine: engine.rawValue, plugin: new.name, bypassed: new.bypass,
+                                                 source: "preset"))
+                }
             }
             return true
         }
         replace(want)
+        // A rebuilt chain: the values the preset names, as the new chain holds them.
+        if let rebuilt = self.chain(engine) {
+            for spec in want {
+                for c in spec.controls {
+                    guard let v = try? rebuilt.value(spec.name, c.symbol) else { continue }
+                    events.append(.controlChanged(engine: engine.rawValue, plugin: spec.name, symbol: c.symbol, value: v,
+                                                  source: "preset"))
+                }
+            }
+        }
         return true
     }
 }

@@ -22,7 +22,8 @@ extension Session {
         }
         for name in supervisors.keys.sorted() {
             guard let section = wanted.racks.first(where: { $0.name == name }), Self.isolates(section, in: wanted),
-                  supervisors[name]?.rack == section else {
+                  supervisors[name]?.rack == section,
+                  supervisors[name]?.maps == Self.mapsRunningIn(section, wanted.maps) else {
                 supervisors.removeValue(forKey: name)?.stop()
                 report.clientsClosed += 1
                 continue
@@ -31,8 +32,10 @@ extension Session {
         for section in wanted.racks {
             if Self.isolates(section, in: wanted) {
                 guard supervisors[section.name] == nil else { continue }
-                let supervisor = RackSupervisor(rack: section, arguments: childArguments(section, wanted.session),
+                let supervisor = RackSupervisor(rack: section, arguments: childArguments(section, wanted.session,
+                                                                                         maps: wanted.maps),
                                                 logPath: rackLogPath(section, wanted.session), logger: rackLogger)
+                supervisor.maps = Self.mapsRunningIn(section, wanted.maps)
                 try supervisor.start()
                 supervisors[section.name] = supervisor
                 report.clientsOpened += 1
@@ -43,7 +46,7 @@ extension Session {
                 if current.sameClient(as: want) {
                     var samePorts = true
                     if current != want {
-                        if Self.applyPlugins(current: current.plugins, want: want.plugins, chain: rack.plugins.chain,
+                        if applyPlugins(.rack(section.name), current: current.plugins, want: want.plugins, chain: rack.plugins.chain,
                                              replace: { samePorts = rack.replacePlugins($0, savedState: nil) }),
                            samePorts {
                             report.reconfigured.append("rack \(section.name) plugins")
@@ -99,7 +102,7 @@ extension Session {
 
     /// The child's command line: `tandem rack` with the rack's settings, its plugin state kept in the session folder
     /// (restored at each start, saved on changes), and the heartbeat on fd 3.
-    func childArguments(_ rack: RackSection, _ session: SessionSection) -> [String] {
+    func childArguments(_ rack: RackSection, _ session: SessionSection, maps: [ControlMap] = []) -> [String] {
         var args = [Self.tandemExecutable, "rack", "--child", "--heartbeat-fd", "3", "--name", rack.name,
                     "--client", rack.client, "--dir", session.directory, "--session", session.name, "--no-view"]
         if let s = session.server { args += ["--server", s] }
@@ -110,8 +113,19 @@ extension Session {
         if rack.gainDB != 0 { args += ["--gain=\(rack.gainDB)"] }
         if rack.mix != 1 { args += ["--mix", "\(rack.mix)"] }
         for spec in rack.plugins { args += ["--plugin", spec.commandLine] }
+        for map in Self.mapsRunningIn(rack, maps) { args += ["--map", map.description] }
         args += ["--on-plugin-error", "bypass"]
         return args
+    }
+
+    /// The maps an isolated rack's own process runs: those that hear its MIDI and drive its plugins, and marker
+    /// maps (it relays their markers to the session). The session hears the MIDI of its in-process racks only.
+    static func mapsRunningIn(_ rack: RackSection, _ maps: [ControlMap]) -> [ControlMap] {
+        maps.filter { map in
+            var marks = false
+            if case .marker = map.target { marks = true }
+            return (map.rack == nil || map.rack == rack.name) && (map.plugin?.engine == rack.name || marks)
+        }
     }
 
     /// Where an isolated rack's process logs: beside its plugin state.
@@ -136,6 +150,20 @@ extension Session {
         for name in supervisors.keys.sorted() {
             guard let s = supervisors[name] else { continue }
             let wasDown = s.downSince != nil
+            defer {
+                for e in s.takeRelayedEvents() {
+                    if e.kind == "mark" {
+                        // A marker map fired in the rack's process: "FRAMETIME LABEL".
+                        let parts = e.text.split(separator: " ", maxSplits: 1).map(String.init)
+                        if let frame = parts.first.flatMap({ UInt32($0) }),
+                           !markFromMap(label: parts.count > 1 ? parts[1] : "", frameTime: frame) {
+                            events.append(.mapFailed("rack \(name): no take is running: marker not kept"))
+                        }
+                    } else {
+                        events.append(.relayed(kind: e.kind, text: e.text))
+                    }
+                }
+            }
             if let incident = s.poll(serverMoving: moving) {
                 let what: String
                 switch incident {

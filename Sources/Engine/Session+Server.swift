@@ -26,6 +26,7 @@ extension Session {
         tickUnattended()
         tickRacks()
         tickPlugins()
+        tickMaps()
         announcePluginProblems()
         if let r = recorder { handleRecorderEvents(r.drainEvents()) }
         if let p = player { handlePlayerEvents(p.drainEvents()) }

@@ -69,6 +69,10 @@ public struct SessionStatus: Codable, Sendable {
         public var lastRecoverySeconds: Double?
         /// An isolated rack's own OSC control port (its plugins are set there: `tandem ctl --port N plugin set …`).
         public var controlPort: Int?
+        /// In-process racks: MIDI events received, and messages for the control maps lost because the session had not
+        /// read the last ones (its map ring was full).
+        public var midiReceived: Int?
+        public var mapDropped: Int?
     }
     public struct CycleCost: Codable, Sendable {
         public var p50Micros: Double
@@ -215,7 +219,7 @@ extension Session {
                 out.append(.init(name: name, client: r.client.name, isolated: false, running: true,
                                  inputs: r.inputs.count, outputs: r.outputs.count, cycles: r.cycles,
                                  latencyFrames: r.latency, xruns: r.xruns, missedFrames: r.missedFrames,
-                                 cycle: .init(r.cycleCost)))
+                                 cycle: .init(r.cycleCost), midiReceived: r.midiReceived, mapDropped: r.mapDropped))
             } else if let s = supervisors[name] {
                 out.append(.init(name: name, client: s.rack.client, isolated: true, running: s.ready && s.isRunning,
                                  inputs: s.rack.inputs?.count ?? 0, outputs: s.rack.outputs?.count ?? 0,

@@ -76,6 +76,13 @@ public final class Session {
     let pluginLogger = Logger(label: "tandem.plugins")
     /// The recorder's schedule and level trigger as the control loop drives them (see Session+Unattended).
     var unattended = UnattendedState()
+    /// The control maps in force: the preset's, then those learned or added over OSC (see Session+Maps).
+    public internal(set) var maps: [ControlMap] = []
+    /// What the maps remember between messages (a learn waiting, the last CC level of each map).
+    var mapState = MapState()
+    /// In an isolated rack's process (no recorder): where a marker map's marker goes (label, JACK frame time), to be
+    /// relayed to the session that records.
+    public var markRelay: ((String, UInt32) -> Void)?
 
     public init(logger: Logger = Logger(label: "tandem.session")) {
         self.logger = logger
@@ -94,9 +101,18 @@ public final class Session {
     }
 
     /// Brings the session to `wanted`, changing only what differs.
+    /// `keepingMaps`: a preset without `[[map]]` tables leaves the session's maps as they are (one applied by a
+    /// program-change map); otherwise the preset's maps replace them.
     @discardableResult
-    public func apply(_ wanted: Preset) throws(EngineError) -> ApplyReport {
+    public func apply(_ wanted: Preset, keepingMaps: Bool = false) throws(EngineError) -> ApplyReport {
+        var wanted = wanted
+        if keepingMaps && wanted.maps.isEmpty {
+            // The maps in force stay, and with them the MIDI inputs of the racks they listen to.
+            wanted.maps = maps
+            wanted.giveMappedRacksMIDIInputs()
+        }
         let report = try applyDiff(wanted, notes: [])
+        setMaps(wanted.maps)
         started = true
         return report
     }

@@ -24,6 +24,21 @@ public enum SessionEvent: Sendable {
     case rackDown(rack: String, what: String)
     /// An isolated rack is running again, `seconds` after it went down.
     case rackBack(rack: String, seconds: Double)
+    /// A plugin control was set, by `source`: `osc`, `midi` (a control map), `preset` (a preset applied, an LV2
+    /// preset loaded). `value` is the value set (clamped to the port's range).
+    case controlChanged(engine: String, plugin: String, symbol: String, value: Float, source: String)
+    /// A plugin was bypassed or brought back, by `source` (as above).
+    case bypassChanged(engine: String, plugin: String, bypassed: Bool, source: String)
+    /// An LV2 preset was loaded on a running plugin, by `source`.
+    case presetLoaded(engine: String, plugin: String, preset: String, source: String)
+    /// A control map was added (learned, or added over OSC) at `index` of the session's maps; `map` is its text form.
+    case mapAdded(index: Int, map: String)
+    /// A control map could not do what its message asked (a program with no preset, a preset file that does not
+    /// apply, no take running for a marker).
+    case mapFailed(String)
+    /// An event an isolated rack's process told of (its kind and text as the control protocol shows them): a
+    /// control, bypass or preset changed there.
+    case relayed(kind: String, text: String)
 }
 
 /// What one `apply` changed in the JACK graph and in the engines.

@@ -22,8 +22,8 @@ public extension Preset {
     }
 
     /// The running preset as the project's file (in the project folder) holds it: the prefix taken off again, the
-    /// directory "." and queued files inside the project folder written relative to it (the loader resolves both
-    /// against the file's folder), so a copied or renamed session folder still finds them.
+    /// directory "." and queued files and maps' preset files inside the project folder written relative to it (the
+    /// loader resolves them against the file's folder), so a copied or renamed session folder still finds them.
     func outsideSessionManager(clientID: String) -> Preset {
         var p = self
         let prefix = "\(clientID)/"
@@ -32,6 +32,11 @@ public extension Preset {
         if var player = p.player {
             player.queue = player.queue.map { $0.hasPrefix(base) ? String($0.dropFirst(base.count)) : $0 }
             p.player = player
+        }
+        for (i, map) in p.maps.enumerated() {
+            if case .presetFile(let files) = map.target {
+                p.maps[i].target = .presetFile(files.map { $0.hasPrefix(base) ? String($0.dropFirst(base.count)) : $0 })
+            }
         }
         p.session.directory = "."
         return p

@@ -330,6 +330,8 @@ public struct Preset: Sendable, Equatable {
     /// `[[rack]]` tables, in file order.
     public var racks: [RackSection] = []
     public var connections: [ConnectionRule] = []
+    /// `[[map]]` tables: MIDI from the racks' inputs onto controls, bypasses, presets and markers, in file order.
+    public var maps: [ControlMap] = []
     public init() {}
 }
 

@@ -279,7 +279,7 @@ struct Validator {
     // MARK: Sections
 
     mutating func preset(_ root: TOMLTable) -> Preset {
-        unknownKeys(root, ["session", "recorder", "player", "rack", "connect"], section: "")
+        unknownKeys(root, ["session", "recorder", "player", "rack", "connect", "map"], section: "")
         var p = Preset()
         if let v = root["session"] {
             if case .table(let t) = v { p.session = session(t) } else {
@@ -327,6 +327,10 @@ struct Validator {
             problem("", nil, "a preset needs a [recorder] table, a [player] table or a [[rack]] table")
         }
         checkEngineNames(p)
+        if let v = root["map"] {
+            p.maps = maps(v, preset: p)
+            p.giveMappedRacksMIDIInputs()
+        }
         if let r = p.recorder, let why = FileNameTemplate(r.template).lengthProblem(session: p.session.name, channels: r.ports) {
             problem("recorder.template", nil, why)
         }

@@ -99,6 +99,7 @@ public extension Preset {
             out.string("to", rule.to.description)
             if rule.mode != .pairs { out.raw("mode", rule.mode.rawValue) }
         }
+        for map in maps { out.map(map) }
         return out.text
     }
 }
@@ -156,6 +157,43 @@ struct TOMLText {
                 line("controls = { " + spec.controls.map { "\(Self.key($0.symbol)) = \(Self.number($0.value))" }
                     .joined(separator: ", ") + " }")
             }
+        }
+    }
+
+    /// A `[[map]]` table with the keys the loader reads back to the same map.
+    mutating func map(_ m: ControlMap) {
+        arrayTable("map")
+        switch m.source {
+        case .cc(let n): integer("cc", n)
+        case .note(let n): integer("note", n)
+        case .pitchBend: bool("pitch_bend", true)
+        case .program: bool("program", true)
+        }
+        if let c = m.channel { integer("channel", c) }
+        if let r = m.rack { string("rack", r) }
+        func list(_ key: String, _ items: [String]) {
+            line("\(key) = [" + items.map(Self.quoted).joined(separator: ", ") + "]")
+        }
+        switch m.target {
+        case .control(let e, let p, let symbol):
+            string("engine", e)
+            string("plugin", p)
+            string("control", symbol)
+            if let lo = m.minimum { number("min", lo) }
+            if let hi = m.maximum { number("max", hi) }
+            if m.curve != .linear { raw("curve", m.curve.rawValue) }
+        case .bypass(let e, let p, let toggle):
+            string("engine", e)
+            string("plugin", p)
+            bool("bypass", true)
+            if toggle { bool("toggle", true) }
+        case .pluginPreset(let e, let p, let presets):
+            string("engine", e)
+            string("plugin", p)
+            if !presets.isEmpty { list("presets", presets) }
+        case .presetFile(let files): list("files", files)
+        case .marker(let label):
+            if label.isEmpty { bool("marker", true) } else { string("marker", label) }
         }
     }
 

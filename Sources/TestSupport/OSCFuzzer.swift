@@ -169,6 +169,7 @@ public struct OSCFuzzer {
         "/tandem/plugin/preset": "sss", "/tandem/preset/save": "s", "/tandem/takes": "",
         "/tandem/plugin/bypass": "ss[f]", "/tandem/plugin/mix": "s[f]", "/tandem/plugin/gain": "s[f]",
         "/tandem/record/mark": "[s]",
+        "/tandem/map/learn": "[sss] [f f] [s]", "/tandem/map/add": "s", "/tandem/map/list": "", "/tandem/map/clear": "[f]",
     ]
 
     /// What the fuzzer knows about its target.
@@ -299,6 +300,22 @@ public struct OSCFuzzer {
                                        .string(p?.name ?? text())]
             if random.chance(0.7) { args.append(random.chance(0.5) ? .float(Float(random.below(2))) : numeric()) }
             return args
+        case "/tandem/map/learn":
+            let p = target.plugins.isEmpty || random.chance(0.3) ? nil : random.pick(target.plugins)
+            var args: [OSCArgument] = [.string(p?.engine ?? text()), .string(p?.name ?? text()), .string(p?.symbol ?? text())]
+            if random.chance(0.5) { args += [numeric(), numeric()] }
+            if random.chance(0.5) { args.append(.string(random.pick(["linear", "log", "exp", text()]))) }
+            return random.chance(0.1) ? [] : args
+        case "/tandem/map/add":
+            let p = target.plugins.isEmpty ? nil : random.pick(target.plugins)
+            let engine = p?.engine ?? text(), plugin = p?.name ?? text(), symbol = p?.symbol ?? text()
+            return [.string(random.pick([
+                "cc \(random.below(300)) -> \(engine):\(plugin):\(symbol) \(text())..\(text())",
+                "cc 1 7 -> \(engine):\(plugin):\(symbol) -1e300..nan log",
+                "bend -> \(engine):\(plugin) presets", "program 17 -> file ../../etc/passwd",
+                "note 60 -> mark \(text())", "program -> \(engine):\(plugin) presets \(text())", text(),
+            ]))]
+        case "/tandem/map/clear": return random.chance(0.5) ? [numeric()] : []
         case "/tandem/plugin/mix", "/tandem/plugin/gain":
             let e = target.plugins.isEmpty || random.chance(0.3) ? random.pick(["recorder", "player", text()])
                 : random.pick(target.plugins).engine

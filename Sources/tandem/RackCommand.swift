@@ -1,4 +1,5 @@
 import ArgumentParser
+import Control
 import Engine
 import Foundation
 import Jack
@@ -78,6 +79,12 @@ struct RackCommand: ParsableCommand {
     @Option(name: .long, help: "When the JACK server goes away: stop (exit 3) or resume (wait for it, then run again).")
     var onServerLoss = "stop"
 
+    @Option(name: .long, help: ArgumentHelp(
+        "A control map (repeatable): MIDI on the rack's inputs onto a control, a bypass or an LV2 preset, e.g. "
+            + "\"cc 1 7 -> amp:gain -40..0 linear\", \"cc 64 -> amp bypass\", \"program -> amp presets\" (docs/CLI.md).",
+        valueName: "MAP"))
+    var map: [String] = []
+
     @OptionGroup var controlOptions: ControlOptions
 
     @Flag(name: .long, help: .hidden)
@@ -122,6 +129,30 @@ struct RackCommand: ParsableCommand {
         if ServerLossPolicy(rawValue: onServerLoss) == nil {
             throw ValidationError("unknown --on-server-loss '\(onServerLoss)' (stop, resume)")
         }
+        _ = try maps()
+    }
+
+    /// The `--map` options as maps onto this rack's plugins.
+    func maps() throws -> [ControlMap] {
+        let names = PluginSpec.uniqueNames(plugins.specs).map(\.name)
+        return try map.map { text in
+            let m: ControlMap
+            switch ControlMap.parse(text, defaultEngine: name) {
+            case .failure(let why): throw ValidationError("--map \(why)")
+            case .success(let parsed): m = parsed
+            }
+            if child, case .marker = m.target { return m }   // relayed to the session that records
+            guard let (engine, plugin) = m.plugin else {
+                throw ValidationError("--map '\(text)': a rack's maps drive its own plugins (controls, bypass, presets); "
+                                      + "markers and preset files go in a preset's [[map]]")
+            }
+            guard engine == name else { throw ValidationError("--map '\(text)': this rack is '\(name)', not '\(engine)'") }
+            guard names.contains(plugin) else {
+                throw ValidationError("--map '\(text)': no plugin '\(plugin)' in the rack (plugins: \(names.joined(separator: ", ")))")
+            }
+            if let r = m.rack, r != name { throw ValidationError("--map '\(text)': this rack is '\(name)', not '\(r)'") }
+            return m
+        }
     }
 
     /// The session this command runs: a preset with one rack, in this process.
@@ -139,7 +170,8 @@ struct RackCommand: ParsableCommand {
         r.name = name
         r.client = client ?? name
         r.inputs = !input.isEmpty ? input : inputs.map { n in (0..<n).map { "in_\($0 + 1)" } }
-        r.midiInputs = noMidiInput ? [] : midiInput.isEmpty ? nil : midiInput
+        // Maps listen to the rack's MIDI input: it has one (midi_in) even when no plugin takes MIDI.
+        r.midiInputs = noMidiInput ? [] : !midiInput.isEmpty ? midiInput : map.isEmpty ? nil : ["midi_in"]
         r.midiOutputs = noMidiOutput ? [] : midiOutput.isEmpty ? nil : midiOutput
         r.outputs = !output.isEmpty ? output : outputs.map { n in (1...n).map { "out_\($0)" } }
         r.gainDB = gain
@@ -147,6 +179,7 @@ struct RackCommand: ParsableCommand {
         r.isolate = false
         r.plugins = plugins.specs
         p.racks = [r]
+        p.maps = (try? maps()) ?? []
         return p
     }
 
@@ -170,7 +203,21 @@ struct RackCommand: ParsableCommand {
         runner.openControl(explicit: controlOptions.controlPort, fallback: nil)
         if let fd = heartbeatFd {
             var heart = RackHeartbeat(fd: fd)
-            runner.tick = { session, _ in heart.beat(cycles: session.racks.first?.value.cycles ?? 0, ready: true) }
+            // A marker map's marker goes to the session, whose recorder adds it at the message's frame.
+            let teller = heart
+            runner.session.markRelay = { label, frameTime in teller.tell(kind: "mark", text: "\(frameTime) \(label)") }
+            runner.tick = { session, events in
+                heart.beat(cycles: session.racks.first?.value.cycles ?? 0, ready: true)
+                // What changed here reaches the session's subscribers (a map's value, a relayed OSC set).
+                for e in events {
+                    switch e {
+                    case .controlChanged, .bypassChanged, .presetLoaded, .mapAdded, .mapFailed:
+                        let (kind, text) = ControlProtocol.describe(e)
+                        heart.tell(kind: kind, text: text)
+                    default: break
+                    }
+                }
+            }
         }
         runner.exit(runner.loop())
     }

@@ -247,6 +247,15 @@ final class EventPrinter {
                 // Like other errors: to stderr at once (the live view shows it among the chain's problems).
                 let line = "\(engine) plugin \(plugin) \(bypassed ? "BYPASSED" : "setting ignored"): \(message)"
                 Console.err("tandem: \(line)\n")
+            case .controlChanged:
+                break   // as often as a controller moves: for subscribers (OSC), not for the log
+            case .bypassChanged(let engine, let plugin, let bypassed, let source):
+                out.append("\(engine) plugin \(plugin) \(bypassed ? "bypassed" : "running") (\(source))")
+            case .presetLoaded(let engine, let plugin, let preset, let source):
+                out.append("\(engine) plugin \(plugin): preset \(preset) loaded (\(source))")
+            case .mapAdded(let index, let map): out.append("map \(index): \(map)")
+            case .mapFailed(let why): Console.err("tandem: map: \(why)\n")
+            case .relayed: break   // for subscribers; the rack's own log has its lines
             }
         }
         return out

@@ -212,7 +212,10 @@ import TestSupport
             events.append(MIDISource.Event(frame: at + 300, bytes: [0xB0, 1, UInt8(i % 128)]))
         }
         // eg-fifths then an amplifier: MIDI out of the rack too (its midi_out), audio through.
+        // With the amplifier a control map listens too: every CC 1 goes through the rack's map ring (RT side) to
+        // the amp's gain.
         let more = plugins.dropFirst().flatMap { ["--plugin", $0] } + (plugins.count > 1 ? ["--inputs", "1"] : [])
+            + (plugins.contains(Self.amp) ? ["--map", "cc 1 -> amp:gain -40..0"] : [])
         let preload = ["LD_PRELOAD": TestEnvironment.product("libRTCheck.so"), "RTCHECK_REPORT": report]
         let run = try Self.play(tag: "rt", period: 256, plugin: plugins[0], events: events, seconds: 4,
                                 environment: preload, extraArguments: Array(more))
