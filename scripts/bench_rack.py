@@ -326,7 +326,7 @@ def write_section(path, rows, args, rt, started, missing):
           "tens of µs), the same for Tandem's rack and for one jalv, plus its control thread: jalv's console main "
           "thread sleeps on stdin; Tandem's session loop, for a session of racks alone, turns twice a second and "
           "whenever a JACK notification, an OSC datagram or a signal wakes it (it turned 50 times a second before: "
-          "0.0043 CPU s/s of a one-plugin rack's 0.0083 at period 256, measured per thread; now 0.0004). With one "
+          "0.0043 CPU s/s of a one-plugin rack's 0.0083 at period 256, measured per thread; now 0.0002). With one "
           "instance both hosts are their process thread's wake-ups, so the 0.8× target asks for a cheaper futex "
           "round trip than jalv's and is out of reach by construction; a chain is where one client wins: one wake-up "
           "per period for the whole chain against one per jalv process, and no server-side graph hops between them. "

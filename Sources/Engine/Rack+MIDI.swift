@@ -33,6 +33,9 @@ struct RackMIDI: BitwiseCopyable {
     /// 1 while the session has maps or a learn waiting (the control thread sets it; `gather` reads it): with 0
     /// nothing is queued, so a rack without maps never fills the ring.
     let listening: AtomicCounter
+    /// The control loop's wake-up (see `JackNotifications.loopWakeup`), posted once in a cycle that queued messages
+    /// for the maps, so a loop that sleeps while idle applies them at once.
+    let wake: Wakeup?
 
     enum Counter: Int, CaseIterable {
         /// Events read from the input ports.
@@ -46,7 +49,7 @@ struct RackMIDI: BitwiseCopyable {
         case mapDropped
     }
 
-    /// Messages queued for the control maps between two looks of the control loop (50 a second).
+    /// Messages queued for the control maps between two looks of the control loop (woken by the first of them).
     static let controlCapacity = 1024
 
     /// Bytes of each sequence: room for about 1300 three-byte events per cycle.
@@ -68,7 +71,8 @@ struct RackMIDI: BitwiseCopyable {
         let m = RackMIDI(inputs: ins, inputCount: inputs.count, outputs: outs, outputCount: outputs.count, input: input,
                          output: output, capacity: UInt32(capacity), sequenceURID: sequenceURID, midiURID: midiURID,
                          counters: .allocate(count: Counter.allCases.count), lastTime: lastTime, timeTold: timeTold,
-                         controls: .allocate(capacity: controlCapacity), listening: .allocate())
+                         controls: .allocate(capacity: controlCapacity), listening: .allocate(),
+                         wake: JackNotifications.loopWakeup)
         m.clear()
         return m
     }
@@ -128,7 +132,7 @@ struct RackMIDI: BitwiseCopyable {
     @inline(__always)
     func gather(_ frames: UInt32, frameTime: UInt32 = 0) {
         AtomSequence.clear(input, sequenceURID: sequenceURID)
-        var received = 0, dropped = 0, unmapped = 0
+        var received = 0, dropped = 0, unmapped = 0, queued = 0
         let listen = listening.load() != 0
         for p in 0..<inputCount {
             guard let buffer = inputs[p].midiBuffer(frames) else { continue }
@@ -142,7 +146,7 @@ struct RackMIDI: BitwiseCopyable {
                 if listen && Self.mapsListen(to: bytes, size: e.size) {
                     if let m = MIDIRingEvent(position: Int(frameTime &+ e.frame), port: p, bytes: bytes,
                                              count: min(3, e.size)) {
-                        if !controls.push(m) { unmapped += 1 }
+                        if controls.push(m) { queued += 1 } else { unmapped += 1 }
                     }
                 }
                 if !AtomSequence.insert(input, capacity: capacity, frame: Int64(e.frame), type: midiURID,
@@ -154,6 +158,7 @@ struct RackMIDI: BitwiseCopyable {
         if received > 0 { _ = counters.add(Counter.received.rawValue, received) }
         if dropped > 0 { _ = counters.add(Counter.dropped.rawValue, dropped) }
         if unmapped > 0 { _ = counters.add(Counter.mapDropped.rawValue, unmapped) }
+        if queued > 0, let wake { wake.post() }
     }
 
     /// Whether a message is one control maps use: control change, program change, pitch bend, or a note-on with a

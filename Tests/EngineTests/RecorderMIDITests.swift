@@ -72,17 +72,22 @@ import TestSupport
         let server = try TestEnvironment.server("mdense")
         defer { server.stop() }
         let dir = TestEnvironment.temporaryDirectory("mdense")
-        let source = try MIDISender(name: "msrc", server: server.name)
+        let spacing = 16
+        let count = seconds * 48000 / spacing
+        // The sender holds every event from the start: its ring is sized for them (its default, 2^20, cut a
+        // ten-minute run at 1,048,576 events).
+        let source = try MIDISender(name: "msrc", server: server.name, capacity: max(1 << 20, count + 16))
         let recorder = try Recorder(config: Self.recorderConfig(dir), server: server.name)
         try source.client.connect("msrc:midi_out", "mrec:midi_in")
         recorder.startTake()
         usleep(300_000)
-        let spacing = 16
-        let count = seconds * 48000 / spacing
         let first = source.frameTime + 48000
-        for i in 0..<count {
-            source.send(frame: first + i * spacing, bytes: [0x90 | UInt8(i % 16), UInt8(i / 16 % 128), UInt8(i / 2048 % 128)])
+        var queued = 0
+        for i in 0..<count where source.send(frame: first + i * spacing,
+                                             bytes: [0x90 | UInt8(i % 16), UInt8(i / 16 % 128), UInt8(i / 2048 % 128)]) {
+            queued += 1
         }
+        #expect(queued == count, "the sender took \(queued) of \(count) events")
         #expect(TestEnvironment.waitUntil(timeout: Double(seconds) + 20) { source.pending == 0 })
         usleep(300_000)
         recorder.close()
