@@ -148,15 +148,7 @@ def render(rows, started, path):
     L += ["", "Run: `scripts/bench_midi.py` (%s, %.0f s)." % (
         started.strftime("%Y-%m-%d %H:%M UTC"),
         (datetime.datetime.now(datetime.timezone.utc) - started).total_seconds()), "", END]
-    section = "\n".join(L) + "\n"
-    text = open(path).read() if os.path.exists(path) else "# Performance\n"
-    if BEGIN in text and END in text:
-        a, b = text.index(BEGIN), text.index(END) + len(END)
-        text = text[:a] + section.rstrip("\n") + text[b:]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    with open(path, "w") as f:
-        f.write(text)
+    R.splice(path, BEGIN, END, "\n".join(L) + "\n")
 
 
 def main():

@@ -339,10 +339,14 @@ def write_section(path, rows, args, rt, started, missing):
         when = "%s, %.0f s" % (started.strftime("%Y-%m-%d %H:%M UTC"),
                                (datetime.datetime.now(datetime.timezone.utc) - started).total_seconds())
     L += ["", "Run: `%s` (%s)." % (command, when), "", END]
-    section = "\n".join(L) + "\n"
+    splice(path, BEGIN, END, "\n".join(L) + "\n")
+
+
+def splice(path, begin, end, section):
+    """Replaces the part of `path` between `begin` and `end` (markers included) with `section`, or appends it."""
     text = open(path).read() if os.path.exists(path) else "# Performance\n"
-    if BEGIN in text and END in text:
-        a, b = text.index(BEGIN), text.index(END) + len(END)
+    if begin in text and end in text:
+        a, b = text.index(begin), text.index(end) + len(end)
         text = text[:a] + section.rstrip("\n") + text[b:]
     else:
         text = text.rstrip("\n") + "\n\n" + section
