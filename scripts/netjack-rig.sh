@@ -109,15 +109,23 @@ stop_clients() {
 start_master() {
   local dir=$1
   load_state "$dir"
-  spawn_in master "$dir/master-jackd.log" jackd $RT -d dummy -r "$RATE" -p "$PERIOD" -C "$CHANNELS" -P "$CHANNELS"
-  local pid=$!
-  sed -i '/^MASTER_JACKD=/d' "$dir/rig.env"
-  echo "MASTER_JACKD=$pid" >>"$dir/rig.env"
-  local up=0 i
-  for ((i = 0; i < 100; i++)); do
-    in_host master jack_lsp >/dev/null 2>&1 && { up=1; break; }
-    alive "$pid" || break
-    sleep 0.1
+  # A master started right after the previous one was stopped can find its server name still active (the old
+  # jackd was still telling its clients it was going: "`default' server already active") and exit; it is started
+  # again (up to three times) a second later.
+  local attempt pid up=0 i
+  for attempt in 1 2 3; do
+    spawn_in master "$dir/master-jackd.log" jackd $RT -d dummy -r "$RATE" -p "$PERIOD" -C "$CHANNELS" -P "$CHANNELS"
+    pid=$!
+    sed -i '/^MASTER_JACKD=/d' "$dir/rig.env"
+    echo "MASTER_JACKD=$pid" >>"$dir/rig.env"
+    for ((i = 0; i < 100; i++)); do
+      in_host master jack_lsp >/dev/null 2>&1 && { up=1; break; }
+      alive "$pid" || break
+      sleep 0.1
+    done
+    [ $up = 1 ] && break
+    alive "$pid" && break   # alive but not answering within 10 s: no point in another
+    sleep 1
   done
   if [ $up = 0 ] || ! in_host master jack_load netmanager -i "-a $MASTER_ADDR" >>"$dir/master-jackd.log" 2>&1; then
     echo "netjack-rig: the master did not start:" >&2

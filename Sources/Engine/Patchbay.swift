@@ -63,6 +63,7 @@ public struct Patchbay: Sendable, Equatable {
         for x in made.sorted() where !desired.contains(x) {
             made.remove(x)
             pending[x] = nil
+            rebuilt.remove(x)
             if isConnected(x) { disconnect.append(x) }
         }
         suppressed.formIntersection(desired)
@@ -88,20 +89,24 @@ public struct Patchbay: Sendable, Equatable {
     /// After a graph change, and when `nextDecision` is due: the connections this session made that are gone. One
     /// whose ports both still exist after `settleSeconds` was removed by someone: kept removed, or made again at the
     /// next `plan` (`repaired`); one whose port went away is forgotten (made again when the port returns).
-    /// `portsWentAway`: a port of the graph was unregistered since the last call. A removal seen then is a port
-    /// re-created (a NetJACK2 slave re-registers its system ports when its link comes back, within one graph
-    /// change), not anyone's decision: it is forgotten and made again like one whose port is gone. (A manual
-    /// disconnection in the same moment as an unrelated port going away is repaired: the safe side for a take.)
+    /// `duringAStall`: the server ran no cycles around now (see `Session.stallWatch`). A removal pending then is the
+    /// graph being rebuilt (a NetJACK2 slave's driver drops its system ports' connections while it re-joins its
+    /// master), not anyone's decision: when its settle time is over it is forgotten, and made again by the next
+    /// `plan` if its ports are there. (A manual disconnection in such a moment is repaired: the safe side for a
+    /// take. Only a stall counts: a port going away does not, since a quitting client's ports stay listed after
+    /// their connections went, and connecting to them then made PipeWire shut the connecting client down.)
     public mutating func noticeRemovals(isConnected: (Connection) -> Bool, exists: (String) -> Bool,
-                                        portsWentAway: Bool = false,
+                                        duringAStall: Bool = false,
                                         now: Double) -> [(connection: Connection, repaired: Bool)] {
         var out: [(Connection, Bool)] = []
         for x in made.sorted() where !isConnected(x) {
-            guard !portsWentAway && exists(x.source) && exists(x.destination) else {
+            guard exists(x.source) && exists(x.destination) else {
                 made.remove(x)
                 pending[x] = nil
+                rebuilt.remove(x)
                 continue
             }
+            if duringAStall { rebuilt.insert(x) }
             let since = pending[x] ?? now
             if now - since < Self.settleSeconds {
                 pending[x] = since
@@ -109,18 +114,26 @@ public struct Patchbay: Sendable, Equatable {
             }
             made.remove(x)
             pending[x] = nil
+            if rebuilt.remove(x) != nil { continue }
             if !repair { suppressed.insert(x) }
             out.append((x, repair))
         }
-        for x in pending.keys where !made.contains(x) || isConnected(x) { pending[x] = nil }
+        for x in pending.keys where !made.contains(x) || isConnected(x) {
+            pending[x] = nil
+            rebuilt.remove(x)
+        }
         return out
     }
+
+    /// Pending removals that saw the graph being rebuilt (see `noticeRemovals`).
+    private var rebuilt: Set<Connection> = []
 
     /// Forgets everything (the clients were closed).
     public mutating func reset() {
         made.removeAll()
         suppressed.removeAll()
         pending.removeAll()
+        rebuilt.removeAll()
     }
 
     /// Orders "x:out_2" before "x:out_10".

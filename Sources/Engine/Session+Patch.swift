@@ -58,11 +58,8 @@ extension Session {
         let existing = Set(c.ports())
         var cache = ConnectionCache(client: c)
         let now = Date().timeIntervalSinceReferenceDate
-        let unregistrations = c.notifications.count(.portUnregistered)
-        let portsWentAway = unregistrations != portUnregistrationsSeen
-        portUnregistrationsSeen = unregistrations
         for (x, repaired) in patchbay.noticeRemovals(isConnected: { cache.contains($0) }, exists: existing.contains,
-                                                     portsWentAway: portsWentAway, now: now) {
+                                                     duringAStall: stallWatch.aroundAStall(Date()), now: now) {
             events.append(.manualDisconnect(x.source, x.destination, repaired: repaired))
             patchLogger.info("connection removed by someone else; \(repaired ? "repairing" : "respecting") it",
                              metadata: ["from": "\(x.source)", "to": "\(x.destination)"])

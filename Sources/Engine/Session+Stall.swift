@@ -12,6 +12,14 @@ struct StallWatch {
     var takeWasRunning = false
     /// Cycles are back and the new take starts as soon as the writer has finished the old one; with the note.
     var resumeNote: String?
+    /// When cycles last came back after a stall.
+    var backAt: Date?
+
+    /// Whether the server is stalled or came back within the last `seconds`: a NetJACK2 slave's driver drops its
+    /// connections while it re-joins its master (see `Patchbay.noticeRemovals`).
+    func aroundAStall(_ now: Date, seconds: Double = 2) -> Bool {
+        stalledSince != nil || backAt.map { now.timeIntervalSince($0) < seconds } ?? false
+    }
 }
 
 // A server that stays up but runs no cycles: a NetJACK2 slave whose network link or master went away waits for it
@@ -63,6 +71,7 @@ extension Session {
     private func cyclesBack(after seconds: Double, since: Date) {
         logger.info("the JACK server runs cycles again", metadata: ["after": "\(String(format: "%.2f", seconds)) s"])
         events.append(.cyclesBack(seconds: seconds))
+        stallWatch.backAt = Date()
         // A take a person, a signal or the control protocol started goes on as a new take; a level trigger, a
         // schedule or the transport start their own takes again when their rule says so.
         let rule = preset?.recorder

@@ -39,8 +39,6 @@ public final class Session {
     let patchLogger: Logger
     var patchbay = Patchbay()
     var graphGeneration = -1
-    /// The patch client's port-unregistration count at the last graph change (see `Patchbay.noticeRemovals`).
-    var portUnregistrationsSeen = 0
     var events: [SessionEvent] = []
     let meterTap = MeterTap()
     var lost = false

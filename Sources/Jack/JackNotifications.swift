@@ -56,9 +56,9 @@ public struct JackNotifications: BitwiseCopyable, @unchecked Sendable {
         count(.shutdown) > 0 && reason[0] != 0 ? String(cString: reason) : nil
     }
 
-    /// Posted on every notification of every client as well: the control loop's wake-up, so a loop that sleeps
-    /// long when idle reacts to a port or connection change at once. Set once before the first client opens
-    /// (`SessionRunner`), never changed after.
+    /// Posted on every notification but an xrun, of every client, as well: the control loop's wake-up, so a loop
+    /// that sleeps long when idle reacts to a port or connection change at once. Set once before the first client
+    /// opens (`SessionRunner`), never changed after; racks also post it for their control maps (`RackMIDI.wake`).
     nonisolated(unsafe) public static var loopWakeup: Wakeup?
 
     @inline(__always)

@@ -69,9 +69,31 @@ import TestSupport
     /// minutes compressed to what CI affords) loses no event and moves none.
     @Test func denseStreamLosesNothing() throws {
         let seconds = ProcessInfo.processInfo.environment["TANDEM_MIDI_DENSE_SECONDS"].flatMap(Int.init) ?? 30
-        let server = try TestEnvironment.server("mdense")
+        // A cycle the server skipped moves events by JACK's doing, not the recorder's: the sender sends the events of
+        // a cycle it missed late, and the take (audio and MIDI alike) goes on without the skipped frames, so later
+        // events sit that much earlier than their JACK frame time (the report counts them as missed). Such a run is
+        // done again, up to three times.
+        for attempt in 1...3 {
+            let result = try Self.denseRun(seconds: seconds, tag: "\(attempt)")
+            if result.disturbed && attempt < 3 {
+                print("MIDI dense stream, run \(attempt): \(result.late) events sent late, \(result.missed) frames missed; once more")
+                continue
+            }
+            #expect(result.late == 0 && result.missed == 0, "the server skipped cycles in three runs")
+            #expect(result.recorded == result.count, "\(result.recorded) of \(result.count) events recorded")
+            #expect(result.moved == 0, "\(result.moved) events moved or differ")
+            #expect(result.overruns == 0 && result.received == result.count)
+            print("MIDI dense stream: \(result.count) events in \(seconds) s, \(result.recorded) recorded, \(result.moved) moved")
+            break
+        }
+    }
+
+    /// One dense run: `seconds` of an event every 16 frames from a sender into a recorder's take.
+    static func denseRun(seconds: Int, tag: String) throws
+        -> (count: Int, recorded: Int, moved: Int, late: Int, missed: Int, overruns: Int, received: Int, disturbed: Bool) {
+        let server = try TestEnvironment.server("mdense\(tag)")
         defer { server.stop() }
-        let dir = TestEnvironment.temporaryDirectory("mdense")
+        let dir = TestEnvironment.temporaryDirectory("mdense\(tag)")
         let spacing = 16
         let count = seconds * 48000 / spacing
         // The sender holds every event from the start: its ring is sized for them (its default, 2^20, cut a
@@ -92,17 +114,15 @@ import TestSupport
         usleep(300_000)
         recorder.close()
         source.close()
-        #expect(source.late == 0)
         let (report, sidecar) = try #require(Self.finished(recorder).first)
         let offset = (first - Int(report.startFrameTime)) & 0xFFFF_FFFF
         let recorded = try Mido.frames(sidecar.replacingOccurrences(of: ".json", with: ".mid"), rate: 48000).events
-        #expect(recorded.count == count, "\(recorded.count) of \(count) events recorded")
         let moved = recorded.enumerated().filter { i, r in
             r.frame != offset + i * spacing
                 || r.hex != Mido.hex([0x90 | UInt8(i % 16), UInt8(i / 16 % 128), UInt8(i / 2048 % 128)])
         }.count
-        #expect(moved == 0, "\(moved) events moved or differ")
-        #expect(recorder.midiOverruns == 0 && recorder.midiReceived == count)
-        print("MIDI dense stream: \(count) events in \(seconds) s, \(recorded.count) recorded, \(moved) moved")
+        let missed = report.missedFrames ?? 0
+        return (count, recorded.count, moved, source.late, missed, recorder.midiOverruns, recorder.midiReceived,
+                source.late > 0 || missed != 0)
     }
 }
