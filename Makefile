@@ -67,6 +67,8 @@ bench: release
 	scripts/bench.py
 	@scripts/clean-jack-shm.sh
 	scripts/bench_rack.py
+	@scripts/clean-jack-shm.sh
+	scripts/bench_midi.py
 
 # 16 channels recorded and 16 played for 10 minutes: memory, file handles, drops (writes docs/RELIABILITY.md).
 soak: release
