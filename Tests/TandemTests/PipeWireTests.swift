@@ -14,6 +14,8 @@ struct PipeWireTests {
     /// One run that lost a single period with nothing counted is tolerated too (seen once in about 30 runs, on jackd2's
     /// demo as well: the unexplained one-period loss noted in docs/RELIABILITY.md); a second fails the test.
     static let runs = 6
+    /// How many frames at the start of a take may differ because PipeWire has not made all its links active yet.
+    static let linkSettleFrames = 2048
 
     struct Client {
         let process: ChildProcess
@@ -241,7 +243,9 @@ struct PipeWireTests {
 
     /// A rack live on PipeWire: noise from a Tandem player goes to a recorder twice, straight and through a rack
     /// running an amplifier at -6 dB; the rack's output is the input times the gain on the same frame. A run in which
-    /// the recorder counted skipped cycles is run again; one unexplained deviation is tolerated, as above.
+    /// the recorder or the rack counted skipped cycles or xruns is run again; one unexplained deviation is tolerated,
+    /// as above. A deviation in the take's first 8 periods (links not active yet; PipeWire makes them while the graph
+    /// runs) is counted and printed, not failed; any later frame must be exact.
     @Test(.enabled(if: RackTests.hasSWH))
     func aRackProcessesLiveOnPipeWire() throws {
         let pw = try PipeWireServer("rack")
@@ -254,8 +258,17 @@ struct PipeWireTests {
                               log: dir.appendingPathComponent("play.log").path)
         defer { play.process.signal(SIGTERM); _ = play.process.wait(timeout: 10) }
         #expect(play.waitFor("control protocol listening"), "\(play.output)")
+        let rackPort = port + 1
         let rack = try tandem(pw, ["rack", "--name", "level", "--plugin", "\(RackTests.amp),gain=-6",
-                                   "--connect-in", "tandem-play:out_1"], log: dir.appendingPathComponent("rack.log").path)
+                                   "--connect-in", "tandem-play:out_1", "--control-port", "\(rackPort)"],
+                              log: dir.appendingPathComponent("rack.log").path)
+        /// The rack's missed frames and xruns as its status reports them: a late rack is counted there.
+        func rackCounts() throws -> (missed: Int, xruns: Int) {
+            let json = try pw.run([TestEnvironment.product("tandem"), "status", "--port", "\(rackPort)", "--json"]).output
+            let missed = json.firstMatch(of: /"missedFrames":(\d+)/).flatMap { Int($0.1) } ?? 0
+            let xruns = json.firstMatch(of: /"xruns":(\d+)/).flatMap { Int($0.1) } ?? 0
+            return (missed, xruns)
+        }
         defer { rack.process.signal(SIGTERM); _ = rack.process.wait(timeout: 10) }
         #expect(rack.waitFor("connected tandem-play:out_1 -> level:in_1"), "\(rack.output)")
         let go = try pw.run([TestEnvironment.product("tandem"), "ctl", "--port", "\(port)", "play", "play"])
@@ -263,29 +276,42 @@ struct PipeWireTests {
         let gain = Float(pow(10, -6.0 / 20))
         var uncounted = 0
         for attempt in 1...Self.runs {
+            let before = try rackCounts()
             let rec = try tandem(pw, ["record", "-c", "2", "-d", dir.path, "--session", "through-\(attempt)", "-t", "2",
                                       "--connect", "tandem-play:out_1", "--connect", "level:out_1"],
                                  log: dir.appendingPathComponent("rec-\(attempt).log").path)
             #expect(rec.process.wait(timeout: 15) == 0, "\(rec.output)")
             let audio = try TestEnvironment.readAudio(try #require(announcedFile(rec.output)))
             let report = try TakeReport.read(from: try #require(announcedReport(rec.output)))
-            var loud = 0, worst: Float = 0, off = 0
+            var loud = 0, worst: Float = 0, off = 0, unlinked = 0, firstOff = -1, lastOff = -1, offSilent = 0
             for i in 0..<(audio.samples.count / 2) {
                 let dry = audio.samples[2 * i], wet = audio.samples[2 * i + 1]
                 if abs(dry) > 0.01 { loud += 1 }
                 let error = abs(wet - dry * gain)
+                guard error >= 1e-5 else { continue }
+                // PipeWire makes a client's links one by one while the graph runs, and orders the rack before the
+                // recorder only once both links are active: in the take's first periods a channel may be silence
+                // or the rack's previous period. Only there is a deviation allowed.
+                if i < Self.linkSettleFrames { unlinked += 1; continue }
                 worst = max(worst, error)
-                if error >= 1e-5 { off += 1 }
+                off += 1
+                if firstOff < 0 { firstOff = i }
+                lastOff = i
+                if dry == 0 || wet == 0 { offSilent += 1 }
             }
             #expect(loud > 48000, "the noise reached the recorder (\(loud) loud frames)")
-            if worst < 1e-5 {
-                print("rack on PipeWire: \(audio.samples.count / 2) frames, the rack's output is the input at -6 dB on the same frame (worst error \(worst)); run \(attempt)")
+            if off == 0 {
+                print("rack on PipeWire: \(audio.samples.count / 2) frames, the rack's output is the input at -6 dB on the same frame (worst error \(worst)), \(unlinked) frames differed in the first \(Self.linkSettleFrames) while the links were made; run \(attempt)")
                 break
             }
-            if (report.missedFrames ?? 0) == 0 { uncounted += 1 }
-            #expect(attempt < Self.runs && uncounted <= 1,
-                    "\(off) frames differ from the input at -6 dB (worst \(worst)), missed \(report.missedFrames ?? 0)")
-            print("rack on PipeWire, run \(attempt): \(off) frames off (missed \(report.missedFrames ?? 0)); once more")
+            let after = try rackCounts()
+            let rackMissed = after.missed - before.missed, rackXruns = after.xruns - before.xruns
+            if (report.missedFrames ?? 0) == 0 && rackMissed == 0 && rackXruns == 0 { uncounted += 1 }
+            let text = "\(off) frames differ from the input at -6 dB in frames \(firstOff)...\(lastOff) (worst \(worst)), "
+                + "\(offSilent) of them silence on one channel; the recorder missed \(report.missedFrames ?? 0), "
+                + "the rack missed \(rackMissed) and counted \(rackXruns) xruns"
+            #expect(attempt < Self.runs && uncounted <= 1, "\(text)")
+            print("rack on PipeWire, run \(attempt): \(text); once more")
         }
     }
 
