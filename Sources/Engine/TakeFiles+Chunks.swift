@@ -57,9 +57,12 @@ extension TakeFiles {
             while true {
                 let candidate = attempt == 0 ? base : TakeFiles.variant(base, attempt)
                 do {
-                    writers.append(try SoundFileWriter(path: candidate, format: config.format,
-                                                       channels: config.stems ? 1 : channels,
-                                                       sampleRate: sampleRate, broadcast: bext))
+                    let writer = try SoundFileWriter(path: candidate, format: config.format,
+                                                     channels: config.stems ? 1 : channels,
+                                                     sampleRate: sampleRate, broadcast: bext)
+                    // Stems share the step: one file per channel writes back as often as one wide file would.
+                    writer.writebackBytes = max(SoundFileWriter.recordingWriteback / max(1, names.count), 16 << 10)
+                    writers.append(writer)
                     break
                 } catch where error.code == .alreadyExists && attempt < TakeFiles.maxNameVariants {
                     attempt += 1    // never overwrite: take the next free variant of the name

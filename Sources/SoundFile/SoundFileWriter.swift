@@ -36,6 +36,20 @@ public final class SoundFileWriter {
     public let sampleRate: Int
     public let format: AudioFormat
     private var file: OpaquePointer?
+    /// The file's descriptor (libsndfile closes it with the file).
+    private let fd: Int32
+    /// Start the kernel's writeback after this many bytes of samples were handed over (0: never; the periodic
+    /// `flush` then writes everything at once). A recorder's takes use `recordingWriteback`.
+    public var writebackBytes = 0
+    /// The recorder's writeback step: 256 KiB, so the once-a-second `fsync` finds the second's audio already on its
+    /// way to the disk instead of pushing it all at once (at 128 channels, 24 MB per second, whose writeback held a CPU
+    /// for milliseconds beside the real-time threads; docs/ARCHITECTURE.md, "Wide recorders").
+    public static let recordingWriteback = 256 << 10
+    private var bytesSinceWriteback = 0
+    /// The file's bytes whose writeback was started, from the start (the kernel accepted the request).
+    public private(set) var writebackFrom: Int64 = 0
+    /// Writeback requests the kernel accepted.
+    public private(set) var writebacksStarted = 0
     /// Frames written so far.
     public private(set) var framesWritten: Int = 0
 
@@ -67,6 +81,7 @@ public final class SoundFileWriter {
                                  message: err == EEXIST ? "file exists; Tandem never overwrites a file"
                                                         : String(cString: strerror(err)))
         }
+        self.fd = fd
         guard let f = sf_open_fd(fd, Int32(SFM_WRITE), &info, 1) else {
             let message = SoundFileError.libraryMessage(nil)
             unlink(path)
@@ -121,7 +136,11 @@ public final class SoundFileWriter {
         guard let file else { throw SoundFileError(.writeFailed, path: path, message: "file already closed") }
         guard frames > 0 else { return }
         let n = Int(sf_writef_float(file, samples, sf_count_t(frames)))
-        if n > 0 { framesWritten += n }
+        if n > 0 {
+            framesWritten += n
+            bytesSinceWriteback += n * channels * MemoryLayout<Float>.size
+            if writebackBytes > 0 && bytesSinceWriteback >= writebackBytes { startWriteback() }
+        }
         if n != frames {
             let message = SoundFileError.libraryMessage(file)
             throw SoundFileError(.writeFailed, path: path,
@@ -132,6 +151,21 @@ public final class SoundFileWriter {
     /// Pushes buffered data and the header to the kernel.
     public func flush() {
         if let file { sf_write_sync(file) }
+    }
+
+    /// Starts the writeback of what the file grew by since the last call and returns without waiting for it
+    /// (`sync_file_range(SYNC_FILE_RANGE_WRITE)`). A failure changes nothing: `flush` writes it all anyway.
+    public func startWriteback() {
+        bytesSinceWriteback = 0
+        guard file != nil else { return }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return }
+        let size = Int64(st.st_size)
+        guard size > writebackFrom else { return }
+        if tandem_start_writeback(fd, writebackFrom, size - writebackFrom) == 0 {
+            writebackFrom = size
+            writebacksStarted += 1
+        }
     }
 
     /// Finalizes the header and closes the file. Safe to call twice.

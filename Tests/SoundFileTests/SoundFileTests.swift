@@ -33,6 +33,27 @@ import TestSupport
         #expect(try String(contentsOfFile: path, encoding: .utf8) == "precious")
     }
 
+    /// A recorder's writer starts the kernel's writeback every `writebackBytes` (so the periodic fsync does not push
+    /// a whole second at once): on Linux the kernel accepts each request, the requests cover the file as it grew, and
+    /// the file is unchanged by them.
+    @Test func writebackIsStartedAsTheFileGrows() throws {
+        let path = TestEnvironment.temporaryDirectory("wb").appendingPathComponent("w.wav").path
+        let noise = Signals.noise(frames: 48000, channels: 8)    // 1,536,000 bytes of float samples
+        let w = try SoundFileWriter(path: path, format: AudioFormat(container: .wav, sample: .float32), channels: 8,
+                                    sampleRate: 48000)
+        w.writebackBytes = SoundFileWriter.recordingWriteback
+        try noise.withUnsafeBufferPointer { b throws(SoundFileError) in
+            for start in stride(from: 0, to: 48000, by: 480) { try w.write(b.baseAddress! + start * 8, frames: 480) }
+        }
+        let started = w.writebacksStarted, covered = w.writebackFrom
+        try w.close()
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
+        #expect(started == 5, "1,536,000 bytes in steps of 262,144")
+        #expect(covered >= 5 * 256 << 10 && covered <= Int64(size), "\(covered) of \(size) bytes")
+        let back = try TestEnvironment.readAudio(path)
+        #expect(back.samples.elementsEqual(noise) { $0.bitPattern == $1.bitPattern })
+    }
+
     @Test func broadcastTimeReferenceIsStored() throws {
         let path = TestEnvironment.temporaryDirectory("bext").appendingPathComponent("b.wav").path
         let w = try SoundFileWriter(path: path, format: AudioFormat(), channels: 1, sampleRate: 48000,
