@@ -151,13 +151,27 @@ def compare(source_raw, recorded_raw, channels, cyclic):
     if first is None or ns == 0:
         return False, 0, 0, 0, []
     last = max(i for i in range(nr - 1, -1, -1) if rec[i * fs:(i + 1) * fs] != zero or i == first) if not cyclic else nr - 1
-    probe = rec[first * fs:(first + 1) * fs]
-    pos = src.find(probe)
-    while pos >= 0 and pos % fs:
-        pos = src.find(probe, pos + 1)
-    if pos < 0:
+    # Where a frame of the source is, by its first bytes (noise: unique), checked whole; one search of a frame the
+    # index does not know, as before (a frame of silence, or of what the source never had: a dropout).
+    key = min(fs, 16)
+    index = {}
+    for j in range(ns - 1, -1, -1):
+        index[src[j * fs:j * fs + key]] = j
+
+    def locate(frame):
+        j = index.get(frame[:key])
+        if j is not None and src[j * fs:(j + 1) * fs] == frame:
+            return j
+        if j is None:
+            return None
+        p = src.find(frame)
+        while p >= 0 and p % fs:
+            p = src.find(frame, p + 1)
+        return p // fs if p >= 0 else None
+
+    k = locate(rec[first * fs:(first + 1) * fs])
+    if k is None:
         return False, 0, 1, 0, [(first, None)]
-    k = pos // fs
     matched = disc = extra = 0
     losses = []
     i = first
@@ -174,11 +188,9 @@ def compare(source_raw, recorded_raw, channels, cyclic):
                 losses.append((i, k))
             ok = False
             disc += 1
-            p = src.find(rec[i * fs:(i + 1) * fs])
-            while p >= 0 and p % fs:
-                p = src.find(rec[i * fs:(i + 1) * fs], p + 1)
-            if p >= 0:
-                k = p // fs
+            p = locate(rec[i * fs:(i + 1) * fs])
+            if p is not None:
+                k = p
         i += 1
         k = (k + 1) % ns if cyclic else k + 1
     if not cyclic and k < ns:
@@ -807,8 +819,8 @@ def run_wide(args, exe, workdir, rt, started, idx):
                 got = measure((ch, period), exe, workdir, rt, args.seconds, idx)
                 kept = [r for r in kept if (r["role"], r["channels"], r["period"]) != (role, ch, period)]
                 kept += [{k: v for k, v in r.items() if k != "text"} for r in got]
-    with open(cache, "w") as f:
-        json.dump(kept, f)
+                with open(cache, "w") as f:     # after each configuration: an interrupted run keeps what it measured
+                    json.dump(kept, f)
     write_wide(args.out, kept, args, rt)
     log("wrote the wide part of %s in %.0f s" % (args.out, time.monotonic() - started))
 
