@@ -21,7 +21,7 @@ missing); the rest of the file is left alone. scripts/bench.py rewrites the whol
     scripts/bench_rack.py            # full: 10 s windows, periods 64 and 256, 1/8/32 instances (about 10 minutes)
     scripts/bench_rack.py --quick    # 3 s windows, period 64, 1 and 32 instances
 """
-import argparse, datetime, glob, os, re, shutil, signal, subprocess, sys, tempfile, time
+import argparse, datetime, glob, os, re, shutil, signal, statistics, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 import bench as B  # noqa: E402  (its helpers: Proc, Server, LineCollector, helper, noise)
@@ -188,7 +188,7 @@ def iodelay(env, out_port, in_port, seconds=2.5):
     return float(found[-1]) if found else None
 
 
-def measure(server_env, mon, tool_name, starter, n, tandem, workdir, seconds):
+def measure(server_env, mon, tool_name, starter, n, tandem, workdir, seconds, latency=True):
     tool = Tool(tool_name, server_env, workdir)
     row = dict(tool=tool_name, n=n)
     try:
@@ -211,7 +211,8 @@ def measure(server_env, mon, tool_name, starter, n, tandem, workdir, seconds):
                    dsp_max=max(loads) if loads else float("nan"), xruns=len(xr), mem_mib=peak / 1024.0,
                    processes=len(pids), alive=alive)
         disconnect(server_env, "gen:out_1", tin)
-        row["roundtrip"] = iodelay(server_env, tin, tout)
+        if latency:
+            row["roundtrip"] = iodelay(server_env, tin, tout)
     except Exception as e:  # a tool that cannot run here is a row that says why, not a failed benchmark
         row["error"] = str(e)
         log("%s x%d: %s" % (tool_name, n, e))
@@ -221,7 +222,23 @@ def measure(server_env, mon, tool_name, starter, n, tandem, workdir, seconds):
     return row
 
 
-def configuration(period, n, tools, tandem, exe, raw, workdir, rt, seconds):
+def combine(runs):
+    """One row from a tool's rounds: the first round's row (latency, memory) with the medians of CPU and DSP load and
+    the xruns summed; every round's CPU is kept in `cpu_runs`."""
+    good = [r for r in runs if "cpu" in r]
+    if not good:
+        return runs[0]
+    row = dict(good[0])
+    for key in ("cpu", "dsp_mean", "dsp_max"):
+        row[key] = statistics.median(r[key] for r in good)
+    row["xruns"] = sum(r["xruns"] for r in good)
+    row["mem_mib"] = max(r["mem_mib"] for r in good)
+    row["cpu_runs"] = ",".join("%.4f" % r["cpu"] for r in good)
+    row["rounds"] = len(good)
+    return row
+
+
+def configuration(period, n, tools, tandem, exe, raw, workdir, rt, seconds, rounds=1):
     name = "rackbench%d" % os.getpid()
     server = B.Server(name, period, 1, rt, workdir)
     env = server.env
@@ -243,13 +260,17 @@ def configuration(period, n, tools, tandem, exe, raw, workdir, rt, seconds):
         os.killpg(p.pid, signal.SIGTERM)
         found = re.findall(r"([\d.]+) frames\s+[\d.]+ ms total roundtrip latency", p.communicate(timeout=5)[0])
         base = float(found[-1]) if found else None
-        for tool_name, starter in tools:
-            log("period %d, %d instance(s): %s" % (period, n, tool_name))
-            r = measure(env, monlines, tool_name, starter, n, tandem, workdir, seconds)
-            r["period"] = period
-            if r.get("roundtrip") is not None and base is not None:
-                r["added"] = r["roundtrip"] - base
-            rows.append(r)
+        runs = {name: [] for name, _ in tools}
+        for k in range(rounds):
+            # The order alternates between rounds, so a slow stretch of the machine does not fall on one tool.
+            for tool_name, starter in (tools if k % 2 == 0 else list(reversed(tools))):
+                log("period %d, %d instance(s): %s, round %d of %d" % (period, n, tool_name, k + 1, rounds))
+                r = measure(env, monlines, tool_name, starter, n, tandem, workdir, seconds, latency=k == 0)
+                r["period"] = period
+                if r.get("roundtrip") is not None and base is not None:
+                    r["added"] = r["roundtrip"] - base
+                runs[tool_name].append(r)
+        rows += [combine(runs[name]) for name, _ in tools]
     finally:
         for p in (gen, mon):
             if p:
@@ -272,9 +293,11 @@ def write_section(path, rows, args, rt, started, missing):
          "Tandem as one rack (`tandem rack`, and isolated: `tandem run` with `isolate = true`, the session plus the "
          "rack's child process), jalv as that many processes chained by JACK connections, ecasound as one process "
          "with that many `-elv2` operators. One private dummy server per period and chain length (48 kHz, %s), a "
-         "looping noise generator on the input, %g s measuring windows after 2 s of settling." % (
+         "looping noise generator on the input, %g s measuring windows after 2 s of settling; %d round(s) per tool, "
+         "the tools' order alternating between rounds; CPU and DSP are the medians over the rounds (every round's CPU "
+         "in brackets), xruns the sum." % (
              URI, GAIN, "real-time scheduling (-R)" if rt else "no real-time scheduling (-r): not permitted here",
-             args.seconds), "",
+             args.seconds, args.rounds), "",
          "CPU s per audio s: on-CPU time of every process and thread of the tool (`/proc/PID/task/*/schedstat`) over "
          "the window. DSP: `jack_cpu_load()` (the whole server's cycle, so it includes the generator and monitor). "
          "Added latency: `jack_iodelay`'s round trip through the tool minus its round trip through a plain loop "
@@ -292,7 +315,8 @@ def write_section(path, rows, args, rt, started, missing):
             continue
         j = jalv.get((r["period"], r["n"]))
         L.append("| %d | %d | %s | %s | %s | %s | %s | %d | %s | %s | %d |" % (
-            r["period"], r["n"], r["tool"], fmt(r["cpu"], "%.4f"), fmt(ratio(r["cpu"], j and j["cpu"]), "%.2f"),
+            r["period"], r["n"], r["tool"], fmt(r["cpu"], "%.4f") + (
+                " (%s)" % r["cpu_runs"].replace(",", ", ") if r.get("rounds", 1) > 1 else ""), fmt(ratio(r["cpu"], j and j["cpu"]), "%.2f"),
             fmt(r["dsp_mean"], "%.1f"), fmt(r["dsp_max"], "%.1f"), r["xruns"], fmt(None if r.get("added") is None else round(r["added"]) + 0, "%d"),
             fmt(r["mem_mib"], "%.1f"), r["processes"]))
     L += ["", "### Targets", ""]
@@ -332,7 +356,8 @@ def write_section(path, rows, args, rt, started, missing):
           "per period for the whole chain against one per jalv process, and no server-side graph hops between them. "
           "Isolation adds the session's own loop (2 turns a second) and its graph-watching client beside the rack "
           "process (that client runs no process callback, so it is not woken per period)."]
-    command = " ".join(["scripts/bench_rack.py"] + (["--quick"] if args.quick else []))
+    command = " ".join(["scripts/bench_rack.py"] + (["--quick"] if args.quick else [])
+                       + (["--rounds", str(args.rounds)] if args.rounds != (1 if args.quick else 3) else []))
     if args.from_log:
         when = "rendered from the log of a run, %s" % os.path.basename(args.from_log)
     else:
@@ -380,11 +405,14 @@ def main():
     ap.add_argument("--tandem", default=os.path.join(ROOT, ".build", "release", "tandem"))
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "PERFORMANCE.md"))
     ap.add_argument("--tools", default="tandem,tandem-iso,jalv,ecasound")
+    ap.add_argument("--rounds", type=int, default=None, help="measuring rounds per tool and configuration, the order "
+                    "alternating; the table gives the medians (default 3, quick 1)")
     ap.add_argument("--counts", default=None, help="comma-separated chain lengths")
     ap.add_argument("--periods", default=None, help="comma-separated periods")
     ap.add_argument("--from-log", default=None, help="render the section from the key=value lines of an earlier run")
     args = ap.parse_args()
     args.seconds = args.seconds or (3.0 if args.quick else 10.0)
+    args.rounds = max(1, args.rounds or (1 if args.quick else 3))
     counts = [int(x) for x in (args.counts or ("1,32" if args.quick else "1,8,32")).split(",")]
     periods = [int(x) for x in (args.periods or ("64" if args.quick else "64,256")).split(",")]
     started = datetime.datetime.now(datetime.timezone.utc)
@@ -411,7 +439,7 @@ def main():
     rows = []
     for period in periods:
         for n in counts:
-            rows += configuration(period, n, tools, tandem, exe, raw, workdir, rt, args.seconds)
+            rows += configuration(period, n, tools, tandem, exe, raw, workdir, rt, args.seconds, args.rounds)
     for r in rows:
         print(" ".join("%s=%s" % (k, v) for k, v in r.items()), flush=True)
     write_section(args.out, rows, args, rt, started, missing)
