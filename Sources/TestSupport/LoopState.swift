@@ -75,15 +75,16 @@ public struct LoopState: BitwiseCopyable {
             s.firstFrameTime.store(Int(JackClientHandle(raw: client).lastFrameTime) + 1)
         }
         if s.fillSkippedCycles, let client = s.client {
-            let now = Int(JackClientHandle(raw: client).lastFrameTime)
-            var gap = s.nextFrameTime == 0 ? 0 : min(now - (s.nextFrameTime - 1), 480_000)
+            let now = JackClientHandle(raw: client).lastFrameTime
+            // nextFrameTime is the expected frame time + 1 (0: no cycle yet); the engines' own rule tells the gap.
+            var gap = min(SkippedCycles.frames(frameTime: now, expected: s.nextFrameTime - 1), 480_000)
             if gap > 0 { for c in 0..<s.channels { s.buffers[c] = s.scratch } }   // the scratch is silence here
             while gap > 0 {
                 let n = min(gap, Period.maxFrames)
                 _ = s.ring.writer.write(planar: s.buffers, frames: n)
                 gap -= n
             }
-            arg!.assumingMemoryBound(to: LoopState.self).pointee.nextFrameTime = now + Int(frames) + 1
+            arg!.assumingMemoryBound(to: LoopState.self).pointee.nextFrameTime = Int(now &+ frames) + 1
         }
         for c in 0..<s.channels { s.buffers[c] = s.ports[c].buffer(frames) ?? s.scratch }
         _ = s.ring.writer.write(planar: s.buffers, frames: Int(frames))

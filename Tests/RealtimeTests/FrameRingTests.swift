@@ -26,6 +26,35 @@ import Realtime
         #expect(r.sample(frame: 4, channel: 1).pointee == 23)
     }
 
+    /// Every channel count from 1 to 20 and 128, with writes of 1 to 16 frames that wrap around the ring's end at
+    /// many offsets: the interleave puts each sample in its frame and channel.
+    @Test(arguments: Array(1...20) + [128])
+    func interleavingKeepsEverySampleInPlace(channels: Int) throws {
+        let capacity = 37, period = 16
+        let ring = try FrameRing.allocate(channels: channels, capacity: capacity)
+        defer { ring.deallocate() }
+        let buffers = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: channels)
+        for c in 0..<channels { buffers[c] = .allocate(capacity: period) }
+        defer { for c in 0..<channels { buffers[c].deallocate() }; buffers.deallocate() }
+        var wrong = 0, wrapped = 0, position = 0
+        for cycle in 0..<(3 * capacity) {
+            let n = 1 + cycle % period
+            for c in 0..<channels { for i in 0..<n { buffers[c][i] = Float(c * 100_000 + position + i) } }
+            #expect(ring.writer.write(planar: buffers, frames: n))
+            let r = ring.reader.peek(n)
+            if r.secondFrames > 0 { wrapped += 1 }
+            for i in 0..<n {
+                for c in 0..<channels where r.sample(frame: i, channel: c).pointee != Float(c * 100_000 + position + i) {
+                    wrong += 1
+                }
+            }
+            ring.reader.consume(n)
+            position += n
+        }
+        #expect(wrong == 0)
+        #expect(wrapped > 5, "writes across the ring's end")
+    }
+
     /// An absurd ring is an error the caller can report, not a stop of the process (it used to be a `fatalError`).
     @Test func anAbsurdRingIsAnErrorNotAStop() {
         #expect(throws: ResidentMemory.Failure.self) { try FrameRing.allocate(channels: 256, capacity: 1 << 60) }
