@@ -151,23 +151,17 @@ def compare(source_raw, recorded_raw, channels, cyclic):
     if first is None or ns == 0:
         return False, 0, 0, 0, []
     last = max(i for i in range(nr - 1, -1, -1) if rec[i * fs:(i + 1) * fs] != zero or i == first) if not cyclic else nr - 1
-    # Where a frame of the source is, by its first bytes (noise: unique), checked whole; one search of a frame the
-    # index does not know, as before (a frame of silence, or of what the source never had: a dropout).
+    # Where a frame of the source is, by its first bytes (noise: unique), checked whole.
     key = min(fs, 16)
     index = {}
     for j in range(ns - 1, -1, -1):
         index[src[j * fs:j * fs + key]] = j
 
     def locate(frame):
+        # A frame whose first channels are a source frame's and whose others are not is torn (ports connected one
+        # by one while it played): found nowhere, like a frame the index does not know.
         j = index.get(frame[:key])
-        if j is not None and src[j * fs:(j + 1) * fs] == frame:
-            return j
-        if j is None:
-            return None
-        p = src.find(frame)
-        while p >= 0 and p % fs:
-            p = src.find(frame, p + 1)
-        return p // fs if p >= 0 else None
+        return j if j is not None and src[j * fs:(j + 1) * fs] == frame else None
 
     k = locate(rec[first * fs:(first + 1) * fs])
     if k is None:
@@ -543,7 +537,7 @@ def tool_table(by, role):
                 ch, period, r["tool"], fmt(r["cpu_per_audio_s"]), fmt(ratio, "%.2f×") if ratio else "",
                 fmt(r["cpu_steady_pct"], "%.2f"), r["rss_anon_kb"] / 1024, xruns(r), fmt(r["dsp_mean"], "%.1f"),
                 fmt(r["dsp_max"], "%.1f"), frames, exact(r),
-                "%.1f / %.1f / %.1f" % cyc if cyc else "", ("%.2f" % (cyc[1] / (period / RATE * 1e6) * 100)) if cyc else ""))
+                "%.1f / %.1f / %.1f" % tuple(cyc) if cyc else "", ("%.2f" % (cyc[1] / (period / RATE * 1e6) * 100)) if cyc else ""))
     return L
 
 
@@ -723,9 +717,17 @@ def write_wide(path, rows, args, rt):
          "Measured by `scripts/bench.py --wide` on %s, %s; JACK scheduling: %s; %d s of audio per run; private servers "
          "started with `-p %d` (port limit). Same method and columns as above. The floor is `bench-client floor`: a "
          "minimal C client that connects to the generator and copies each port into a pre-faulted 4 s ring in memory "
-         "(one `memcpy` per port and cycle, nothing else): how far each tool is from doing only the copy.\n" % (
+         "(one `memcpy` per port and cycle, nothing else): how far each tool is from doing only the copy. " % (
              datetime.date.today().isoformat(), machine(), "real-time (-R)" if rt else "not real-time (-r)",
              args.seconds, PORT_MAX)]
+    L[-1] += ("Runs per configuration: as many as the xruns column lists, the tools' order alternating.")
+    noisy = [(k[1], k[2], by[k]["floor"]["xruns_runs"]) for k in sorted(by) if "floor" in by[k]]
+    if any(sum(x) for _, _, x in noisy):
+        L[-1] += (" The floor had xruns too (%s): they are the machine's (this VM's host takes its vCPUs away for "
+                  "milliseconds), not any tool's; compare the tools within a configuration, not with zero.\n" % "; ".join(
+                      "%d ch / %d: %s" % (c, p, ", ".join(map(str, x))) for c, p, x in noisy))
+    else:
+        L[-1] += "\n"
     L.append("### Recording\n")
     L += tool_table(by, "record")
     if any(k[0] == "play" for k in by):
