@@ -60,8 +60,9 @@ fuzz: deps
 test-tsan: deps
 	$(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter RealtimeTests
 
-# Tandem side by side with jack_capture and sndfile-jackplay; writes docs/PERFORMANCE.md (about 10 minutes). Then the
-# rack against jalv and ecasound (its own section of that file, between <!-- rack:begin/end -->; about 10 minutes).
+# Tandem side by side with jack_capture and sndfile-jackplay, then 128 and 256 channels beside the floor client; writes
+# docs/PERFORMANCE.md (about 35 + 25 minutes on 2 cores). Then the rack against jalv and ecasound (its own section of
+# that file, between <!-- rack:begin/end -->; 3 rounds per tool, about 20 minutes), then the MIDI synth against jalv.
 bench: release
 	@scripts/clean-jack-shm.sh
 	scripts/bench.py
