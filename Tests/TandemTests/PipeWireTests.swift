@@ -269,10 +269,14 @@ struct PipeWireTests {
                               log: dir.appendingPathComponent("rack.log").path)
         /// The rack's missed frames and xruns as its status reports them: a late rack is counted there.
         func rackCounts() throws -> (missed: Int, xruns: Int) {
-            let json = try pw.run([TestEnvironment.product("tandem"), "status", "--port", "\(rackPort)", "--json"]).output
-            let missed = json.firstMatch(of: /"missedFrames":(\d+)/).flatMap { Int($0.1) } ?? 0
-            let xruns = json.firstMatch(of: /"xruns":(\d+)/).flatMap { Int($0.1) } ?? 0
-            return (missed, xruns)
+            let output = try pw.run([TestEnvironment.product("tandem"), "status", "--port", "\(rackPort)", "--json"]).output
+            let json = try #require(output.split(separator: "\n").first { $0.hasPrefix("{") }, "\(output)")
+            let decoder = JSONDecoder()
+            decoder.nonConformingFloatDecodingStrategy = .convertFromString(positiveInfinity: "inf",
+                                                                            negativeInfinity: "-inf", nan: "nan")
+            let status = try decoder.decode(SessionStatus.self, from: Data(json.utf8))
+            let rack = try #require(status.racks.first { $0.name == "level" }, "\(output)")
+            return (rack.missedFrames ?? 0, rack.xruns ?? 0)
         }
         defer { rack.process.signal(SIGTERM); _ = rack.process.wait(timeout: 10) }
         #expect(rack.waitFor("connected tandem-play:out_1 -> level:in_1"), "\(rack.output)")
