@@ -1,5 +1,8 @@
 import Testing
 import Realtime
+#if canImport(Glibc)
+import Glibc
+#endif
 
 @Suite struct FrameRingTests {
     @Test func writeThenReadKeepsFramesAndChannelOrder() throws {
@@ -61,6 +64,18 @@ import Realtime
         // Fits an Int, but no kernel maps a petabyte.
         #expect(throws: ResidentMemory.Failure.self) { try ResidentMemory.allocate(Float.self, count: 1 << 48) }
         #expect(throws: ResidentMemory.Failure.self) { try ResidentMemory.allocate(Float.self, count: Int.max / 2) }
+    }
+
+    /// A ring's memory is resident and zero before anyone touches it (`mincore` counts every page in).
+    @Test func residentMemoryIsInAndZeroBeforeItIsTouched() throws {
+        let count = 8 << 20 / MemoryLayout<Float>.size
+        let p = try ResidentMemory.allocate(Float.self, count: count)
+        defer { ResidentMemory.deallocate(p, count: count) }
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        var vector = [UInt8](repeating: 0, count: (8 << 20) / page)
+        #expect(mincore(UnsafeMutableRawPointer(p), 8 << 20, &vector) == 0)
+        #expect(vector.allSatisfy { $0 & 1 == 1 }, "\(vector.filter { $0 & 1 == 0 }.count) pages not resident")
+        #expect((0..<count).allSatisfy { p[$0] == 0 })
     }
 
     @Test func threadNamesFitTheKernelsFifteenBytes() {
