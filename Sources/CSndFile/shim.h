@@ -1,7 +1,9 @@
 #ifndef TANDEM_CSNDFILE_SHIM_H
 #define TANDEM_CSNDFILE_SHIM_H
 #include <sndfile.h>
+#include <stdint.h>
 #include <sys/types.h>
+#include <math.h>
 
 #ifdef __linux__
 /* glibc declares this only under _GNU_SOURCE, which a Swift module's headers do not see; the prototype is glibc's. */
@@ -17,5 +19,45 @@ static inline int tandem_start_writeback(int fd, long long offset, long long byt
     (void)fd; (void)offset; (void)bytes;
     return 0;
 #endif
+}
+/* Rounds to the nearest integer, ties to even, as libsndfile's psf_lrintf does (SSE's cvtss2si on x86-64; out of
+   range and NaN give INT32_MIN there). */
+#if defined(__x86_64__)
+typedef float tandem_v4sf __attribute__((__vector_size__(16)));
+#endif
+static inline int32_t tandem_lrintf(float x) {
+#if defined(__x86_64__)
+    tandem_v4sf v = { x, 0, 0, 0 };
+    return __builtin_ia32_cvtss2si(v);
+#else
+    return x == x ? (int32_t)lrintf(x) : INT32_MIN;
+#endif
+}
+
+/* Converts `count` float samples to little-endian integer PCM of `bytes` (2 or 3) bytes each into `dest`, as
+   libsndfile does with clipping on (SFC_SET_CLIPPING): scaled by 2^31 in float, clipped to the 32-bit range, rounded
+   to nearest, and the top `bytes` bytes kept. */
+static inline void tandem_float_to_pcm_le(const float *src, unsigned char *dest, long count, int bytes) {
+    for (long i = 0; i < count; i++) {
+        float scaled = src[i] * (float)(8.0 * 0x10000000);
+        int32_t v;
+        if (scaled >= (1.0 * 0x7FFFFFFF)) {
+            v = INT32_MAX;
+        } else if (scaled <= (-8.0 * 0x10000000)) {
+            v = INT32_MIN;
+        } else {
+            v = tandem_lrintf(scaled);
+        }
+        uint32_t u = (uint32_t)v;
+        if (bytes == 3) {
+            dest[0] = (unsigned char)(u >> 8);
+            dest[1] = (unsigned char)(u >> 16);
+            dest[2] = (unsigned char)(u >> 24);
+        } else {
+            dest[0] = (unsigned char)(u >> 16);
+            dest[1] = (unsigned char)(u >> 24);
+        }
+        dest += bytes;
+    }
 }
 #endif

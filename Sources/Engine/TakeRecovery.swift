@@ -8,8 +8,9 @@ import Glibc
 /// Finds takes that a killed process (or a power loss) left behind and completes their reports.
 ///
 /// A report that still says `"ended": "recording"` while the process that wrote it is gone belongs to an
-/// interrupted take. Its files are readable (WAV/RF64 headers are kept current), so the frames actually on disk are
-/// counted per chunk, the report is completed with `"ended": "interrupted"`, and it is rewritten in place.
+/// interrupted take. Its files are readable (WAV/RF64 headers are kept current to within 50 ms of audio), so the
+/// frames their headers count are counted per chunk, the report is completed with `"ended": "interrupted"`, and it
+/// is rewritten in place.
 /// Reports of a live process (another Tandem recording into the same folder) are never touched.
 public enum TakeRecovery {
     public struct Recovered: Sendable {

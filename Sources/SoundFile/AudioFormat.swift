@@ -27,7 +27,7 @@ public enum Container: String, CaseIterable, Sendable, Codable {
     /// Whether the sample format applies (lossy codecs choose their own).
     public var hasSampleFormat: Bool { self == .wav || self == .rf64 || self == .flac }
 
-    /// Whether libsndfile can keep the header current after every write (never for Ogg: it corrupts the file).
+    /// Whether libsndfile can keep the header current while the file grows (never for Ogg: it corrupts the file).
     public var updatesHeaderAsItGoes: Bool { self == .wav || self == .rf64 }
 }
 

@@ -26,8 +26,17 @@ public struct BroadcastInfo: Sendable {
 
 /// Writes one new audio file with libsndfile. Never replaces an existing file: the file is created with O_EXCL.
 ///
-/// WAV and RF64 keep their header current after every write (so a killed process leaves a file any reader opens);
-/// `.wav` is RF64 with auto-downgrade, which stays a plain WAV below 4 GiB.
+/// WAV and RF64 keep their header current as they grow, to within `headerFrames` (50 ms) of audio and at every
+/// `flush` (so a killed process leaves a file any reader opens, counting all but the last moments written); `.wav` is
+/// RF64 with auto-downgrade, which stays a plain WAV below 4 GiB.
+///
+/// WAV and RF64 (at 128 channels a recorder writes 24 MB a second of them) bypass libsndfile's sample path: the
+/// samples go to the file with `pwritev` in pieces that end on the file's 16 KiB boundaries (float samples straight
+/// from the caller, integer ones converted into a 16 KiB block exactly as libsndfile converts them; what a call leaves
+/// short of a boundary waits in the block), and libsndfile still writes every header, from the file's length.
+/// libsndfile's own path wrote 8 KiB pieces (its conversion buffer) straddling page boundaries (the data starts at
+/// byte 112), which cost the kernel about 40 % more per byte (docs/ARCHITECTURE.md, "Wide recorders"). The files are
+/// byte for byte libsndfile's (SoundFileTests).
 ///
 /// Threads: one owner (the disk-writer thread once recording). Blocks on disk I/O.
 public final class SoundFileWriter {
@@ -46,16 +55,36 @@ public final class SoundFileWriter {
     /// for milliseconds beside the real-time threads; docs/ARCHITECTURE.md, "Wide recorders").
     public static let recordingWriteback = 256 << 10
     private var bytesSinceWriteback = 0
+    /// Rewrite the header after this many frames (nil: only at `close`). WAV and RF64: 50 ms of audio, the ring's
+    /// own horizon. libsndfile's automatic update after every write cost a seek, an `fstat`, a header write and a seek
+    /// back per 16 KiB write: at 128 channels 1,500 times a second, half the writer's system calls.
+    private var headerFrames: Int?
+    private var framesSinceHeader = 0
     /// The file's bytes whose writeback was started, from the start (the kernel accepted the request).
     public private(set) var writebackFrom: Int64 = 0
     /// Writeback requests the kernel accepted.
     public private(set) var writebacksStarted = 0
     /// Frames written so far.
     public private(set) var framesWritten: Int = 0
+    /// The direct path's block (nil: libsndfile writes the samples), and where its bytes go.
+    private var block: UnsafeMutableRawPointer?
+    /// Bytes gathered in `block`, and the file offset of its first byte.
+    private var blockBytes = 0
+    private var blockOffset: Int64 = 0
+    /// Bytes per sample and per frame in the file, and where the first frame's bytes are (after the header).
+    private var sampleBytes = 0
+    private var frameBytes = 0
+    private var dataOffset: Int64 = 0
+    /// The size of one direct write, and the boundaries it keeps to: at most what the disk writer hands over at once
+    /// (a buffered `write` is not preempted; DiskWriter.writeBytes), and page-aligned.
+    public static let directBlockBytes = 16 << 10
+    /// A direct write failed: what follows is refused, with this message.
+    private var directFailure: String?
 
-    /// Creates `path` (which must not exist) for writing.
+    /// Creates `path` (which must not exist) for writing. `throughLibsndfile`: the samples take libsndfile's own path
+    /// even where the direct one applies (tests compare the two).
     public init(path: String, format: AudioFormat, channels: Int, sampleRate: Int,
-                broadcast: BroadcastInfo? = nil) throws(SoundFileError) {
+                broadcast: BroadcastInfo? = nil, throughLibsndfile: Bool = false) throws(SoundFileError) {
         self.path = path
         self.channels = channels
         self.sampleRate = sampleRate
@@ -116,9 +145,29 @@ public final class SoundFileWriter {
         }
         // Clipping instead of wrap-around when float input exceeds full scale in an integer file.
         sf_command(f, Int32(SFC_SET_CLIPPING), nil, Int32(SF_TRUE))
-        if format.container.updatesHeaderAsItGoes {
-            sf_command(f, Int32(SFC_SET_UPDATE_HEADER_AUTO), nil, Int32(SF_TRUE))
-        }
+        if format.container.updatesHeaderAsItGoes { headerFrames = max(1, sampleRate / 20) }
+        if Self.writesDirectly(format) && !throughLibsndfile { startDirect(f) }
+    }
+
+    /// Whether `format` takes the direct path: a WAV or RF64 (both by libsndfile's RF64 writer, which keeps the
+    /// data's offset when it turns a WAV into an RF64 past 4 GiB) on a little-endian machine, where the file's float
+    /// samples are the caller's bytes and its integer ones are little-endian too.
+    static func writesDirectly(_ format: AudioFormat) -> Bool {
+        (format.container == .wav || format.container == .rf64) && 1.littleEndian == 1
+    }
+
+    /// Writes the header as it will stay (its size is fixed once the format and broadcast facts are set) and starts
+    /// the direct path where it ends. Without a header of the expected shape, libsndfile keeps writing the samples.
+    private func startDirect(_ f: OpaquePointer) {
+        sf_command(f, Int32(SFC_UPDATE_HEADER_NOW), nil, 0)
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_size > 0 else { return }
+        dataOffset = Int64(st.st_size)
+        blockOffset = dataOffset
+        sampleBytes = format.sample == .int16 ? 2 : format.sample == .int24 ? 3 : MemoryLayout<Float>.size
+        frameBytes = channels * sampleBytes
+        // Room past the boundary for the bytes of a sample the boundary cuts.
+        block = UnsafeMutableRawPointer.allocate(byteCount: Self.directBlockBytes + 4, alignment: 4096)
     }
 
     private static func copy<T>(_ s: String, into field: inout T) {
@@ -129,15 +178,24 @@ public final class SoundFileWriter {
         }
     }
 
-    deinit { try? close() }
+    deinit {
+        try? close()
+        block?.deallocate()
+    }
 
     /// Writes `frames` interleaved frames. A short write (disk full, I/O error) throws after keeping what fitted.
     public func write(_ samples: UnsafePointer<Float>, frames: Int) throws(SoundFileError) {
         guard let file else { throw SoundFileError(.writeFailed, path: path, message: "file already closed") }
         guard frames > 0 else { return }
+        if block != nil {
+            try writeDirectly(samples, frames: frames)
+            return
+        }
         let n = Int(sf_writef_float(file, samples, sf_count_t(frames)))
         if n > 0 {
             framesWritten += n
+            framesSinceHeader += n
+            if let every = headerFrames, framesSinceHeader >= every { updateHeader() }
             bytesSinceWriteback += n * channels * MemoryLayout<Float>.size
             if writebackBytes > 0 && bytesSinceWriteback >= writebackBytes { startWriteback() }
         }
@@ -148,9 +206,116 @@ public final class SoundFileWriter {
         }
     }
 
-    /// Pushes buffered data and the header to the kernel.
+    /// The direct path: writes the samples' bytes in pieces that end on the file's 16 KiB boundaries and gathers the
+    /// rest in the block. Float samples are the file's bytes: what the block gathered before, then the samples
+    /// themselves, go out in one `pwritev`. Integer samples are converted into the block (libsndfile's conversion) and
+    /// the block goes out whenever it reaches a boundary, a sample cut there carried over.
+    private func writeDirectly(_ samples: UnsafePointer<Float>, frames: Int) throws(SoundFileError) {
+        if let directFailure { throw SoundFileError(.writeFailed, path: path, message: directFailure) }
+        guard let block else { return }
+        let boundary = Int64(Self.directBlockBytes)
+        if sampleBytes == MemoryLayout<Float>.size {
+            var source = UnsafeRawPointer(samples)
+            var left = frames * frameBytes
+            while left > 0 {
+                let room = Int(boundary - blockOffset % boundary) - blockBytes
+                if left < room {
+                    (block + blockBytes).copyMemory(from: source, byteCount: left)
+                    blockBytes += left
+                    break
+                }
+                try writeOut(blockBytes, then: source, bytes: room)
+                source += room
+                left -= room
+            }
+        } else {
+            var source = samples
+            var left = frames * channels
+            while left > 0 {
+                let toBoundary = Int(boundary - blockOffset % boundary)
+                let k = min(left, (toBoundary - blockBytes + sampleBytes - 1) / sampleBytes)
+                tandem_float_to_pcm_le(source, block.assumingMemoryBound(to: UInt8.self) + blockBytes, k,
+                                       Int32(sampleBytes))
+                blockBytes += k * sampleBytes
+                source += k
+                left -= k
+                if blockBytes >= toBoundary { try writeOut(toBoundary) }
+            }
+        }
+        framesWritten += frames
+        framesSinceHeader += frames
+        if let every = headerFrames, framesSinceHeader >= every { try writeBlock(); updateHeader() }
+        bytesSinceWriteback += frames * frameBytes
+        if writebackBytes > 0 && bytesSinceWriteback >= writebackBytes {
+            try writeBlock()
+            startWriteback()
+        }
+    }
+
+    /// Writes out all the block holds.
+    private func writeBlock() throws(SoundFileError) { try writeOut(blockBytes) }
+
+    /// Writes out the block's first `head` bytes followed by `bytes` from `tail`; what the block holds past `head`
+    /// moves to its start. A failure leaves the file's samples at a whole frame and refuses what follows.
+    private func writeOut(_ head: Int, then tail: UnsafeRawPointer? = nil, bytes tailBytes: Int = 0)
+        throws(SoundFileError) {
+        guard let block, head + tailBytes > 0, directFailure == nil else { return }
+        let total = head + tailBytes
+        var done = 0
+        var failure: Int32 = 0
+        while done < total {
+            var pieces = (iovec(), iovec())
+            let n = withUnsafeMutableBytes(of: &pieces) { raw -> Int in
+                let iov = raw.bindMemory(to: iovec.self)
+                var count = 0
+                if done < head {
+                    iov[0] = iovec(iov_base: block + done, iov_len: head - done)
+                    count = 1
+                }
+                if let tail, tailBytes > 0 {
+                    let from = max(0, done - head)
+                    iov[count] = iovec(iov_base: UnsafeMutableRawPointer(mutating: tail + from),
+                                       iov_len: tailBytes - from)
+                    count += 1
+                }
+                return pwritev(fd, iov.baseAddress, Int32(count), off_t(blockOffset + Int64(done)))
+            }
+            if n > 0 {
+                done += n
+            } else if n < 0 && errno == EINTR {
+                continue
+            } else {
+                failure = n < 0 ? errno : ENOSPC
+                break
+            }
+        }
+        if failure == 0 {
+            blockOffset += Int64(total)
+            blockBytes -= head
+            if blockBytes > 0 { block.copyMemory(from: block + head, byteCount: blockBytes) }
+            return
+        }
+        let whole = (blockOffset + Int64(done) - dataOffset) / Int64(frameBytes)
+        _ = ftruncate(fd, off_t(dataOffset + whole * Int64(frameBytes)))
+        blockOffset = dataOffset + whole * Int64(frameBytes)
+        blockBytes = 0
+        let message = "write failed after \(whole) frames: \(String(cString: strerror(failure)))"
+        directFailure = message
+        throw SoundFileError(.writeFailed, path: path, message: message)
+    }
+
+    /// Pushes the header (WAV, RF64) and buffered data to the kernel, and syncs the file.
     public func flush() {
-        if let file { sf_write_sync(file) }
+        guard let file else { return }
+        try? writeBlock()
+        if headerFrames != nil { updateHeader() }
+        sf_write_sync(file)
+    }
+
+    /// Rewrites the header for the frames written so far (the direct path's: for the frames in the file).
+    private func updateHeader() {
+        framesSinceHeader = 0
+        if let file { sf_command(file, Int32(SFC_UPDATE_HEADER_NOW), nil, 0) }
     }
 
     /// Starts the writeback of what the file grew by since the last call and returns without waiting for it
@@ -171,10 +336,22 @@ public final class SoundFileWriter {
     /// Finalizes the header and closes the file. Safe to call twice.
     public func close() throws(SoundFileError) {
         guard let f = file else { return }
+        var unwritten: SoundFileError?
+        if block != nil {
+            // libsndfile's closing header keeps the data size of the last update (it counts the samples it wrote
+            // itself, none here): one more update makes it the file's.
+            do throws(SoundFileError) { try writeBlock() } catch { unwritten = error }
+            // A block that a flush could not write (flush does not throw) is reported here, at the latest.
+            if unwritten == nil, let directFailure {
+                unwritten = SoundFileError(.writeFailed, path: path, message: directFailure)
+            }
+            updateHeader()
+        }
         file = nil
         if sf_close(f) != 0 {
             throw SoundFileError(.closeFailed, path: path, message: SoundFileError.libraryMessage(nil))
         }
+        if let unwritten { throw unwritten }
     }
 
     /// The version string of the libsndfile in use.

@@ -54,6 +54,142 @@ import TestSupport
         #expect(back.samples.elementsEqual(noise) { $0.bitPattern == $1.bitPattern })
     }
 
+    /// While a WAV grows, another reader (a killed process's next start, sox) finds a header that counts all but the
+    /// last 50 ms written, and after `flush` all of it; the header is rewritten once per 50 ms of audio, not after
+    /// every write (at 128 channels that was 1,500 rewrites a second).
+    @Test(arguments: [Container.wav, .rf64])
+    func headerFollowsTheFileWithin50ms(container: Container) throws {
+        let path = TestEnvironment.temporaryDirectory("hdr").appendingPathComponent("h.\(container.fileExtension)").path
+        let noise = Signals.noise(frames: 48000, channels: 4)
+        let w = try SoundFileWriter(path: path, format: AudioFormat(container: container, sample: .float32),
+                                    channels: 4, sampleRate: 48000)
+        var checked = 0, lagging = 0
+        try noise.withUnsafeBufferPointer { b throws(SoundFileError) in
+            for start in stride(from: 0, to: 48000, by: 256) {
+                try w.write(b.baseAddress! + start * 4, frames: min(256, 48000 - start))
+                let counted = try SoundFileReader(path: path).frames
+                #expect(counted <= w.framesWritten && w.framesWritten - counted < 2400,
+                        "header counts \(counted) of \(w.framesWritten) frames")
+                checked += 1
+                if counted < w.framesWritten { lagging += 1 }
+            }
+        }
+        w.flush()
+        #expect(try SoundFileReader(path: path).frames == 48000)
+        try w.close()
+        let back = try TestEnvironment.readAudio(path)
+        #expect(lagging > 150, "the header was rewritten after \(checked - lagging) of \(checked) writes")
+        #expect(checked == 188 && back.samples.elementsEqual(noise) { $0.bitPattern == $1.bitPattern })
+    }
+
+    /// The direct path (WAV and RF64) leaves files byte for byte the same as libsndfile's own path: float, 24- and
+    /// 16-bit samples (out of range, NaN, infinite, ties of the rounding and the smallest steps among them), any
+    /// channel count, writes of any length, periodic flushes, a broadcast header; float read back bit-exact.
+    @Test(arguments: [Container.wav, .rf64], [SampleFormat.float32, .int24, .int16])
+    func directWritesMakeTheSameFileAsLibsndfile(container: Container, sample: SampleFormat) throws {
+        let dir = TestEnvironment.temporaryDirectory("direct")
+        var rng = SystemRandomNumberGenerator()
+        for (round, channels) in [1, 2, 3, 128].enumerated() {
+            let frames = channels == 128 ? 9000 : 60000
+            var noise = Signals.noise(frames: frames, channels: channels, seed: UInt64(round + 1))
+            let special: [Float] = [.nan, -.nan, 4, -4, .infinity, -.infinity, 1, -1, 0.99999994, -0.99999994,
+                                    -0.0, .leastNonzeroMagnitude, 1e-30, 0.5 / 8_388_608, 1.5 / 8_388_608,
+                                    -0.5 / 8_388_608, 0.5 / 32768, 1.5 / 32768, 128.5 / 2_147_483_648,
+                                    255.5 / 2_147_483_648, -127.5 / 2_147_483_648, 65535.5 / 2_147_483_648]
+            for (i, v) in special.enumerated() { noise[(i * 7919) % noise.count] = v }
+            var cuts = [0]
+            while cuts.last! < frames { cuts.append(min(frames, cuts.last! + Int.random(in: 1...5000, using: &rng))) }
+            let bext = round % 2 == 0 ? BroadcastInfo(timeReference: 48000 * 3600, description: "take \(round)",
+                                                      originator: "Tandem", originationDate: "2026-11-23",
+                                                      originationTime: "09:00:00") : nil
+            var files: [Data] = []
+            for viaLibrary in [false, true] {
+                let path = dir.appendingPathComponent("\(round)-\(viaLibrary).\(container.fileExtension)").path
+                let w = try SoundFileWriter(path: path, format: AudioFormat(container: container, sample: sample),
+                                            channels: channels, sampleRate: 48000, broadcast: bext,
+                                            throughLibsndfile: viaLibrary)
+                w.writebackBytes = SoundFileWriter.recordingWriteback
+                try noise.withUnsafeBufferPointer { b throws(SoundFileError) in
+                    for (i, (from, to)) in zip(cuts, cuts.dropFirst()).enumerated() {
+                        try w.write(b.baseAddress! + from * channels, frames: to - from)
+                        if i % 7 == 6 { w.flush() }
+                    }
+                }
+                #expect(w.framesWritten == frames)
+                try w.close()
+                files.append(try Data(contentsOf: URL(fileURLWithPath: path)))
+                let back = try TestEnvironment.readAudio(path)
+                #expect(back.channels == channels && back.samples.count == noise.count)
+                if sample == .float32 {
+                    #expect(back.samples.elementsEqual(noise) { $0.bitPattern == $1.bitPattern })
+                }
+            }
+            let differ = zip(files[0], files[1]).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+            #expect(files[0].count == files[1].count && differ == nil,
+                    "\(channels) ch: \(files[0].count) vs \(files[1].count) bytes, first difference at \(differ ?? -1)")
+        }
+    }
+
+    /// The direct path on a full disk (a 1 MiB tmpfs, root only): the write that does not fit throws, naming the
+    /// frames kept; the file ends at a whole frame and its header counts exactly the frames in it, bit-exact.
+    @Test(.enabled(if: getuid() == 0, "mounting a tmpfs needs root"), arguments: [SampleFormat.float32, .int24])
+    func aFullDiskLeavesWholeFramesCountedByTheHeader(sample: SampleFormat) throws {
+        let mount = TestEnvironment.temporaryDirectory("direct-full").path
+        let m = try TestEnvironment.run(["/bin/mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", mount])
+        try #require(m.code == 0, "mount: \(m.output)")
+        defer { _ = try? TestEnvironment.run(["/bin/umount", "-l", mount]) }
+        let path = mount + "/full.wav"
+        let noise = Signals.noise(frames: 48000, channels: 3)     // 576,000 bytes per pass
+        let w = try SoundFileWriter(path: path, format: AudioFormat(container: .wav, sample: sample), channels: 3,
+                                    sampleRate: 48000)
+        var failure: SoundFileError?
+        noise.withUnsafeBufferPointer { b in
+            outer: for _ in 0..<4 {
+                for start in stride(from: 0, to: 48000, by: 1000) {
+                    do throws(SoundFileError) { try w.write(b.baseAddress! + start * 3, frames: 1000) } catch {
+                        failure = error
+                        break outer
+                    }
+                }
+            }
+        }
+        let error = try #require(failure, "1 MiB cannot hold 1.7 or 2.3 MB")
+        #expect(error.code == .writeFailed && error.message.contains("write failed after"), "\(error)")
+        try? w.close()
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
+        let r = try SoundFileReader(path: path)
+        let frameBytes = sample == .int24 ? 9 : 12
+        // An odd-sized data chunk gets its pad byte.
+        #expect(r.frames > 40000 && (0...1).contains(size - 112 - r.frames * frameBytes),
+                "\(r.frames) frames in \(size) bytes")
+        let back = try r.readAll()
+        #expect(back.indices.allSatisfy { back[$0].bitPattern == noise[$0 % noise.count].bitPattern })
+        #expect(error.message.contains("after \(r.frames) frames"), "\(error)")
+    }
+
+    /// Samples still in the block when the disk is full: the flush that cannot write them does not throw, so `close`
+    /// reports it (a take that ends there is a disk error, not a quiet loss).
+    @Test(.enabled(if: getuid() == 0, "mounting a tmpfs needs root"))
+    func aBlockAFlushCouldNotWriteIsReportedAtClose() throws {
+        let mount = TestEnvironment.temporaryDirectory("direct-flush").path
+        let m = try TestEnvironment.run(["/bin/mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", mount])
+        try #require(m.code == 0, "mount: \(m.output)")
+        defer { _ = try? TestEnvironment.run(["/bin/umount", "-l", mount]) }
+        let w = try SoundFileWriter(path: mount + "/late.wav", format: AudioFormat(container: .wav, sample: .float32),
+                                    channels: 2, sampleRate: 48000)
+        // Fill what is left of the tmpfs, then hand over frames that wait in the block, under a boundary.
+        let filler = FileManager.default.createFile(atPath: mount + "/filler", contents: nil)
+        let handle = try #require(FileHandle(forWritingAtPath: mount + "/filler"), "\(filler)")
+        while (try? handle.write(contentsOf: Data(count: 64 << 10))) != nil {}
+        while (try? handle.write(contentsOf: Data(count: 4 << 10))) != nil {}
+        try? handle.close()
+        // 2000 frames (16,000 bytes) stay under the first 16 KiB boundary and need pages the disk no longer has.
+        let noise = Signals.noise(frames: 2000, channels: 2)
+        try noise.withUnsafeBufferPointer { b throws(SoundFileError) in try w.write(b.baseAddress!, frames: 2000) }
+        w.flush()
+        #expect(throws: SoundFileError.self) { try w.close() }
+    }
+
     @Test func broadcastTimeReferenceIsStored() throws {
         let path = TestEnvironment.temporaryDirectory("bext").appendingPathComponent("b.wav").path
         let w = try SoundFileWriter(path: path, format: AudioFormat(), channels: 1, sampleRate: 48000,
