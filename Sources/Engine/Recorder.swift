@@ -120,20 +120,32 @@ public final class Recorder: @unchecked Sendable {
     /// p50 / p99 / max cost of the process callback since activation, in nanoseconds.
     public var cycleCost: CycleHistogram.Summary { engine.cycleCost }
 
-
     /// Peak and RMS per channel since the last call (the call resets them); nil when no cycle ran since then.
-    public func readMeters() -> [MeterReading]? { readMeterWindow()?.readings }
+    public func readMeters() -> [MeterReading]? {
+        let channels = state.pointee.channels
+        var energy = [Double](repeating: 0, count: channels), peak = [Float](repeating: 0, count: channels)
+        let frames = energy.withUnsafeMutableBufferPointer { e in
+            peak.withUnsafeMutableBufferPointer { p in readMeterWindow(energy: e, peak: p) }
+        }
+        guard frames > 0 else { return nil }
+        return (0..<channels).map {
+            MeterReading(peak: peak[$0], rms: Float((energy[$0] / Double(frames)).squareRoot()))
+        }
+    }
 
-    /// As `readMeters`, with the number of frames the readings cover.
-    public func readMeterWindow() -> (readings: [MeterReading], frames: Int)? {
+    /// The meters' readings since the last call (the call resets them), into the caller's storage (one element per
+    /// channel): each channel's energy (mean square x frames) and peak. Returns the frames covered, 0 when no cycle
+    /// ran since the last read (the buffers are then left alone).
+    public func readMeterWindow(energy: UnsafeMutableBufferPointer<Double>,
+                                peak: UnsafeMutableBufferPointer<Float>) -> Int {
         let s = state.pointee
         let frames = s.counters.exchange(RecorderState.Counter.meterFrames.rawValue, 0)
-        guard frames > 0 else { return nil }
-        return ((0..<s.channels).map { c in
-            let peak = Float(bitPattern: UInt32(truncatingIfNeeded: s.peaks.exchange(c, 0)))
-            let sum = Double(s.sumSquares.exchange(c, 0)) / RecorderState.sumSquaresScale
-            return MeterReading(peak: peak, rms: Float((sum / Double(frames)).squareRoot()))
-        }, frames)
+        guard frames > 0 else { return 0 }
+        for c in 0..<min(s.channels, energy.count, peak.count) {
+            peak[c] = Float(bitPattern: UInt32(truncatingIfNeeded: s.peaks.exchange(c, 0)))
+            energy[c] = Double(s.sumSquares.exchange(c, 0)) / RecorderState.sumSquaresScale
+        }
+        return frames
     }
 
     /// Where stream position and JACK frame time meet, and the wall clock of that moment.
