@@ -120,8 +120,8 @@ extension Session {
         let cycles = (recorder?.cycles ?? 0) + (player?.cycles ?? 0) + racks.values.reduce(0) { $0 + $1.cycles }
         let moving = cycles != cyclesAtLastPluginTick
         cyclesAtLastPluginTick = cycles
-        let dirty = chainEngines.contains { chain($0)?.dirty == true }
-        guard dirty, moving, preset?.session.savePlugins == true, Date().timeIntervalSince(lastPluginSave) >= 1 else { return }
+        guard moving, preset?.session.savePlugins == true, Date().timeIntervalSince(lastPluginSave) >= 1,
+              chainEngines.contains(where: { chain($0)?.dirty == true }) else { return }
         lastPluginSave = Date()
         do {
             try savePlugins()
@@ -210,19 +210,19 @@ extension Session {
     /// After the server's period changed: chains that promised their plugins a fixed block are rebuilt for the new
     /// one off the process thread (until then the callback passes those plugins over; see `PluginChain.rebuilt`).
     func periodChanges() {
-        var holders: [(ChainHolder, JackClient)] = []
-        if let r = recorder { holders.append((r.plugins, r.client)) }
-        if let p = player { holders.append((p.plugins, p.client)) }
-        for rack in racks.values { holders.append((rack.plugins, rack.client)) }
-        // Only chains are asked about: the period is read from JACK's notification counter, never queried per poll.
-        for (holder, client) in holders {
+        // Every loop turn, so no arrays. Only chains are asked about: the period is read from JACK's notification
+        // counter, never queried per poll.
+        func check(_ holder: ChainHolder, _ client: JackClient) {
             let period = client.notifications.bufferSize.load()
             guard let chain = holder.chain, client.notifications.count(.bufferSize) > 0, period > 0,
-                  chain.period != period else { continue }
+                  chain.period != period else { return }
             if holder.periodChanged(to: period, isRunning: { client.isActive && !client.wasShutDown }, logger: pluginLogger) {
                 pluginLogger.info("plugin chain rebuilt for the new period", metadata: ["client": "\(client.name)",
                                                                                        "period": "\(period)"])
             }
         }
+        if let r = recorder { check(r.plugins, r.client) }
+        if let p = player { check(p.plugins, p.client) }
+        for rack in racks.values { check(rack.plugins, rack.client) }
     }
 }

@@ -40,14 +40,17 @@ extension Session {
     /// plugin state): jalv's console sleeps on stdin, and a loop turning 50 times a second was half a one-plugin
     /// rack's CPU (0.0043 of 0.0083 CPU s/s at period 256, per-thread schedstat).
     public var wantsFrequentPolls: Bool {
-        recorder != nil || player != nil || lost || patchbay.nextDecision != nil || !workers.list.isEmpty
+        recorder != nil || player != nil || lost || patchbay.nextDecision != nil || !workers.isEmpty
     }
 
+    /// Why a client of this session was shut down by the server (nil: none was). Every loop turn, so no arrays.
     func lostReason() -> String? {
-        let clients = [recorder?.client, player?.client, patchOnlyClient].compactMap({ $0 }) + racks.values.map(\.client)
-        for c in clients where c.wasShutDown {
+        func reason(_ c: JackClient?) -> String? {
+            guard let c, c.wasShutDown else { return nil }
             return c.notifications.shutdownReason ?? "the JACK server shut the client down"
         }
+        if let r = reason(recorder?.client) ?? reason(player?.client) ?? reason(patchOnlyClient) { return r }
+        for rack in racks.values { if let r = reason(rack.client) { return r } }
         return nil
     }
 

@@ -95,7 +95,7 @@ public final class Session {
 
     /// The client used for graph queries and connections.
     var patchClient: JackClient? {
-        recorder?.client ?? player?.client ?? racks.keys.sorted().first.flatMap { racks[$0]?.client } ?? patchOnlyClient
+        recorder?.client ?? player?.client ?? racks.min(by: { $0.key < $1.key })?.value.client ?? patchOnlyClient
     }
 
     /// Brings the session to `wanted`, changing only what differs.

@@ -32,8 +32,13 @@ public final class WorkerRegistry {
 
     /// Drops the jobs whose deadline has passed.
     public func tick(now: Date = Date()) {
+        // Every loop turn: nothing is built unless a job is due.
+        guard workers.values.contains(where: { ($0.deadline ?? .distantFuture) <= now }) else { return }
         workers = workers.filter { ($0.value.deadline ?? .distantFuture) > now }
     }
+
+    /// Whether no job is running.
+    public var isEmpty: Bool { workers.isEmpty }
 
     /// The running jobs, oldest first.
     public var list: [Worker] { workers.values.sorted { $0.started < $1.started } }
