@@ -14,7 +14,9 @@ extension RackState {
         s.outputs.fetch(frames)
         let frameTime = s.client.lastFrameTime
         s.midi.gather(frames, frameTime: frameTime)
-        RackState.cycle(s, frames: Int(frames), frameTime: frameTime, transport: s.client.transport())
+        // The transport only for a chain that tells its plugins the time (a query copies JACK's whole position).
+        let transport = s.chain.takesTime() ? s.client.transport() : TransportPosition()
+        RackState.cycle(s, frames: Int(frames), frameTime: frameTime, transport: transport)
         s.midi.scatter(frames)
         return 0
     }

@@ -31,6 +31,8 @@ public struct ChainState: BitwiseCopyable {
     let timeURIDs: UnsafeMutablePointer<LV2HostTimeURIDs>
     /// Process thread only: 1 once the chain's plugins were told the transport (a new chain tells it at once).
     let timeSent: UnsafeMutablePointer<Int>
+    /// Whether some stage takes time:Position (only then does a rack ask JACK for the transport each cycle).
+    let takesTime: Bool
 
     enum Setting: Int, CaseIterable { case mix, gain }
     enum Count: Int, CaseIterable {
@@ -172,4 +174,14 @@ public struct ChainSlot: BitwiseCopyable, @unchecked Sendable {
 
     /// Takes the offer on the process thread's behalf (when it is not running). Control thread.
     func takeOffer() { _ = acquire() }
+
+    /// Whether the chain the taker runs this cycle takes time:Position: the one it holds, or, while an offer waits,
+    /// true (the offered chain is not the taker's to read before it is taken: a newer offer may replace it and its
+    /// owner free it). Call before `acquire`/`acquireFading` in the same cycle. Realtime: safe.
+    @inline(__always)
+    public func takesTime() -> Bool {
+        if cells.load(1) != 0 { return true }
+        guard let chain = UnsafeMutablePointer<ChainState>(bitPattern: cells.load(0)) else { return false }
+        return chain.pointee.takesTime
+    }
 }

@@ -154,14 +154,26 @@ extension ChainState {
     static func writeDry(_ d: DelayLines, inputs: UnsafePointer<UnsafeMutablePointer<Float>>, widthIn: Int,
                          frames: Int) {
         guard d.capacity > 0 else { return }
-        let mask = d.capacity - 1, at = d.position.pointee
+        let mask = d.capacity - 1, at = d.position.pointee & mask
+        // Copies while the path keeps or widens its channels (each line is one input), one pass per line: a loop
+        // of `mapped` per frame cost a division per sample (about a microsecond a cycle at period 256).
+        let first = min(frames, d.capacity - at), rest = max(0, frames - first)
         for o in 0..<d.channels {
             let line = d.buffers[o]
-            for i in 0..<frames {
-                line[(at + i) & mask] = mapped(inputs, widthIn: widthIn, widthOut: d.channels, channel: o, at: i)
+            if widthIn == 0 {
+                (line + at).update(repeating: 0, count: first)
+                line.update(repeating: 0, count: rest)
+            } else if d.channels >= widthIn {
+                let source = inputs[o % widthIn]
+                (line + at).update(from: source, count: first)
+                line.update(from: source + first, count: rest)
+            } else {
+                for i in 0..<frames {
+                    line[(at + i) & mask] = mapped(inputs, widthIn: widthIn, widthOut: d.channels, channel: o, at: i)
+                }
             }
         }
-        d.position.pointee = at &+ frames
+        d.position.pointee = d.position.pointee &+ frames
     }
 
     /// Frame `i` of this cycle (already written) delayed by `delay` frames. Realtime: safe.

@@ -247,7 +247,8 @@ public final class PluginChain: @unchecked Sendable {
                                         sideInputs: sides.count, silence: zeroed(Self.maxBlock), settings: settings,
                                         current: current, dry: delayLines(channels: outputChannels), counts: counts,
                                         sequenceURID: host.urid(LV2.atomSequence), midiURID: host.urid(LV2.midiEvent),
-                                        timeURIDs: timeURIDs, timeSent: timeSent))
+                                        timeURIDs: timeURIDs, timeSent: timeSent,
+                                        takesTime: stages.contains { $0.rt.takesTime }))
         cleanups.append { [state] in
             between.deallocate()
             stagePointer.deallocate()

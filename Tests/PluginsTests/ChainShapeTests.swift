@@ -270,3 +270,44 @@ extension ChainShapeTests {
         print("measured: zeroconvolv MonoToStereo, latency \(latency), largest difference on both sides \(worst)")
     }
 }
+
+extension ChainShapeTests {
+    /// The dry line of the mix when the path changes width: widened (swh split, mono to stereo, then x42 nodelay
+    /// with 100 frames of latency) each output's dry signal is the one input, delayed by the chain's latency, so the
+    /// mix stays the input delayed by 100 frames on both sides, also after the line wraps (57,600 frames through a
+    /// 32,768-frame line); narrowed (swh ringmod, two inputs to one) it is the inputs' mean: out = wet * mix + mean *
+    /// (1 - mix), the wet taken from the same chain at mix 1.
+    @Test(.enabled(if: installed))
+    func theMixesDryLineFollowsTheChannelShape() throws {
+        // 96 frames a period: 32,768 is no multiple of it, so one cycle's line is written in two pieces.
+        let delay = 100, period = 96, frames = 96 * 600
+        let wide = PluginChain(specs: [PluginSpec(uri: Self.split, name: "split"),
+                                       PluginSpec(uri: Self.nodelay, name: "late", controls: [
+                                        .init(symbol: "delay", value: Double(delay)),
+                                        .init(symbol: "report_latency", value: 1)])],
+                               inputs: 1, outputs: nil, sampleRate: 48000, period: period, label: "test", mix: 0.5)
+        #expect(wide.problems.isEmpty && wide.outputChannels == 2, "\(wide.problems)")
+        guard wide.outputChannels == 2 else { return }
+        let input = [Self.noise(frames, seed: 11)]
+        let out = Self.run(wide, input, period: period)
+        var worst: Float = 0
+        for c in 0..<2 {
+            for i in 2 * period..<frames { worst = max(worst, abs(out[c][i] - input[0][i - delay])) }
+        }
+        #expect(worst < 1e-6, "widened: largest deviation \(worst)")
+
+        let specs = [PluginSpec(uri: Self.ringmod, name: "ring")]
+        let wet = PluginChain(specs: specs, inputs: 2, outputs: nil, sampleRate: 48000, period: period, label: "test")
+        let mixed = PluginChain(specs: specs, inputs: 2, outputs: nil, sampleRate: 48000, period: period,
+                                label: "test", mix: 0.25)
+        #expect(wet.problems.isEmpty && wet.outputChannels == 1 && mixed.outputChannels == 1, "\(wet.problems)")
+        guard wet.outputChannels == 1, mixed.outputChannels == 1 else { return }
+        let pair = [Self.noise(frames, seed: 12), Self.noise(frames, seed: 13)]
+        let a = Self.run(wet, pair, period: period)[0], b = Self.run(mixed, pair, period: period)[0]
+        var narrow: Float = 0
+        for i in period..<frames {
+            narrow = max(narrow, abs(b[i] - (a[i] * 0.25 + (pair[0][i] + pair[1][i]) / 2 * 0.75)))
+        }
+        #expect(narrow < 1e-6, "narrowed: largest deviation \(narrow)")
+    }
+}
