@@ -9,8 +9,12 @@ public struct LoopedSourceCheck: CustomStringConvertible, Sendable {
     public var silentFrames = 0
     /// Recorded frames found nowhere in the source: corruption.
     public var foreignFrames = 0
-    /// Frames found nowhere in the source before its first whole frame: a source whose ports were linked one by one
-    /// while it played (PipeWire makes links asynchronously) gives a period with some channels still silent.
+    /// Frames before the source's first whole frame that are that stretch of the source with some channels still
+    /// silent: a source whose ports were linked one by one while it played (PipeWire and NetJACK2 make links
+    /// asynchronously; on a loaded machine sixteen links took five periods). Each is checked against the source
+    /// frame it must be, counted back from the first whole one.
+    public var partialBeforeSource = 0
+    /// Frames before the source's first whole frame that are not a partial copy of the source frame they stand for.
     public var foreignBeforeSource = 0
     /// Places where the next source frame is not the one after the previous (a lost or repeated stretch).
     public var discontinuities = 0
@@ -26,6 +30,7 @@ public struct LoopedSourceCheck: CustomStringConvertible, Sendable {
 
     public var description: String {
         "source=\(sourceFrames) silent=\(silentFrames) foreign=\(foreignFrames) discontinuities=\(discontinuities)"
+            + (partialBeforeSource > 0 ? " partial before the source \(partialBeforeSource)" : "")
             + (foreignBeforeSource > 0 ? " foreign before the source \(foreignBeforeSource)" : "")
             + (framesJumpedOver > 0 ? " jumped over \(framesJumpedOver)" : "")
             + (firstSourceFrame.map { $0 > 0 ? " starts at source frame \($0)" : "" } ?? "")
@@ -63,6 +68,7 @@ public struct LoopedSourceCheck: CustomStringConvertible, Sendable {
         var result = LoopedSourceCheck()
         var expected: Int?
         let frames = recorded.count / ch
+        var beforeSource: [Int] = []
         for r in 0..<frames {
             let base = r * ch
             if (0..<ch).allSatisfy({ recorded[base + $0] == 0 }) {
@@ -78,7 +84,7 @@ public struct LoopedSourceCheck: CustomStringConvertible, Sendable {
             guard let f = index.positions[Index.key(recorded, base, ch)],
                   (0..<ch).allSatisfy({ recorded[base + $0].bitPattern == index.source[f * ch + $0].bitPattern }) else {
                 if result.sourceFrames == 0 {
-                    result.foreignBeforeSource += 1
+                    beforeSource.append(r)
                     continue
                 }
                 result.foreignFrames += 1
@@ -92,9 +98,21 @@ public struct LoopedSourceCheck: CustomStringConvertible, Sendable {
                 if result.firstProblem == nil { result.firstProblem = r }
             }
             result.sourceFrames += 1
-            if result.firstSourceFrame == nil { result.firstSourceFrame = f }
+            if result.firstSourceFrame == nil {
+                result.firstSourceFrame = f
+                for early in beforeSource {
+                    let g = f - (r - early)
+                    let partial = g >= 0 && (0..<ch).allSatisfy {
+                        recorded[early * ch + $0] == 0
+                            || recorded[early * ch + $0].bitPattern == index.source[g * ch + $0].bitPattern
+                    }
+                    if partial { result.partialBeforeSource += 1 } else { result.foreignBeforeSource += 1 }
+                }
+                beforeSource.removeAll()
+            }
             expected = looped ? (f + 1) % index.frames : (f + 1 < index.frames ? f + 1 : nil)
         }
+        result.foreignBeforeSource += beforeSource.count
         return result
     }
 }

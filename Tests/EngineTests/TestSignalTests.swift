@@ -16,4 +16,25 @@ import TestSupport
         cut.removeSubrange(2000..<2512)     // 256 frames lost from frame 1000 on
         #expect(TestSignal.verify(source: source, recorded: cut, channels: 2).firstMismatch == 1000)
     }
+
+    /// A source whose links came up one by one: frames before its first whole frame with some channels silent count as
+    /// partial only where each live channel is the source frame that recorded frame stands for.
+    @Test func framesBeforeTheSourceAreCheckedAgainstTheSourceFrameTheyStandFor() {
+        let channels = 4
+        let source = Signals.noise(frames: 2000, channels: channels, seed: 44)
+        let index = LoopedSourceCheck.Index(source: source, channels: channels)
+        // Recorded: 10 silent frames, then source frames 300..<700 with channel 0 silent in 300..<350 and
+        // channels 0 and 1 silent in 300..<320.
+        var recorded = [Float](repeating: 0, count: 10 * channels) + Array(source[300 * channels..<700 * channels])
+        for f in 0..<50 { recorded[(10 + f) * channels] = 0 }
+        for f in 0..<20 { recorded[(10 + f) * channels + 1] = 0 }
+        let good = LoopedSourceCheck.check(recorded: recorded, against: index, looped: false)
+        #expect(good.partialBeforeSource == 50 && good.foreignBeforeSource == 0 && good.silentFrames == 10
+                && good.firstSourceFrame == 350 && good.intact, "\(good)")
+        // One early frame whose live channel is another frame's sample is foreign, not partial.
+        var torn = recorded
+        torn[(10 + 5) * channels + 2] = source[900 * channels + 2]
+        let bad = LoopedSourceCheck.check(recorded: torn, against: index, looped: false)
+        #expect(bad.partialBeforeSource == 49 && bad.foreignBeforeSource == 1, "\(bad)")
+    }
 }

@@ -81,7 +81,8 @@ struct NetJackTests {
             let check = LoopedSourceCheck.check(recorded: recorded.samples, against: .init(source: noise, channels: 16),
                                                 looped: false)
             let head = check.firstSourceFrame ?? 480_000
-            #expect(check.foreignFrames == 0 && check.foreignBeforeSource <= 1024, "\(check)\n\(rig.logs)")
+            #expect(check.foreignFrames == 0 && check.foreignBeforeSource <= 1024
+                    && check.partialBeforeSource <= 48000, "\(check)\n\(rig.logs)")
             let report = try TakeReport.read(from: try #require(announcedReport(tandem.output)))
             #expect(report.droppedFrames == 0 && report.frames == 12 * 48000)
             #expect(report.ports.map { $0.connections.first ?? "" } == (1...16).map { "system:capture_\($0)" })

@@ -67,7 +67,8 @@ struct PipeWireTests {
         // (its output is silent or stale for a period), and links made by jack_connect carry audio only a period or
         // two later. So each run is checked for what Tandem promises on any engine: every recorded frame is a source
         // frame in channel order or silence, and source frames are skipped only where Tandem counted missed frames.
-        // Before the source's first whole frame a period can have some channels silent: the links come up one by one.
+        // Before the source's first whole frame some periods can have some channels silent: the links come up one by one
+        // (five periods for sixteen links once on CI); each such frame must be the source frame it stands for.
         // (sndfile-jackplay's last period can come out twice after the end of its file: frames of the source again,
         // not a loss.) A run with nothing missing is what a quiet machine gives; the first one ends the test.
         let index = LoopedSourceCheck.Index(source: noise, channels: 16)
@@ -91,7 +92,8 @@ struct PipeWireTests {
             // counted; with nothing counted, none.
             #expect(check.foreignFrames <= missed && check.framesJumpedOver <= missed,
                     "a frame that is not the source's, or frames lost that Tandem did not count: \(check), missed \(missed)")
-            #expect(check.sourceFrames >= 240_000 * 9 / 10 && check.foreignBeforeSource <= 1024, "\(check)")
+            #expect(check.sourceFrames >= 240_000 * 9 / 10 && check.foreignBeforeSource <= 1024
+                    && check.partialBeforeSource <= 48000, "\(check)")
             if check.foreignFrames == 0 && check.framesJumpedOver == 0 && check.firstSourceFrame == 0
                 && check.sourceFrames >= 240_000 {
                 print("16 channels on PipeWire: 240000 of 240000 frames bit-exact in channel order (run \(attempt))")
@@ -127,7 +129,12 @@ struct PipeWireTests {
             play.process.signal(SIGUSR1)
             #expect(play.process.wait(timeout: 15) == 0, "\(play.output)")
             #expect(play.output.contains("finished: 192000 frames played, 0 underrun frames"), "\(play.output)")
-            #expect(sink.process.wait(timeout: 15) == 0, "\(sink.output)")
+            // In one full run PipeWire shut the sink's client down as the finished player's ports went away ("JACK
+            // server lost", exit 3, the take ended and reported): its frames are checked like any run's, and the run
+            // is tried again; on the last attempt only a clean exit passes.
+            let sinkCode = sink.process.wait(timeout: 15)
+            let shutDown = sinkCode == 3 && sink.output.contains("JACK server lost")
+            #expect(sinkCode == 0 || (shutDown && attempt < 3), "\(sink.output)")
             let captured = try TestEnvironment.readAudio(try #require(announcedFile(sink.output)))
             #expect(captured.channels == 16)
             let report = try TakeReport.read(from: try #require(announcedReport(sink.output)))
@@ -136,8 +143,9 @@ struct PipeWireTests {
             let check = LoopedSourceCheck.check(recorded: captured.samples, against: index, looped: false)
             #expect(check.foreignFrames == 0 && check.framesJumpedOver <= skipped,
                     "a frame that is not the source's, or frames lost that no one counted: \(check), counted \(skipped)")
-            #expect(check.sourceFrames >= 192_000 * 9 / 10 && check.foreignBeforeSource <= 1024, "\(check)")
-            if check.framesJumpedOver == 0 && check.firstSourceFrame == 0 && check.sourceFrames >= 192_000 {
+            #expect(check.sourceFrames >= 192_000 * 9 / 10 && check.foreignBeforeSource <= 1024
+                    && check.partialBeforeSource <= 48000, "\(check)")
+            if sinkCode == 0 && check.framesJumpedOver == 0 && check.firstSourceFrame == 0 && check.sourceFrames >= 192_000 {
                 print("16 channels played on PipeWire: 192000 of 192000 frames bit-exact in channel order (run \(attempt))")
                 break
             }
