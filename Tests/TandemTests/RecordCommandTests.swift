@@ -8,30 +8,48 @@ import TestSupport
 /// `tandem record` as a user runs it: a subprocess against a private server, fed by real peers.
 @Suite(.serialized) struct RecordCommandTests {
     /// 10 s of 16-channel 24-bit noise played by sndfile-jackplay arrive sample for sample, in channel order.
+    ///
+    /// A server xrun can cost the source a period (sndfile-jackplay late: in one full run the recording had source
+    /// period 193536 replaced by the next one, which then came again, with the take's report counting 2 server xruns
+    /// and the recorder 0 missed frames). So every run is checked for what Tandem itself promises (every recorded
+    /// frame is a source frame in channel order, nothing dropped), and a run that is not bit-exact must have counted
+    /// server xruns; it is then run again, up to three times.
     @Test(.enabled(if: TestEnvironment.hasProgram("sndfile-jackplay")))
     func sixteenChannelsFromSndfileJackplayAreBitExact() throws {
         let server = try TestEnvironment.server("rec16")
         defer { server.stop() }
         let dir = TestEnvironment.temporaryDirectory("rec16")
         let noise = Signals.noise(frames: 10 * 48000, channels: 16, seed: 16)
+        let index = LoopedSourceCheck.Index(source: noise, channels: 16)
         let source = dir.appendingPathComponent("noise.wav").path
         try TestEnvironment.writeWAV(noise, channels: 16, path: source, sample: .int24)
-        let tandem = try TandemProcess(["record", "-c", "16", "-d", dir.path, "--session", "bitexact", "-t", "13"],
-                                       server: server, log: dir.appendingPathComponent("tandem.log").path)
-        #expect(tandem.waitFor(" recording: "))
-        let player = try startJackplay(source, pattern: "tandem-rec:in_%d", server: server,
-                                       log: dir.appendingPathComponent("jackplay.log").path)
-        #expect(player.wait(timeout: 20) != nil)
-        #expect(tandem.process.wait(timeout: 20) == 0, "\(tandem.output)")
-        let file = try #require(announcedFile(tandem.output))
-        let recorded = try TestEnvironment.readAudio(file)
-        #expect(recorded.channels == 16)
-        let alignment = AudioCompare.align(source: noise, recorded: recorded.samples, channels: 16)
-        let a = try #require(alignment)
-        #expect(a.matchedFrames == 480_000 && a.mismatchedFrames == 0, "\(a)")
-        let report = try TakeReport.read(from: try #require(announcedReport(tandem.output)))
-        #expect(report.ended == .durationReached && report.droppedFrames == 0 && report.frames == 13 * 48000)
-        #expect(report.ports.count == 16 && (report.ports[0].connections == ["jackplay:out_1"] || report.ports[0].connections.isEmpty))
+        for attempt in 1...3 {
+            let tandem = try TandemProcess(["record", "-c", "16", "-d", dir.path, "--session", "bitexact-\(attempt)",
+                                            "-t", "13"],
+                                           server: server, log: dir.appendingPathComponent("tandem-\(attempt).log").path)
+            #expect(tandem.waitFor(" recording: "))
+            let player = try startJackplay(source, pattern: "tandem-rec:in_%d", server: server,
+                                           log: dir.appendingPathComponent("jackplay-\(attempt).log").path)
+            #expect(player.wait(timeout: 20) != nil)
+            #expect(tandem.process.wait(timeout: 20) == 0, "\(tandem.output)")
+            let file = try #require(announcedFile(tandem.output))
+            let recorded = try TestEnvironment.readAudio(file)
+            #expect(recorded.channels == 16)
+            let report = try TakeReport.read(from: try #require(announcedReport(tandem.output)))
+            #expect(report.ended == .durationReached && report.droppedFrames == 0 && report.frames == 13 * 48000)
+            #expect(report.ports.count == 16 && (report.ports[0].connections == ["jackplay:out_1"] || report.ports[0].connections.isEmpty))
+            let check = LoopedSourceCheck.check(recorded: recorded.samples, against: index, looped: false)
+            #expect(check.foreignFrames == 0 && check.foreignBeforeSource == 0,
+                    "a recorded frame that is not a source frame: \(check)")
+            let a = AudioCompare.alignment(source: noise, recorded: recorded.samples, channels: 16)
+            if a.matchedFrames == 480_000 && a.mismatchedFrames == 0 {
+                print("16 channels from sndfile-jackplay: 480000 of 480000 frames bit-exact (run \(attempt))")
+                break
+            }
+            #expect(report.xruns > 0 && attempt < 3, "\(a), server xruns \(report.xruns), \(check)")
+            if report.xruns == 0 { break }
+            print("16 channels from sndfile-jackplay, run \(attempt): \(a) with \(report.xruns) server xruns; once more")
+        }
     }
 
     /// kill -9 during a WAV take, ten times at seeded random moments in one folder: each file opens in libsndfile
