@@ -62,7 +62,8 @@ test-tsan: deps
 
 # Tandem side by side with jack_capture and sndfile-jackplay, then 128 and 256 channels beside the floor client; writes
 # docs/PERFORMANCE.md (about 35 + 25 minutes on 2 cores). Then the rack against jalv and ecasound (its own section of
-# that file, between <!-- rack:begin/end -->; 3 rounds per tool, about 20 minutes), then the MIDI synth against jalv.
+# that file, between <!-- rack:begin/end -->; with the bare-client floor, 3 rounds per tool, about 25 minutes), then
+# the MIDI synth against jalv.
 bench: release
 	@scripts/clean-jack-shm.sh
 	scripts/bench.py

@@ -4,6 +4,8 @@
  *   bench-client gen  NAME CHANNELS RAWFILE           play an interleaved float32 file from memory on out_1..N, looping
  *   bench-client sink NAME CHANNELS SECONDS RAWFILE   record in_1..N into pre-faulted memory; write RAWFILE on SIGTERM
  *   bench-client mon  NAME                            print "XRUN t", "LOAD t percent", "PORT t name" lines
+ *   bench-client thru NAME STAGES GAIN                the rack's floor: in_1 to out_1 multiplied by GAIN (a linear
+ *                                                    factor) STAGES times, nothing else; its main thread sleeps
  *   bench-client floor NAME CHANNELS SECONDS SOURCE    the floor: connect in_1..N to SOURCE:out_1..N, copy each port
  *                                                    into a pre-faulted 4 s ring in memory (one memcpy per port and
  *                                                    cycle, nothing else), exit after SECONDS
@@ -106,6 +108,19 @@ static int floor_process(jack_nframes_t n, void *arg) {
     return 0;
 }
 
+static int stages;
+static float gain;
+
+static int thru_process(jack_nframes_t n, void *arg) {
+    (void)arg;
+    const float *in = jack_port_get_buffer(ports[0], n);
+    float *out = jack_port_get_buffer(ports[1], n);
+    for (jack_nframes_t i = 0; i < n; i++) out[i] = in[i] * gain;
+    for (int k = 1; k < stages; k++)
+        for (jack_nframes_t i = 0; i < n; i++) out[i] *= gain;
+    return 0;
+}
+
 static int on_xrun(void *arg) {
     (void)arg;
     int i = atomic_fetch_add(&event_count, 1);
@@ -172,6 +187,14 @@ int main(int argc, char **argv) {
         memset(data, 0, ring_frames * channels * sizeof(float));   /* fault every page in now */
         if (register_ports("in", JackPortIsInput)) return 3;
         jack_set_process_callback(client, floor_process, NULL);
+    } else if (!strcmp(mode, "thru") && argc == 5) {
+        stages = atoi(argv[3]);
+        gain = (float)atof(argv[4]);
+        ports = calloc(2, sizeof *ports);
+        ports[0] = jack_port_register(client, "in_1", JACK_DEFAULT_AUDIO_TYPE, JackPortIsInput, 0);
+        ports[1] = jack_port_register(client, "out_1", JACK_DEFAULT_AUDIO_TYPE, JackPortIsOutput, 0);
+        if (!ports[0] || !ports[1] || stages < 1) { fprintf(stderr, "cannot register thru ports\n"); return 3; }
+        jack_set_process_callback(client, thru_process, NULL);
     } else if (!strcmp(mode, "mon") && argc == 3) {
         jack_set_xrun_callback(client, on_xrun, NULL);
         jack_set_port_registration_callback(client, on_port, NULL);
@@ -190,6 +213,9 @@ int main(int argc, char **argv) {
             if (jack_connect(client, from, jack_port_name(ports[c]))) { fprintf(stderr, "cannot connect %s\n", from); return 3; }
         }
         floor_end = now() + atof(argv[4]);
+    }
+    if (!strcmp(mode, "thru")) {
+        while (!stop) pause();   /* like jalv's console: nothing on the main thread until a signal */
     }
     int printed = 0;
     double next_load = now();

@@ -7,6 +7,8 @@ real-time scheduling when the machine allows it); on it, one after another:
   tandem-iso  `tandem run` with the same rack isolated (the session plus the rack's child process)
   jalv        N jalv processes chained by JACK connections
   ecasound    one ecasound process with N -elv2 operators (when ecasound is installed)
+  floor       the bare JACK client (bench-client thru): input to output times the same gain, N times, and nothing
+              else; its main thread sleeps. No host can cost less than a client that is only that
 each fed by the same looping noise generator (bench/bench-client.c) while the monitor client counts xruns and
 samples the DSP load. Figures:
   CPU s per audio s   on-CPU time of every process of the tool (all threads, /proc/PID/task/*/schedstat, ns),
@@ -167,8 +169,17 @@ def start_ecasound(tool, n, _):
     return "eca:in_1", "eca:out_1"
 
 
+# The bench client (built by `main`), for the floor.
+EXE = None
+
+
+def start_floor(tool, n, _):
+    tool.spawn([EXE, "thru", "floor", str(n), "%.9g" % (10 ** (GAIN / 20))], "floor")
+    return "floor:in_1", "floor:out_1"
+
+
 STARTERS = [("tandem", start_tandem), ("tandem-iso", start_tandem_isolated), ("jalv", start_jalv),
-            ("ecasound", start_ecasound)]
+            ("ecasound", start_ecasound), ("floor", start_floor)]
 
 
 def iodelay(env, out_port, in_port, seconds=2.5):
@@ -292,7 +303,8 @@ def write_section(path, rows, args, rt, started, missing):
          "Every tool hosts the SWH amplifier (`%s`, mono, gain %s dB) once, or as a chain of 8 and 32 instances: "
          "Tandem as one rack (`tandem rack`, and isolated: `tandem run` with `isolate = true`, the session plus the "
          "rack's child process), jalv as that many processes chained by JACK connections, ecasound as one process "
-         "with that many `-elv2` operators. One private dummy server per period and chain length (48 kHz, %s), a "
+         "with that many `-elv2` operators, and the floor: `bench-client thru`, a bare JACK client that does the same "
+         "multiplies and nothing else. One private dummy server per period and chain length (48 kHz, %s), a "
          "looping noise generator on the input, %g s measuring windows after 2 s of settling; %d round(s) per tool, "
          "the tools' order alternating between rounds; CPU and DSP are the medians over the rounds (every round's CPU "
          "in brackets), xruns the sum." % (
@@ -327,10 +339,15 @@ def write_section(path, rows, args, rt, started, missing):
         j = by.get((period, n, "jalv"))
         iso = by.get((period, n, "tandem-iso"))
         checks = []
+        fl = by.get((period, n, "floor"))
         if j:
             limit = 0.8 if n == 1 else 0.5
             q = ratio(r["cpu"], j["cpu"])
             checks.append("CPU %.2f× jalv (target ≤ %.1f×) %s" % (q, limit, "met" if q <= limit else "MISSED"))
+            if fl:
+                f = ratio(fl["cpu"], j["cpu"])
+                checks.append("the floor (a bare client) %.4f CPU s/s, %.2f× jalv%s; Tandem %.2f× the floor" % (
+                    fl["cpu"], f, ": the target is below it" if f > limit else "", ratio(r["cpu"], fl["cpu"])))
             if n > 1:
                 below = r["dsp_mean"] < j["dsp_mean"]
                 checks.append("DSP mean %.1f %% vs jalv %.1f %% %s" % (r["dsp_mean"], j["dsp_mean"],
@@ -347,17 +364,17 @@ def write_section(path, rows, args, rt, started, missing):
         L.append("- period %d, %d instance(s): %s." % (period, n, "; ".join(checks)))
     L += ["", "Reading the figures: a light plugin costs next to nothing to run (32 SWH amps are 32 × 64 multiplies a "
           "period). What a JACK host pays every period is the server waking its process thread (a futex round trip, "
-          "tens of µs), the same for Tandem's rack and for one jalv, plus its control thread: jalv's console main "
-          "thread sleeps on stdin; Tandem's session loop, for a session of racks alone, turns twice a second and "
-          "whenever a JACK notification, an OSC datagram or a signal wakes it (it turned 50 times a second before: "
-          "0.0043 CPU s/s of a one-plugin rack's 0.0083 at period 256, measured per thread; now 0.0002). With one "
-          "instance both hosts are their process thread's wake-ups, so the 0.8× target asks for a cheaper futex "
-          "round trip than jalv's and is out of reach by construction; a chain is where one client wins: one wake-up "
-          "per period for the whole chain against one per jalv process, and no server-side graph hops between them. "
-          "Isolation adds the session's own loop (2 turns a second) and its graph-watching client beside the rack "
-          "process (that client runs no process callback, so it is not woken per period); per thread the parent "
-          "measured 0.0003 CPU s/s, and what else the isolated setup spends (its child's own control loop and "
-          "heartbeat) is not yet traced."]
+          "tens of µs), plus its control thread. The floor row is that alone: a bare client (`bench-client thru`) "
+          "whose callback multiplies its input by the same gain once per instance and whose main thread sleeps. With "
+          "one instance jalv is close to the floor, and a target of 0.8× jalv asks for less than a client that does "
+          "nothing else costs on this machine; Tandem's rack costs about 1.5× the floor: its callback's bookkeeping "
+          "(cycle timer, counters, transport query, MIDI sequence resets, the chain's fade and mix checks) and a "
+          "control thread that wakes a few times a second (jalv's console sleeps on stdin). A chain is where one "
+          "client wins: one wake-up per period for the whole chain against one per jalv process, and no server-side "
+          "graph hops between them. Isolation adds the session process: its loop turns twice a second, and its "
+          "graph-watching client runs no process callback, so it is not woken per period (per thread, session 12: "
+          "the parent 0.0003–0.0006 CPU s/s, the child's threads as many as the in-process rack's); compare the "
+          "isolation figures above with the spread of the rounds."]
     command = " ".join(["scripts/bench_rack.py"] + (["--quick"] if args.quick else [])
                        + (["--rounds", str(args.rounds)] if args.rounds != (1 if args.quick else 3) else []))
     if args.from_log:
@@ -406,7 +423,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=None, help="measuring window per tool (default 10, quick 3)")
     ap.add_argument("--tandem", default=os.path.join(ROOT, ".build", "release", "tandem"))
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "PERFORMANCE.md"))
-    ap.add_argument("--tools", default="tandem,tandem-iso,jalv,ecasound")
+    ap.add_argument("--tools", default="tandem,tandem-iso,jalv,ecasound,floor")
     ap.add_argument("--rounds", type=int, default=None, help="measuring rounds per tool and configuration, the order "
                     "alternating; the table gives the medians (default 3, quick 1)")
     ap.add_argument("--counts", default=None, help="comma-separated chain lengths")
@@ -435,6 +452,8 @@ def main():
             tools = [(n, s) for n, s in tools if n != name]
     workdir = tempfile.mkdtemp(prefix="tandem-rack-bench-")
     exe = B.helper(workdir)
+    global EXE
+    EXE = exe
     wav, raw = os.path.join(workdir, "noise.wav"), os.path.join(workdir, "noise.f32")
     B.noise(wav, raw, 1, 20)
     rt = subprocess.run(["chrt", "-f", "10", "true"], capture_output=True).returncode == 0
