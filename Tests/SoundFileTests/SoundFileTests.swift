@@ -130,6 +130,47 @@ import TestSupport
         }
     }
 
+    /// A `.wav` take past 4 GiB (a 128-channel float take crosses it after about three minutes): libsndfile turns
+    /// the header into RF64 in place (its JUNK chunk becomes ds64, the data stays where it was), so the direct path's
+    /// samples before and after the boundary read back bit-exact and the header counts every frame. 4.3 GB written
+    /// and removed again.
+    @Test func aWavPastFourGiBBecomesRF64WithEveryFrameInPlace() throws {
+        let dir = TestEnvironment.temporaryDirectory("past4g")
+        let path = dir.appendingPathComponent("big.wav").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let channels = 8, block = 1 << 17                        // 4 MiB of float frames per write
+        let noise = Signals.noise(frames: block, channels: channels, seed: 4)
+        let blocks = Int((UInt64(1) << 32) / UInt64(block * channels * 4)) + 4
+        let w = try SoundFileWriter(path: path, format: AudioFormat(container: .wav, sample: .float32),
+                                    channels: channels, sampleRate: 48000)
+        w.writebackBytes = SoundFileWriter.recordingWriteback
+        try noise.withUnsafeBufferPointer { b throws(SoundFileError) in
+            for k in 0..<blocks {
+                // Each block starts at a different frame of the noise, so a shifted or repeated block shows.
+                let shift = (k * 977) % block
+                try w.write(b.baseAddress! + shift * channels, frames: block - shift)
+                try w.write(b.baseAddress!, frames: shift)
+            }
+        }
+        try w.close()
+        let head = try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped).prefix(4)
+        #expect(String(decoding: head, as: UTF8.self) == "RF64")
+        let r = try SoundFileReader(path: path)
+        #expect(r.frames == blocks * block, "\(r.frames) of \(blocks * block) frames")
+        // The block that straddles 4 GiB, one before it and the last one, each read back whole.
+        let boundaryBlock = Int((UInt64(1) << 32) / UInt64(block * channels * 4))
+        var buffer = [Float](repeating: 0, count: block * channels)
+        for k in [0, boundaryBlock - 1, boundaryBlock, blocks - 1] {
+            try r.seek(to: k * block)
+            let n = try buffer.withUnsafeMutableBufferPointer { p throws(SoundFileError) in
+                try r.read(into: p.baseAddress!, frames: block)
+            }
+            let shift = (k * 977) % block
+            let expected = Array(noise[(shift * channels)...]) + Array(noise[..<(shift * channels)])
+            #expect(n == block && buffer.elementsEqual(expected) { $0.bitPattern == $1.bitPattern }, "block \(k)")
+        }
+    }
+
     /// The direct path on a full disk (a 1 MiB tmpfs, root only): the write that does not fit throws, naming the
     /// frames kept; the file ends at a whole frame and its header counts exactly the frames in it, bit-exact.
     @Test(.enabled(if: getuid() == 0, "mounting a tmpfs needs root"), arguments: [SampleFormat.float32, .int24])
