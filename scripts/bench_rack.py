@@ -362,19 +362,22 @@ def write_section(path, rows, args, rt, started, missing):
             checks.append("isolation %+.1f %% CPU (%+.4f CPU s/s; target ≤ 5 %%) %s" % (
                 cost, iso["cpu"] - r["cpu"], "met" if cost <= 5 else "MISSED"))
         L.append("- period %d, %d instance(s): %s." % (period, n, "; ".join(checks)))
-    L += ["", "Reading the figures: a light plugin costs next to nothing to run (32 SWH amps are 32 × 64 multiplies a "
-          "period). What a JACK host pays every period is the server waking its process thread (a futex round trip, "
-          "tens of µs), plus its control thread. The floor row is that alone: a bare client (`bench-client thru`) "
-          "whose callback multiplies its input by the same gain once per instance and whose main thread sleeps. With "
-          "one instance jalv is close to the floor, and a target of 0.8× jalv asks for less than a client that does "
-          "nothing else costs on this machine; Tandem's rack costs about 1.5× the floor: its callback's bookkeeping "
-          "(cycle timer, counters, transport query, MIDI sequence resets, the chain's fade and mix checks) and a "
-          "control thread that wakes a few times a second (jalv's console sleeps on stdin). A chain is where one "
-          "client wins: one wake-up per period for the whole chain against one per jalv process, and no server-side "
-          "graph hops between them. Isolation adds the session process: its loop turns twice a second, and its "
-          "graph-watching client runs no process callback, so it is not woken per period (per thread, session 12: "
-          "the parent 0.0003–0.0006 CPU s/s, the child's threads as many as the in-process rack's); compare the "
-          "isolation figures above with the spread of the rounds."]
+    L += ["", "Reading the figures: a light plugin costs next to nothing to run (32 SWH amps are 32 × 64 multiplies "
+          "a period). What a JACK host pays every period is the server waking its process thread (a futex round "
+          "trip, tens of µs), plus its control thread. The floor row is that alone: a bare client "
+          "(`bench-client thru`) whose callback multiplies its input by the same gain once per instance and "
+          "whose main thread sleeps. With one instance jalv is at the floor or close to it, so a target of 0.8× "
+          "jalv asks for less than a client that does nothing else costs on this machine; how far Tandem's rack "
+          "is from the floor is in the targets above (× the floor): its callback's bookkeeping (cycle timer, "
+          "counters, the chain's fade and mix checks) and a control thread that wakes twice a second when idle "
+          "(jalv's console sleeps on stdin). A chain is where one client wins: one wake-up per period for the "
+          "whole chain against one per jalv process, and no server-side graph hops between them. Isolation adds "
+          "a second process: the session's loop turns twice a second and its graph-watching client runs no "
+          "process callback, so it is not woken per period, but each turn costs 60–125 µs of CPU on this VM "
+          "(per thread, 2026-11-26: the parent 0.00024–0.00029 CPU s/s, the child's control thread "
+          "0.00006–0.0001 more than the in-process rack's, which beats the heartbeat). That fixed "
+          "+0.0003–0.0004 CPU s/s is more than 5 % of a rack of a few light plugins (0.0025 CPU s/s at period "
+          "256); compare the isolation figures above with the spread of the rounds."]
     command = " ".join(["scripts/bench_rack.py"] + (["--quick"] if args.quick else [])
                        + (["--rounds", str(args.rounds)] if args.rounds != (1 if args.quick else 3) else []))
     if args.from_log:
