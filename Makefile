@@ -4,6 +4,8 @@ SWIFT ?= swift
 APT_PACKAGES := libjack-jackd2-dev jackd2 dpkg-dev man-db libsndfile1-dev libsoxr-dev liblo-dev liblo-tools jack-capture sndfile-tools sox libsox-fmt-all \
                 jack-tools tmux pkg-config liblilv-dev lv2-dev swh-lv2 x42-plugins jalv mda-lv2 lv2-examples gcc \
                 iproute2 util-linux pipewire pipewire-bin pipewire-jack
+# What only `make bench` compares against (installed by `bench`, not by `deps`).
+BENCH_PACKAGES := ecasound
 TEST_FLAGS ?=
 
 .PHONY: deps build release demo test test-tsan fuzz bench soak clean man completions install install-files uninstall deb deb-check
@@ -65,6 +67,7 @@ test-tsan: deps
 # that file, between <!-- rack:begin/end -->; with the bare-client floor, 3 rounds per tool, about 25 minutes), then
 # the MIDI synth against jalv.
 bench: release
+	@$(MAKE) --no-print-directory deps APT_PACKAGES="$(BENCH_PACKAGES)"
 	@scripts/clean-jack-shm.sh
 	scripts/bench.py
 	@scripts/clean-jack-shm.sh
