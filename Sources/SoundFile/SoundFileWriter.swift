@@ -192,13 +192,7 @@ public final class SoundFileWriter {
             return
         }
         let n = Int(sf_writef_float(file, samples, sf_count_t(frames)))
-        if n > 0 {
-            framesWritten += n
-            framesSinceHeader += n
-            if let every = headerFrames, framesSinceHeader >= every { updateHeader() }
-            bytesSinceWriteback += n * channels * MemoryLayout<Float>.size
-            if writebackBytes > 0 && bytesSinceWriteback >= writebackBytes { startWriteback() }
-        }
+        if n > 0 { try counted(frames: n, bytes: n * channels * MemoryLayout<Float>.size) }
         if n != frames {
             let message = SoundFileError.libraryMessage(file)
             throw SoundFileError(.writeFailed, path: path,
@@ -242,10 +236,19 @@ public final class SoundFileWriter {
                 if blockBytes >= toBoundary { try writeOut(toBoundary) }
             }
         }
+        try counted(frames: frames, bytes: frames * frameBytes)
+    }
+
+    /// Counts frames handed to the file and, when due, rewrites the header and starts the writeback, each after the
+    /// direct path's block is written out (on libsndfile's path there is no block: `writeBlock` does nothing).
+    private func counted(frames: Int, bytes: Int) throws(SoundFileError) {
         framesWritten += frames
         framesSinceHeader += frames
-        if let every = headerFrames, framesSinceHeader >= every { try writeBlock(); updateHeader() }
-        bytesSinceWriteback += frames * frameBytes
+        if let every = headerFrames, framesSinceHeader >= every {
+            try writeBlock()
+            updateHeader()
+        }
+        bytesSinceWriteback += bytes
         if writebackBytes > 0 && bytesSinceWriteback >= writebackBytes {
             try writeBlock()
             startWriteback()
