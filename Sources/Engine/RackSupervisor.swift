@@ -18,10 +18,13 @@ public enum RackIncident: Sendable, Equatable {
 /// running: a plugin that crashes (segfault, abort) or hangs takes down only that process, which comes back with its
 /// last saved plugin state; the session's connection rules connect its ports again as they appear.
 ///
-/// Heartbeat: the child writes `ready` once its client is active, then `cycles N` about every 50 ms, to a pipe on
-/// its fd 3. The supervisor reads it without blocking from the session's loop: a process that ended is a crash; a
-/// counter that stops moving for `hangSeconds` while the server's frame time moves is a hang (the process is killed
-/// with SIGKILL, then restarted like a crash).
+/// Heartbeat (`RackHeartbeat`, on a pipe at the child's fd 3): the child writes `ready` once its client is active,
+/// then `cycles N` every 2 s. A thread of the supervisor sleeps on the pipe and wakes the session's loop when the
+/// pipe ends (the process ended: a crash, seen at once) or the child says something (`ready`, an event, `hung`).
+/// The child watches its own cycle counter: one that stands still for 1.5 s while the server runs is a hung plugin,
+/// and the child says `hung S` and ends itself. The supervisor's own check is the backstop for a process whose main
+/// thread is stuck too: a count that stops moving for `hangSeconds` while the server's frame time moves (the
+/// process is killed with SIGKILL). Either way the rack is restarted like after a crash.
 ///
 /// Threads: the session's control thread (not `Sendable`).
 public final class RackSupervisor {
@@ -55,13 +58,16 @@ public final class RackSupervisor {
     private let hangSeconds: Double
     private var child: ChildProcess?
     private var pipeRead: Int32 = -1
-    private var pending = ""
+    private var reader: HeartbeatReader?
     private var lastMove = Date()
+    /// What the process said before it ended itself for a hung plugin (its `hung S` line comes before the pipe's end).
+    private var hungFor: Double?
     private var restartAt: Date?
     private var recentCrashes: [Date] = []
 
     /// `arguments`: the whole child command line (the `tandem` binary first). Nothing starts until `start`.
-    public init(rack: RackSection, arguments: [String], logPath: String, hangSeconds: Double = 1.5,
+    /// `hangSeconds`: the backstop; three of the child's beats, so a beat read late is no hang.
+    public init(rack: RackSection, arguments: [String], logPath: String, hangSeconds: Double = 6,
                 logger: Logger = Logger(label: "tandem.rack")) {
         self.rack = rack
         self.arguments = arguments
@@ -96,10 +102,11 @@ public final class RackSupervisor {
             throw EngineError(.badConfig, "rack '\(rack.name)': \(error)")
         }
         close(fds[1])
-        if pipeRead >= 0 { close(pipeRead) }
+        closePipe()
         pipeRead = fds[0]
-        pending = ""
+        reader = HeartbeatReader(fd: pipeRead, wake: JackNotifications.loopWakeup)
         ready = false
+        hungFor = nil
         lastMove = Date()
         logger.info("rack process started", metadata: ["rack": "\(rack.name)", "pid": "\(child?.pid ?? 0)",
                                                       "log": "\(logPath)"])
@@ -121,14 +128,41 @@ public final class RackSupervisor {
             }
             return nil
         }
-        guard let c = child else { return nil }
-        readHeartbeat()
-        if !c.isRunning {
+        guard let c = child, let reader else { return nil }
+        let heard = reader.take()
+        for line in heard.lines {
+            if line == "ready" {
+                if !ready, let since = downSince {
+                    lastRecoverySeconds = Date().timeIntervalSince(since)
+                    downSince = nil
+                }
+                ready = true
+                lastMove = Date()
+            } else if line.hasPrefix("hung "), let seconds = Double(line.dropFirst(5)), seconds.isFinite {
+                hungFor = seconds
+            } else if line.hasPrefix("event ") {
+                let parts = line.dropFirst(6).split(separator: " ", maxSplits: 1).map(String.init)
+                if let kind = parts.first, relayed.count < 4096 { relayed.append((kind, parts.count > 1 ? parts[1] : "")) }
+            }
+        }
+        if heard.cycles != cycles || !serverMoving { lastMove = Date() }
+        cycles = heard.cycles
+        if heard.ended || !c.isRunning {
+            // The pipe ends as the process exits; it is a zombie a moment later. A process that closed the pipe
+            // and lives on cannot be supervised: it goes.
+            if c.wait(timeout: 1) == nil {
+                kill(c.pid, SIGKILL)
+                _ = c.wait(timeout: 2)
+            }
+            if let seconds = hungFor {
+                hungFor = nil
+                return down(.hung(seconds))
+            }
             let code = c.exitCode ?? -1
             let why = code > 128 ? "killed by signal \(code - 128) (\(Self.signalName(code - 128)))" : "exited with code \(code)"
             return down(.crashed(why))
         }
-        if ready && serverMoving && Date().timeIntervalSince(lastMove) > hangSeconds {
+        if ready && Date().timeIntervalSince(lastMove) > hangSeconds {
             let stalled = Date().timeIntervalSince(lastMove)
             kill(c.pid, SIGKILL)
             _ = c.wait(timeout: 2)
@@ -146,39 +180,20 @@ public final class RackSupervisor {
         }
         logger.error("rack process went down; restarting it", metadata: ["rack": "\(rack.name)", "why": "\(incident)"])
         child = nil
+        closePipe()
         // At once, unless it keeps going down: then a pause, so a plugin that crashes on load cannot spin.
         recentCrashes = recentCrashes.filter { now.timeIntervalSince($0) < 60 } + [now]
         restartAt = recentCrashes.count > 5 ? now.addingTimeInterval(5) : now
         return incident
     }
 
-    private func readHeartbeat() {
-        guard pipeRead >= 0 else { return }
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { read(pipeRead, $0.baseAddress, $0.count) }
-            guard n > 0 else { break }
-            pending += String(decoding: buffer.prefix(n), as: UTF8.self)
+    private func closePipe() {
+        reader?.stop()
+        reader = nil
+        if pipeRead >= 0 {
+            close(pipeRead)
+            pipeRead = -1
         }
-        while let newline = pending.firstIndex(of: "\n") {
-            let line = String(pending[..<newline])
-            pending = String(pending[pending.index(after: newline)...])
-            if line == "ready" {
-                if !ready, let since = downSince {
-                    lastRecoverySeconds = Date().timeIntervalSince(since)
-                    downSince = nil
-                }
-                ready = true
-                lastMove = Date()
-            } else if line.hasPrefix("cycles "), let n = Int(line.dropFirst(7)) {
-                if n != cycles { lastMove = Date() }
-                cycles = n
-            } else if line.hasPrefix("event ") {
-                let parts = line.dropFirst(6).split(separator: " ", maxSplits: 1).map(String.init)
-                if let kind = parts.first, relayed.count < 4096 { relayed.append((kind, parts.count > 1 ? parts[1] : "")) }
-            }
-        }
-        if pending.utf8.count > 65_536 { pending = "" }
     }
 
     /// Ends the child (SIGTERM, then SIGKILL after `grace`) and stops supervising.
@@ -186,10 +201,7 @@ public final class RackSupervisor {
         restartAt = nil
         if let c = child { _ = c.stop(SIGTERM, grace: grace) }
         child = nil
-        if pipeRead >= 0 {
-            close(pipeRead)
-            pipeRead = -1
-        }
+        closePipe()
     }
 
     /// A UDP port on 127.0.0.1 free now (the kernel's choice for port 0), or nil.
@@ -226,35 +238,5 @@ public final class RackSupervisor {
         case SIGTRAP: return "SIGTRAP"
         default: return "signal \(sig)"
         }
-    }
-}
-
-/// The child's side of the heartbeat: `ready`, then `cycles N`, written without blocking to the descriptor the
-/// supervisor gave it (a full pipe drops a line; the next one carries the newer count).
-public struct RackHeartbeat {
-    let fd: Int32
-    private var lastBeat = Date.distantPast
-
-    public init(fd: Int32) {
-        self.fd = fd
-        _ = fcntl(fd, F_SETFL, O_NONBLOCK)
-    }
-
-    /// Tells the session of an event (one line; control-changed, bypass-changed, preset-loaded), for its
-    /// subscribers. Dropped when the pipe is full.
-    public func tell(kind: String, text: String) {
-        write("event \(kind) \(text.replacingOccurrences(of: "\n", with: " "))\n")
-    }
-
-    public mutating func beat(cycles: Int, ready: Bool) {
-        guard ready, Date().timeIntervalSince(lastBeat) >= 0.05 else { return }
-        if lastBeat == .distantPast { write("ready\n") }
-        lastBeat = Date()
-        write("cycles \(cycles)\n")
-    }
-
-    private func write(_ text: String) {
-        var bytes = Array(text.utf8)
-        _ = Glibc.write(fd, &bytes, bytes.count)
     }
 }

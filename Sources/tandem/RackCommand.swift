@@ -207,7 +207,15 @@ struct RackCommand: ParsableCommand {
             let teller = heart
             runner.session.markRelay = { label, frameTime in teller.tell(kind: "mark", text: "\(frameTime) \(label)") }
             runner.tick = { session, events in
-                heart.beat(cycles: session.racks.first?.value.cycles ?? 0, ready: true)
+                let rack = session.racks.first?.value
+                heart.beat(cycles: rack?.cycles ?? 0, ready: true)
+                if let rack, let seconds = heart.stalled(cycles: rack.cycles, frameTime: rack.client.frameTime) {
+                    // A plugin hung in the process thread: this process goes, the session starts it again.
+                    Console.err("tandem: rack \(rack.client.name): its process thread hung for "
+                                + "\(String(format: "%.1f", seconds)) s; ending this process\n")
+                    heart.hung(seconds: seconds)
+                    kill(getpid(), SIGKILL)
+                }
                 // What changed here reaches the session's subscribers (a map's value, a relayed OSC set).
                 for e in events {
                     switch e {

@@ -109,6 +109,7 @@ struct RunCommand: ParsableCommand {
             nsm?.tick(session, events: events)
             metrics?.poll(events: events)
         }
+        if nsm != nil || metrics != nil { runner.tickTurn = 0.5 }
         let end = runner.loop(reload: {
             let (next, problems) = nsm?.load(answering: false) ?? PresetLoader.load(path: path, overrides: overrides)
             if let pending = next?.pendingProblems, !pending.isEmpty { return (nil, problems + pending, path) }

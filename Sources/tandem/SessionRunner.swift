@@ -21,8 +21,8 @@ final class SessionRunner {
     private(set) var session = Session()
     private var control: ControlProtocol?
     private var socketWaker: SocketWaker?
-    /// How long a loop turn waits when nothing needs it sooner (see `Session.wantsFrequentPolls`), and when it does.
-    static let idleTurn = 0.5
+    /// How long a loop turn waits when something needs it soon (see `Session.wantsFrequentPolls`; else
+    /// `Session.idleTurn`).
     static let busyTurn = 0.02
     /// The turn of a session with engines to watch that nobody is watching live (no live view, no subscriber, nothing
     /// happened in the last second): the meters' own sampling interval. A quiet 128-channel take at period 256 spent
@@ -31,6 +31,9 @@ final class SessionRunner {
     /// Called once per loop turn with the turn's events, after the session's poll (a session manager, the metrics
     /// endpoint, an isolated rack's heartbeat).
     var tick: ((Session, [SessionEvent]) -> Void)?
+    /// The longest turn what `tick` polls allows (a session manager's requests and a metrics scrape are read only
+    /// when the loop turns: 0.5 s), nil: the session's own `idleTurn`.
+    var tickTurn: Double?
 
     /// Installs the signal handlers and logging. `liveViewOnPipes`: the plain status line once a second when stdout
     /// is not a terminal (`run`); the one-shot commands print only their events there, as documented.
@@ -93,12 +96,12 @@ final class SessionRunner {
         defer { socketWaker?.stop() }
         while true {
             // Often while someone watches, or the session had an event or an OSC message in the last second; less
-            // often while engines run unwatched; else a few times a second (signals, JACK graph notifications and OSC
-            // datagrams wake the loop at once either way).
+            // often while engines run unwatched; else every 0.5-2 s (`Session.idleTurn`; signals, JACK graph
+            // notifications, OSC datagrams and an isolated rack's pipe wake the loop at once either way).
             let watched = control?.hasSubscribers == true || view.mode == .terminal || view.mode == .json
                 || Date().timeIntervalSince(lastActivity) < 1
             let turn = watched ? Self.busyTurn : session.wantsFrequentPolls ? Self.steadyTurn
-                : min(Self.idleTurn, systemd.longestTurn ?? Self.idleTurn)
+                : min(session.idleTurn, tickTurn ?? .infinity, systemd.longestTurn ?? .infinity)
             signals.wakeup.wait(seconds: turn)
             if signals.take(SIGINT) > 0 || signals.take(SIGTERM) > 0 { return nil }
             if signals.take(SIGHUP) > 0, let reload { self.reload(reload) }

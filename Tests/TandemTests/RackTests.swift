@@ -458,4 +458,57 @@ extension RackTests {
         #expect(check.problems.isEmpty && check.audio.discontinuities == 0 && check.audio.foreignFrames == 0,
                 "\(check), missed \(report.missedFrames ?? 0)")
     }
+
+    /// A session of an isolated rack alone sleeps 2 s between turns (`Session.idleTurn`), yet sees its rack's
+    /// process end at once: the heartbeat pipe's end wakes it. And a process stopped whole (SIGSTOP: its own hang
+    /// check cannot run either) is caught by the supervisor's backstop, killed and started again.
+    @Test(.enabled(if: RackTests.hasSWH))
+    func aQuietSessionSeesItsRackEndAtOnceAndStopsAFrozenOne() throws {
+        let server = try TestEnvironment.server("rackquiet")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("rackquiet")
+        let port = 33000 + Int(getpid() % 20000)
+        let path = dir.appendingPathComponent("quiet.toml").path
+        try """
+            [session]
+            name = "quiet"
+            directory = "\(dir.path)"
+            control_port = \(port)
+            [[rack]]
+            name = "fx"
+            isolate = true
+            [[rack.plugins]]
+            uri = "\(RackTests.amp)"
+            """.write(toFile: path, atomically: true, encoding: .utf8)
+        let run = try TandemProcess(["run", "--no-view", path], server: server, log: dir.appendingPathComponent("run.log").path)
+        defer { run.process.signal(SIGTERM); _ = run.process.wait(timeout: 15) }
+        // Three crashes, each seen well inside the loop's 2 s sleep (were it only the timer, all three would come
+        // within 0.7 s by chance one time in 25).
+        var seen: [Double] = []
+        for round in 1...3 {
+            #expect(TestEnvironment.waitUntil(timeout: 10) {
+                (Self.rack((try? Self.status(port)) ?? [:])["running"] as? Bool) == true
+            }, "round \(round): \(run.output)")
+            usleep(2_500_000)   // past the turn the status request caused, and its second of frequent turns
+            let pid = (Self.rack(try Self.status(port))["pid"] as? Int).map { pid_t($0) } ?? 0
+            #expect(pid > 0, "round \(round)")
+            usleep(1_200_000)
+            let killed = Date()
+            kill(pid, SIGSEGV)
+            #expect(run.waitFor("SIGSEGV", timeout: 5, occurrence: round), "round \(round): \(run.output)")
+            seen.append(Date().timeIntervalSince(killed))
+            #expect(run.waitFor("rack fx back after", timeout: 5, occurrence: round), "round \(round): \(run.output)")
+        }
+        #expect(seen.allSatisfy { $0 < 0.7 }, "each crash seen at once: \(seen)")
+        // Frozen whole: no beat, no own check. The backstop (6 s without a moving count) kills it.
+        usleep(2_500_000)
+        let pid = (Self.rack(try Self.status(port))["pid"] as? Int).map { pid_t($0) } ?? 0
+        #expect(pid > 0)
+        kill(pid, SIGSTOP)
+        #expect(run.waitFor("rack fx hung for", timeout: 15), "\(run.output)")
+        #expect(run.waitFor("rack fx back after", timeout: 5, occurrence: 4), "\(run.output)")
+        let rack = Self.rack(try Self.status(port))
+        #expect(rack["crashes"] as? Int == 3 && rack["hangs"] as? Int == 1, "\(rack)")
+        try? "crash seen after \(seen) s\n".write(toFile: "/tmp/tandem-rack-quiet.txt", atomically: true, encoding: .utf8)
+    }
 }
