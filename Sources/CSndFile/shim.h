@@ -4,6 +4,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <math.h>
+#include <errno.h>
+#include <fcntl.h>
 
 #ifdef __linux__
 /* glibc declares this only under _GNU_SOURCE, which a Swift module's headers do not see; the prototype is glibc's. */
@@ -20,6 +22,30 @@ static inline int tandem_start_writeback(int fd, long long offset, long long byt
     return 0;
 #endif
 }
+/* Opens an existing file for writing that bypasses the page cache (O_DIRECT: offsets, lengths and buffers aligned to
+   the device's logical block), close-on-exec. -1 with errno set where the file system refuses it (EINVAL) or the
+   platform has no O_DIRECT. glibc defines O_DIRECT only under _GNU_SOURCE, which a Swift module's headers do not see;
+   its value differs between architectures. */
+static inline int tandem_open_unbuffered(const char *path) {
+#if defined(__linux__)
+#  if defined(O_DIRECT)
+    int direct = O_DIRECT;
+#  elif defined(__x86_64__) || defined(__i386__)
+    int direct = 040000;
+#  elif defined(__aarch64__) || defined(__arm__)
+    int direct = 0200000;
+#  else
+    int direct = 0;
+#  endif
+    if (direct == 0) { errno = EINVAL; return -1; }
+    return open(path, O_WRONLY | O_CLOEXEC | direct);
+#else
+    (void)path;
+    errno = EINVAL;
+    return -1;
+#endif
+}
+
 /* Rounds to the nearest integer, ties to even, as libsndfile's psf_lrintf does (SSE's cvtss2si on x86-64; out of
    range and NaN give INT32_MIN there). */
 #if defined(__x86_64__)

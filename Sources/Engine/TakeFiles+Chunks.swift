@@ -62,6 +62,8 @@ extension TakeFiles {
                                                      sampleRate: sampleRate, broadcast: bext)
                     // Stems share the step: one file per channel writes back as often as one wide file would.
                     writer.writebackBytes = max(SoundFileWriter.recordingWriteback / max(1, names.count), 16 << 10)
+                    // A wide file's pieces go to the disk past the page cache (a stem's 50 ms are too small to).
+                    writer.writeUnbuffered()
                     writers.append(writer)
                     break
                 } catch where error.code == .alreadyExists && attempt < TakeFiles.maxNameVariants {

@@ -35,8 +35,9 @@ public struct BroadcastInfo: Sendable {
 /// from the caller, integer ones converted into a 16 KiB block exactly as libsndfile converts them; what a call leaves
 /// short of a boundary waits in the block), and libsndfile still writes every header, from the file's length.
 /// libsndfile's own path wrote 8 KiB pieces (its conversion buffer) straddling page boundaries (the data starts at
-/// byte 112), which cost the kernel about 40 % more per byte (docs/ARCHITECTURE.md, "Wide recorders"). The files are
-/// byte for byte libsndfile's (SoundFileTests).
+/// byte 112), which cost the kernel about 40 % more per byte (docs/ARCHITECTURE.md, "Wide recorders"). A recorder's
+/// wide files go further (`writeUnbuffered`): their whole pieces bypass the page cache. The files are byte for byte
+/// libsndfile's (SoundFileTests).
 ///
 /// Threads: one owner (the disk-writer thread once recording). Blocks on disk I/O.
 public final class SoundFileWriter {
@@ -78,6 +79,15 @@ public final class SoundFileWriter {
     /// The size of one direct write, and the boundaries it keeps to: at most what the disk writer hands over at once
     /// (a buffered `write` is not preempted; DiskWriter.writeBytes), and page-aligned.
     public static let directBlockBytes = 16 << 10
+    /// The boundary the direct path's pieces end on: `directBlockBytes`, or once unbuffered, about 50 ms of audio.
+    private var pieceBytes = SoundFileWriter.directBlockBytes
+    /// The descriptor that bypasses the page cache (`writeUnbuffered`); -1: none.
+    private var unbufferedFD: Int32 = -1
+    /// Pieces that went to the disk past the page cache.
+    public private(set) var unbufferedWrites = 0
+    /// Unbuffered pieces: 50 ms of audio, within these bounds (4 KiB multiples). Below 256 KiB a direct write's fixed
+    /// cost (about 27 µs here) outweighs what it saves; a file whose 50 ms are less stays buffered.
+    public static let unbufferedPieceRange = (256 << 10)...(4 << 20)
     /// A direct write failed: what follows is refused, with this message.
     private var directFailure: String?
 
@@ -170,6 +180,39 @@ public final class SoundFileWriter {
         block = UnsafeMutableRawPointer.allocate(byteCount: Self.directBlockBytes + 4, alignment: 4096)
     }
 
+    /// From here on, the samples' whole pieces go to the disk past the page cache (O_DIRECT, pieces of about 50 ms
+    /// of audio, 4 KiB-aligned in the file and in memory): a buffered write costs the kernel a page-cache page per
+    /// 4 KiB (allocated, copied into, accounted dirty, written back, freed), which at 128 channels was two thirds of
+    /// the disk writer's CPU; a direct write only pins the block and hands it to the device (docs/ARCHITECTURE.md,
+    /// "Wide recorders"). What stays buffered: the header, the piece from the header to the first boundary, what a
+    /// `flush` or `close` writes short of a boundary, and the piece after it. The header is still rewritten every
+    /// 50 ms, counting what the file holds: a killed process loses at most the piece being gathered as well.
+    /// Call before the first write. False, and nothing changes, where the format takes libsndfile's path, its 50 ms
+    /// are less than `unbufferedPieceRange` allows, or the file system refuses (then the page cache serves as before).
+    @discardableResult
+    public func writeUnbuffered() -> Bool {
+        guard block != nil, framesWritten == 0, blockBytes == 0, unbufferedFD < 0, frameBytes > 0 else { return false }
+        let fiftyMs = (frameBytes * sampleRate / 20 + 4095) / 4096 * 4096
+        guard fiftyMs >= Self.unbufferedPieceRange.lowerBound else { return false }
+        let fd = tandem_open_unbuffered(path)
+        guard fd >= 0 else { return false }
+        let piece = min(fiftyMs, Self.unbufferedPieceRange.upperBound)
+        block?.deallocate()
+        // Room past the boundary for the bytes of a sample the boundary cuts, as the buffered block has.
+        block = UnsafeMutableRawPointer.allocate(byteCount: piece + 4, alignment: 4096)
+        pieceBytes = piece
+        unbufferedFD = fd
+        return true
+    }
+
+    /// Whether whole pieces go past the page cache.
+    public var isUnbuffered: Bool { unbufferedFD >= 0 }
+
+    private func closeUnbuffered() {
+        if unbufferedFD >= 0 { Glibc.close(unbufferedFD) }
+        unbufferedFD = -1
+    }
+
     private static func copy<T>(_ s: String, into field: inout T) {
         withUnsafeMutableBytes(of: &field) { raw in
             raw.initializeMemory(as: UInt8.self, repeating: 0)
@@ -180,6 +223,7 @@ public final class SoundFileWriter {
 
     deinit {
         try? close()
+        closeUnbuffered()
         block?.deallocate()
     }
 
@@ -207,8 +251,21 @@ public final class SoundFileWriter {
     private func writeDirectly(_ samples: UnsafePointer<Float>, frames: Int) throws(SoundFileError) {
         if let directFailure { throw SoundFileError(.writeFailed, path: path, message: directFailure) }
         guard let block else { return }
-        let boundary = Int64(Self.directBlockBytes)
-        if sampleBytes == MemoryLayout<Float>.size {
+        let boundary = Int64(pieceBytes)
+        if sampleBytes == MemoryLayout<Float>.size && unbufferedFD >= 0 {
+            // Unbuffered: the block is what goes out (aligned memory), so the samples are copied into it.
+            var source = UnsafeRawPointer(samples)
+            var left = frames * frameBytes
+            while left > 0 {
+                let toBoundary = Int(boundary - blockOffset % boundary)
+                let k = min(left, toBoundary - blockBytes)
+                (block + blockBytes).copyMemory(from: source, byteCount: k)
+                blockBytes += k
+                source += k
+                left -= k
+                if blockBytes >= toBoundary { try writeOut(toBoundary) }
+            }
+        } else if sampleBytes == MemoryLayout<Float>.size {
             var source = UnsafeRawPointer(samples)
             var left = frames * frameBytes
             while left > 0 {
@@ -245,11 +302,13 @@ public final class SoundFileWriter {
         framesWritten += frames
         framesSinceHeader += frames
         if let every = headerFrames, framesSinceHeader >= every {
-            try writeBlock()
+            // Unbuffered, the piece being gathered stays in memory (written now, it would take the page cache's
+            // path and push the next piece there too): the header counts what the file holds.
+            if unbufferedFD < 0 { try writeBlock() }
             updateHeader()
         }
         bytesSinceWriteback += bytes
-        if writebackBytes > 0 && bytesSinceWriteback >= writebackBytes {
+        if writebackBytes > 0 && unbufferedFD < 0 && bytesSinceWriteback >= writebackBytes {
             try writeBlock()
             startWriteback()
         }
@@ -267,6 +326,20 @@ public final class SoundFileWriter {
         var done = 0
         var failure: Int32 = 0
         while done < total {
+            let offset = blockOffset + Int64(done)
+            if unbufferedFD >= 0 && tail == nil && done % 4096 == 0 && offset % 4096 == 0 && (head - done) % 4096 == 0 {
+                let n = pwrite(unbufferedFD, block + done, head - done, off_t(offset))
+                if n > 0 {
+                    done += n
+                    unbufferedWrites += 1
+                    continue
+                }
+                if n < 0 && errno == EINTR { continue }
+                // Refused (a device with larger blocks, a file system that took the open but not the write) or
+                // failed (a full disk): the page cache's path from here on, which keeps what fits and says why not.
+                closeUnbuffered()
+                continue
+            }
             var pieces = (iovec(), iovec())
             let n = withUnsafeMutableBytes(of: &pieces) { raw -> Int in
                 let iov = raw.bindMemory(to: iovec.self)
@@ -281,7 +354,7 @@ public final class SoundFileWriter {
                                        iov_len: tailBytes - from)
                     count += 1
                 }
-                return pwritev(fd, iov.baseAddress, Int32(count), off_t(blockOffset + Int64(done)))
+                return pwritev(fd, iov.baseAddress, Int32(count), off_t(offset))
             }
             if n > 0 {
                 done += n
@@ -348,6 +421,7 @@ public final class SoundFileWriter {
             if unwritten == nil, let directFailure {
                 unwritten = SoundFileError(.writeFailed, path: path, message: directFailure)
             }
+            closeUnbuffered()
             updateHeader()
         }
         file = nil

@@ -130,6 +130,60 @@ import TestSupport
         }
     }
 
+    /// The unbuffered path (a recorder's wide files: whole pieces of about 50 ms past the page cache, O_DIRECT)
+    /// leaves files byte for byte the same as libsndfile's own path, with writes of any length and flushes between
+    /// them (each leaves the next piece starting off a boundary), and float read back bit-exact.
+    @Test(arguments: [Container.wav, .rf64], [SampleFormat.float32, .int24, .int16])
+    func unbufferedWritesMakeTheSameFileAsLibsndfile(container: Container, sample: SampleFormat) throws {
+        let dir = TestEnvironment.temporaryDirectory("unbuffered")
+        var rng = SystemRandomNumberGenerator()
+        let channels = sample == .int16 ? 128 : 64
+        let frames = 48000
+        var noise = Signals.noise(frames: frames, channels: channels, seed: 7)
+        for (i, v) in [Float.nan, 4, -4, .infinity, 1, -1, 0.5 / 8_388_608].enumerated() { noise[i * 1009] = v }
+        var cuts = [0]
+        while cuts.last! < frames { cuts.append(min(frames, cuts.last! + Int.random(in: 1...3000, using: &rng))) }
+        var files: [Data] = []
+        for viaLibrary in [false, true] {
+            let path = dir.appendingPathComponent("\(sample)-\(viaLibrary).\(container.fileExtension)").path
+            let w = try SoundFileWriter(path: path, format: AudioFormat(container: container, sample: sample),
+                                        channels: channels, sampleRate: 48000, throughLibsndfile: viaLibrary)
+            #expect(w.writeUnbuffered() == !viaLibrary, "the file system here (ext4) takes O_DIRECT")
+            try noise.withUnsafeBufferPointer { b throws(SoundFileError) in
+                for (i, (from, to)) in zip(cuts, cuts.dropFirst()).enumerated() {
+                    try w.write(b.baseAddress! + from * channels, frames: to - from)
+                    if i % 29 == 28 { w.flush() }
+                }
+            }
+            if !viaLibrary { #expect(w.isUnbuffered && w.unbufferedWrites > 5, "\(w.unbufferedWrites) pieces") }
+            try w.close()
+            files.append(try Data(contentsOf: URL(fileURLWithPath: path)))
+            if sample == .float32 {
+                let back = try TestEnvironment.readAudio(path)
+                #expect(back.samples.elementsEqual(noise) { $0.bitPattern == $1.bitPattern })
+            }
+        }
+        let differ = zip(files[0], files[1]).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+        #expect(files[0].count == files[1].count && differ == nil,
+                "\(files[0].count) vs \(files[1].count) bytes, first difference at \(differ ?? -1)")
+    }
+
+    /// A file whose 50 ms are too few bytes for a direct write to pay stays buffered; so does every file of a
+    /// format libsndfile writes itself (FLAC: at most 8 channels).
+    @Test func smallOrEncodedFilesStayBuffered() throws {
+        let dir = TestEnvironment.temporaryDirectory("unbuffered-small")
+        let stereo = try SoundFileWriter(path: dir.appendingPathComponent("s.wav").path,
+                                         format: AudioFormat(container: .wav, sample: .float32), channels: 2,
+                                         sampleRate: 48000)
+        #expect(!stereo.writeUnbuffered() && !stereo.isUnbuffered)
+        try stereo.close()
+        let flac = try SoundFileWriter(path: dir.appendingPathComponent("w.flac").path,
+                                       format: AudioFormat(container: .flac, sample: .int24), channels: 8,
+                                       sampleRate: 48000)
+        #expect(!flac.writeUnbuffered())
+        try flac.close()
+    }
+
     /// A `.wav` take past 4 GiB (a 128-channel float take crosses it after about three minutes): libsndfile turns
     /// the header into RF64 in place (its JUNK chunk becomes ds64, the data stays where it was), so the direct path's
     /// samples before and after the boundary read back bit-exact and the header counts every frame. 4.3 GB written
@@ -206,6 +260,46 @@ import TestSupport
         let back = try r.readAll()
         #expect(back.indices.allSatisfy { back[$0].bitPattern == noise[$0 % noise.count].bitPattern })
         #expect(error.message.contains("after \(r.frames) frames"), "\(error)")
+    }
+
+    /// The unbuffered path on a full disk (a 4 MiB tmpfs, which takes O_DIRECT since Linux 6.6): the direct write
+    /// that does not fit hands over to the page cache's path, which keeps what fits and throws, naming the frames
+    /// kept; the file ends at a whole frame, its header counts them, bit-exact.
+    @Test(.enabled(if: getuid() == 0, "mounting a tmpfs needs root"))
+    func aFullDiskUnbufferedLeavesWholeFramesCountedByTheHeader() throws {
+        let mount = TestEnvironment.temporaryDirectory("unbuffered-full").path
+        let m = try TestEnvironment.run(["/bin/mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mount])
+        try #require(m.code == 0, "mount: \(m.output)")
+        defer { _ = try? TestEnvironment.run(["/bin/umount", "-l", mount]) }
+        let path = mount + "/full.wav"
+        let channels = 64
+        let noise = Signals.noise(frames: 4800, channels: channels)     // 1,228,800 bytes per pass
+        let w = try SoundFileWriter(path: path, format: AudioFormat(container: .wav, sample: .float32),
+                                    channels: channels, sampleRate: 48000)
+        let unbuffered = w.writeUnbuffered()
+        var failure: SoundFileError?
+        noise.withUnsafeBufferPointer { b in
+            outer: for _ in 0..<6 {
+                for start in stride(from: 0, to: 4800, by: 480) {
+                    do throws(SoundFileError) { try w.write(b.baseAddress! + start * channels, frames: 480) } catch {
+                        failure = error
+                        break outer
+                    }
+                }
+            }
+        }
+        let error = try #require(failure, "4 MiB cannot hold 7.4 MB")
+        #expect(error.code == .writeFailed && error.message.contains("write failed after"), "\(error)")
+        #expect(!unbuffered || w.unbufferedWrites > 0, "unbuffered \(unbuffered): \(w.unbufferedWrites) pieces")
+        try? w.close()
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
+        let r = try SoundFileReader(path: path)
+        #expect(r.frames > 10000 && size - 112 == r.frames * channels * 4, "\(r.frames) frames in \(size) bytes")
+        let back = try r.readAll()
+        #expect(back.indices.allSatisfy { back[$0].bitPattern == noise[$0 % noise.count].bitPattern })
+        #expect(error.message.contains("after \(r.frames) frames"), "\(error)")
+        try? "unbuffered \(unbuffered), \(w.unbufferedWrites) pieces, \(r.frames) frames kept\n"
+            .write(toFile: "/tmp/tandem-unbuffered-full.txt", atomically: true, encoding: .utf8)
     }
 
     /// Samples still in the block when the disk is full: the flush that cannot write them does not throw, so `close`

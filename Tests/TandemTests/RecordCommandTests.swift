@@ -52,6 +52,50 @@ import TestSupport
         }
     }
 
+    /// A 64-channel take (50 ms of it is 600 KiB: its whole pieces go to the disk past the page cache,
+    /// `SoundFileWriter.writeUnbuffered`) from Tandem's own looped player: every frame a source frame in order,
+    /// nothing dropped; then one killed with SIGKILL mid-take: its file opens in libsndfile and sox, counts only
+    /// source frames, and lacks at most a piece and the header's 50 ms beside what the kill took.
+    @Test func aWideTakeGoesPastThePageCacheIntactAndSurvivesKillNine() throws {
+        let server = try TestEnvironment.server("rec64")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("rec64")
+        let noise = try LoopedNoise(dir: dir, channels: 64, seconds: 1)
+        let source = try TandemProcess(["play", "--client", "src", "--loop", "item", noise.path], server: server,
+                                       log: dir.appendingPathComponent("src.log").path)
+        defer { source.process.signal(SIGTERM); _ = source.process.wait(timeout: 10) }
+        #expect(source.waitFor("playing 1/1"), "\(source.output)")
+        for kill in [false, true] {
+            let t = try TandemProcess(["record", "-c", "64", "-d", dir.path, "--session", kill ? "killed" : "whole",
+                                       "--connect", "src:out_.*"] + (kill ? [] : ["-t", "4"]),
+                                      server: server, log: dir.appendingPathComponent("rec-\(kill).log").path)
+            #expect(t.waitFor(" recording: "), "\(t.output)")
+            var elapsed = 0.0
+            if kill {
+                let started = Date()
+                usleep(2_300_000)
+                t.process.signal(SIGKILL)
+                elapsed = Date().timeIntervalSince(started)
+            }
+            _ = t.process.wait(timeout: 20)
+            let file = try #require(announcedFile(t.output))
+            let recorded = try TestEnvironment.readAudio(file)
+            #expect(recorded.channels == 64)
+            let check = LoopedSourceCheck.check(recorded: recorded.samples, against: noise.index)
+            #expect(check.foreignFrames == 0 && check.discontinuities == 0, "kill \(kill): \(check)")
+            let frames = recorded.samples.count / 64
+            if kill {
+                let sox = try TestEnvironment.run(["sox", "--i", "-s", file])
+                #expect(sox.code == 0 && Int(sox.output.split(separator: "\n").last ?? "") == frames, "\(sox.output)")
+                #expect(Double(frames) / 48000 > elapsed - 0.5, "\(frames) frames after \(elapsed) s")
+            } else {
+                let report = try TakeReport.read(from: try #require(announcedReport(t.output)))
+                #expect(report.ended == .durationReached && report.droppedFrames == 0 && report.frames == 4 * 48000
+                        && frames == 4 * 48000, "\(report.frames) frames, \(frames) in the file")
+            }
+        }
+    }
+
     /// kill -9 during a WAV take, ten times at seeded random moments in one folder: each file opens in libsndfile
     /// and sox with at most 1 s missing, and each next start reports the interrupted take and completes its report.
     @Test func killNineLeavesAReadableFileAndTheNextStartCompletesItsReport() throws {
