@@ -244,28 +244,16 @@ public final class SoundFileWriter {
         }
     }
 
-    /// The direct path: writes the samples' bytes in pieces that end on the file's 16 KiB boundaries and gathers the
-    /// rest in the block. Float samples are the file's bytes: what the block gathered before, then the samples
-    /// themselves, go out in one `pwritev`. Integer samples are converted into the block (libsndfile's conversion) and
-    /// the block goes out whenever it reaches a boundary, a sample cut there carried over.
+    /// The direct path: writes the samples' bytes in pieces that end on the file's boundaries (16 KiB; unbuffered,
+    /// `pieceBytes`) and gathers the rest in the block. Buffered float samples are the file's bytes: what the block
+    /// gathered before, then the samples themselves, go out in one `pwritev`. Otherwise the samples are gathered in
+    /// the block (integers converted by libsndfile's conversion; unbuffered floats copied, since the aligned block
+    /// is what goes out) and the block goes out whenever it reaches a boundary, a sample cut there carried over.
     private func writeDirectly(_ samples: UnsafePointer<Float>, frames: Int) throws(SoundFileError) {
         if let directFailure { throw SoundFileError(.writeFailed, path: path, message: directFailure) }
         guard let block else { return }
         let boundary = Int64(pieceBytes)
-        if sampleBytes == MemoryLayout<Float>.size && unbufferedFD >= 0 {
-            // Unbuffered: the block is what goes out (aligned memory), so the samples are copied into it.
-            var source = UnsafeRawPointer(samples)
-            var left = frames * frameBytes
-            while left > 0 {
-                let toBoundary = Int(boundary - blockOffset % boundary)
-                let k = min(left, toBoundary - blockBytes)
-                (block + blockBytes).copyMemory(from: source, byteCount: k)
-                blockBytes += k
-                source += k
-                left -= k
-                if blockBytes >= toBoundary { try writeOut(toBoundary) }
-            }
-        } else if sampleBytes == MemoryLayout<Float>.size {
+        if sampleBytes == MemoryLayout<Float>.size && unbufferedFD < 0 {
             var source = UnsafeRawPointer(samples)
             var left = frames * frameBytes
             while left > 0 {
@@ -285,8 +273,12 @@ public final class SoundFileWriter {
             while left > 0 {
                 let toBoundary = Int(boundary - blockOffset % boundary)
                 let k = min(left, (toBoundary - blockBytes + sampleBytes - 1) / sampleBytes)
-                tandem_float_to_pcm_le(source, block.assumingMemoryBound(to: UInt8.self) + blockBytes, k,
-                                       Int32(sampleBytes))
+                if sampleBytes == MemoryLayout<Float>.size {
+                    (block + blockBytes).copyMemory(from: source, byteCount: k * sampleBytes)
+                } else {
+                    tandem_float_to_pcm_le(source, block.assumingMemoryBound(to: UInt8.self) + blockBytes, k,
+                                           Int32(sampleBytes))
+                }
                 blockBytes += k * sampleBytes
                 source += k
                 left -= k
