@@ -88,16 +88,19 @@ final class HeartbeatReader: @unchecked Sendable {
     }
 
     private let fd: Int32
+    private let wake: Wakeup?
     private let heard = Mutex(Heard())
-    private var thread: OSThread?
-    private var stopPipe: [Int32] = [-1, -1]
+    private var poller: PollingThread?
+    /// The reader thread's own: a read's bytes, and a line not yet ended.
+    private var buffer = [UInt8](repeating: 0, count: 4096)
+    private var pending: [UInt8] = []
 
     /// Reads `fd` (non-blocking; the caller keeps and closes it after `stop`) and posts `wake` when the loop is needed.
     init(fd: Int32, wake: Wakeup?) {
         self.fd = fd
-        guard pipe(&stopPipe) == 0 else { return }   // no thread: the loop's backstop still sees a dead process
-        let stopFD = stopPipe[0]
-        thread = OSThread(name: "tandem-rackbeat") { [self] in read(stopFD: stopFD, wake: wake) }
+        self.wake = wake
+        // No thread: the loop's backstop still sees a dead process.
+        poller = PollingThread(name: "tandem-rackbeat", fds: [fd]) { [self] in readOnce() }
     }
 
     deinit { stop() }
@@ -111,44 +114,31 @@ final class HeartbeatReader: @unchecked Sendable {
     }
 
     /// Ends the thread. Control thread; idempotent.
-    func stop() {
-        guard let t = thread else { return }
-        var byte: UInt8 = 1
-        _ = Glibc.write(stopPipe[1], &byte, 1)
-        t.join()
-        thread = nil
-        close(stopPipe[0])
-        close(stopPipe[1])
-    }
+    func stop() { poller?.stop() }
 
-    private func read(stopFD: Int32, wake: Wakeup?) {
-        var watched = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: stopFD, events: Int16(POLLIN), revents: 0)]
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        var pending: [UInt8] = []
-        while true {
-            guard poll(&watched, 2, -1) > 0 else { continue }   // EINTR
-            if watched[1].revents != 0 { return }
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && (errno == EAGAIN || errno == EINTR) { continue }
-            guard n > 0 else {
-                heard.withLock { $0.ended = true }
-                wake?.post()
-                return
-            }
-            pending.append(contentsOf: buffer.prefix(n))
-            var urgent = false
-            while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                let line = String(decoding: pending[..<newline], as: UTF8.self)
-                pending.removeSubrange(...newline)
-                if line.hasPrefix("cycles "), let count = Int(line.dropFirst(7)) {
-                    heard.withLock { $0.cycles = count }
-                } else {
-                    urgent = true
-                    heard.withLock { if $0.lines.count < 4096 { $0.lines.append(line) } }
-                }
-            }
-            if pending.count > 65_536 { pending.removeAll() }
-            if urgent { wake?.post() }
+    /// One read of the pipe: keeps its lines, wakes the loop for all but a count. False once the pipe has ended.
+    private func readOnce() -> Bool {
+        let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        if n < 0 && (errno == EAGAIN || errno == EINTR) { return true }
+        guard n > 0 else {
+            heard.withLock { $0.ended = true }
+            wake?.post()
+            return false
         }
+        pending.append(contentsOf: buffer.prefix(n))
+        var urgent = false
+        while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+            let line = String(decoding: pending[..<newline], as: UTF8.self)
+            pending.removeSubrange(...newline)
+            if line.hasPrefix("cycles "), let count = Int(line.dropFirst(7)) {
+                heard.withLock { $0.cycles = count }
+            } else {
+                urgent = true
+                heard.withLock { if $0.lines.count < 4096 { $0.lines.append(line) } }
+            }
+        }
+        if pending.count > 65_536 { pending.removeAll() }
+        if urgent { wake?.post() }
+        return true
     }
 }

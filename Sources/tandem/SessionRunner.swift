@@ -222,34 +222,17 @@ struct ControlOptions: ParsableArguments {
 ///
 /// Threads: created and stopped by the control thread; its own thread only polls and posts.
 final class SocketWaker {
-    private var thread: OSThread?
-    private var stopPipe: [Int32] = [-1, -1]
+    private let poller: PollingThread?
 
     init(fds: [Int32], wakeup: Wakeup) {
-        guard pipe(&stopPipe) == 0 else { return }   // no pipe: no waker; the loop still turns on its own
-        let stopFD = stopPipe[0]
-        thread = OSThread(name: "tandem-sockets") {
-            var watched = fds.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
-            watched.append(pollfd(fd: stopFD, events: Int16(POLLIN), revents: 0))
-            while true {
-                guard poll(&watched, nfds_t(watched.count), -1) > 0 else { continue }   // EINTR
-                if watched[watched.count - 1].revents != 0 { return }
-                wakeup.post()
-                usleep(20_000)
-            }
+        // No pipe for it: no waker; the loop still turns on its own.
+        poller = PollingThread(name: "tandem-sockets", fds: fds) {
+            wakeup.post()
+            usleep(20_000)
+            return true
         }
     }
 
     /// Ends the thread at once. Control thread; idempotent.
-    func stop() {
-        guard let t = thread else { return }
-        var byte: UInt8 = 1
-        _ = write(stopPipe[1], &byte, 1)
-        t.join()
-        thread = nil
-        close(stopPipe[0])
-        close(stopPipe[1])
-    }
-
-    deinit { stop() }
+    func stop() { poller?.stop() }
 }
