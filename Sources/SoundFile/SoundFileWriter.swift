@@ -72,6 +72,9 @@ public final class SoundFileWriter {
     /// Bytes gathered in `block`, and the file offset of its first byte.
     private var blockBytes = 0
     private var blockOffset: Int64 = 0
+    /// Of those, the bytes at the block's start that are in the file already (unbuffered: a `flush` put the whole
+    /// pages of a piece being gathered there, and the piece still goes out from the block at its boundary).
+    private var blockInFile = 0
     /// Bytes per sample and per frame in the file, and where the first frame's bytes are (after the header).
     private var sampleBytes = 0
     private var frameBytes = 0
@@ -85,6 +88,8 @@ public final class SoundFileWriter {
     private var unbufferedFD: Int32 = -1
     /// Pieces that went to the disk past the page cache.
     public private(set) var unbufferedWrites = 0
+    /// Bytes of samples the direct path wrote through the page cache.
+    public private(set) var bufferedBytes = 0
     /// Unbuffered pieces: 50 ms of audio, within these bounds (4 KiB multiples). Below 256 KiB a direct write's fixed
     /// cost (about 27 µs here) outweighs what it saves; a file whose 50 ms are less stays buffered.
     public static let unbufferedPieceRange = (256 << 10)...(4 << 20)
@@ -184,8 +189,9 @@ public final class SoundFileWriter {
     /// of audio, 4 KiB-aligned in the file and in memory): a buffered write costs the kernel a page-cache page per
     /// 4 KiB (allocated, copied into, accounted dirty, written back, freed), which at 128 channels was two thirds of
     /// the disk writer's CPU; a direct write only pins the block and hands it to the device (docs/ARCHITECTURE.md,
-    /// "Wide recorders"). What stays buffered: the header, the piece from the header to the first boundary, what a
-    /// `flush` or `close` writes short of a boundary, and the piece after it. The header is still rewritten every
+    /// "Wide recorders"). What stays buffered: the header, the piece from the header to the first boundary, and the
+    /// part-page a `flush` or `close` ends on (a flush's whole pages go past the page cache, and its piece is written
+    /// again, whole, at its boundary; `putBlockInFile`). The header is still rewritten every
     /// 50 ms, counting what the file holds: a killed process loses at most the piece being gathered as well.
     /// Call before the first write. False, and nothing changes, where the format takes libsndfile's path, its 50 ms
     /// are less than `unbufferedPieceRange` allows, or the file system refuses (then the page cache serves as before).
@@ -309,18 +315,31 @@ public final class SoundFileWriter {
     /// Writes out all the block holds.
     private func writeBlock() throws(SoundFileError) { try writeOut(blockBytes) }
 
-    /// Writes out the block's first `head` bytes followed by `bytes` from `tail`; what the block holds past `head`
-    /// moves to its start. A failure leaves the file's samples at a whole frame and refuses what follows.
-    private func writeOut(_ head: Int, then tail: UnsafeRawPointer? = nil, bytes tailBytes: Int = 0)
-        throws(SoundFileError) {
+    /// Puts all the block holds into the file (for a `flush`). Unbuffered, the block keeps it: its whole pages go
+    /// past the page cache and the last part-page through it, and the piece still goes out whole at its boundary,
+    /// so the pieces after a flush stay aligned and unbuffered (a flush that gave up the block moved every piece's
+    /// start off its boundary: up to two pieces a second, 2.4 MB each at 256 channels, took the page cache's path).
+    private func putBlockInFile() throws(SoundFileError) {
+        try writeOut(blockBytes, keep: unbufferedFD >= 0)
+    }
+
+    /// Writes out the block's first `head` bytes followed by `bytes` from `tail`, past the `blockInFile` bytes the
+    /// file has already; what the block holds past `head` moves to its start, unless `keep` (then the block stays
+    /// as it is, all of it in the file). A failure leaves the file's samples at a whole frame and refuses what
+    /// follows.
+    private func writeOut(_ head: Int, then tail: UnsafeRawPointer? = nil, bytes tailBytes: Int = 0,
+                          keep: Bool = false) throws(SoundFileError) {
         guard let block, head + tailBytes > 0, directFailure == nil else { return }
         let total = head + tailBytes
-        var done = 0
+        var done = min(blockInFile, head)
         var failure: Int32 = 0
         while done < total {
             let offset = blockOffset + Int64(done)
-            if unbufferedFD >= 0 && tail == nil && done % 4096 == 0 && offset % 4096 == 0 && (head - done) % 4096 == 0 {
-                let n = pwrite(unbufferedFD, block + done, head - done, off_t(offset))
+            // The whole pages up to `head` go past the page cache (the pieces' boundaries are whole pages, so only
+            // a flush or the close leaves a part-page, which the page cache takes).
+            let pages = (head - done) / 4096 * 4096
+            if unbufferedFD >= 0 && tail == nil && done % 4096 == 0 && offset % 4096 == 0 && pages > 0 {
+                let n = pwrite(unbufferedFD, block + done, pages, off_t(offset))
                 if n > 0 {
                     done += n
                     unbufferedWrites += 1
@@ -350,6 +369,7 @@ public final class SoundFileWriter {
             }
             if n > 0 {
                 done += n
+                bufferedBytes += n
             } else if n < 0 && errno == EINTR {
                 continue
             } else {
@@ -358,6 +378,13 @@ public final class SoundFileWriter {
             }
         }
         if failure == 0 {
+            if keep {
+                // A part-page at the end goes out again with the piece, past the page cache this time (the kernel
+                // writes back and drops its cached copy first), so the piece's next write starts on a page.
+                blockInFile = blockOffset % 4096 == 0 ? head / 4096 * 4096 : head
+                return
+            }
+            blockInFile = 0
             blockOffset += Int64(total)
             blockBytes -= head
             if blockBytes > 0 { block.copyMemory(from: block + head, byteCount: blockBytes) }
@@ -367,6 +394,7 @@ public final class SoundFileWriter {
         _ = ftruncate(fd, off_t(dataOffset + whole * Int64(frameBytes)))
         blockOffset = dataOffset + whole * Int64(frameBytes)
         blockBytes = 0
+        blockInFile = 0
         let message = "write failed after \(whole) frames: \(String(cString: strerror(failure)))"
         directFailure = message
         throw SoundFileError(.writeFailed, path: path, message: message)
@@ -375,7 +403,7 @@ public final class SoundFileWriter {
     /// Pushes the header (WAV, RF64) and buffered data to the kernel, and syncs the file.
     public func flush() {
         guard let file else { return }
-        try? writeBlock()
+        try? putBlockInFile()
         if headerFrames != nil { updateHeader() }
         sf_write_sync(file)
     }
