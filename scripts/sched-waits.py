@@ -43,14 +43,17 @@ def main():
     waits, holders, longest = 0, collections.Counter(), []
     wakeups = 0
     cpus, idle = set(), set()
+    idle_row = re.compile(r"^\s*[\d.]+\s+\[(\d+)\]\s+<idle>")
     for line in text.splitlines():
+        i = idle_row.match(line)
+        if i:
+            idle.add(i.group(1))
+            continue
         m = row.match(line)
         if not m:
             continue
         _, cpu, name, tid, _, _, delay, run = m.groups()
         cpus.add(cpu)
-        if tid == "0":
-            idle.add(cpu)
         if tid in tids:
             wakeups += 1
             if float(delay) >= args.threshold_ms and cpu in last:
@@ -68,7 +71,7 @@ def main():
     for delay, name, holder, ran in sorted(longest, reverse=True)[:5]:
         print("  longest: %s waited %.3f ms behind %s (which had run %.3f ms)" % (name, delay, holder, ran))
     for cpu in sorted(cpus - idle, key=int):
-        print("  warning: no idle-task events on CPU %s: wake-ups from idle there are not in this trace" % cpu)
+        print("  warning: no idle-task events on CPU %d: wake-ups from idle there are not in this trace" % int(cpu))
 
 
 if __name__ == "__main__":
