@@ -86,6 +86,19 @@ public enum TestEnvironment {
         return (code, output)
     }
 
+    /// Mounts a tmpfs of `megabytes` MiB on `mount` (created if missing; root only), for a test that fills a disk on
+    /// purpose. Undo it with `unmount`.
+    public static func mountSmallDisk(at mount: String, megabytes: Int) throws {
+        try FileManager.default.createDirectory(atPath: mount, withIntermediateDirectories: true)
+        let m = try run(["/bin/mount", "-t", "tmpfs", "-o", "size=\(megabytes)m", "tmpfs", mount])
+        guard m.code == 0 else { throw FixtureError("mount a \(megabytes) MiB tmpfs on \(mount): \(m.output)") }
+    }
+
+    /// Unmounts what `mountSmallDisk` mounted, lazily (a file still open there does not keep it mounted).
+    public static func unmount(_ mount: String) {
+        _ = try? run(["/bin/umount", "-l", mount])
+    }
+
     /// Polls `condition` every 10 ms for up to `timeout` seconds.
     public static func waitUntil(timeout: Double, _ condition: () -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)

@@ -181,9 +181,8 @@ import TestSupport
     /// The same on a real small tmpfs (root only): free space measured by statvfs.
     @Test(.enabled(if: getuid() == 0)) func onASmallTmpfs() throws {
         let mount = TestEnvironment.temporaryDirectory("retention-tmpfs").path
-        let status = try TestEnvironment.run(["/bin/mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mount])
-        try #require(status.code == 0, "mount: \(status)")
-        defer { _ = try? TestEnvironment.run(["/bin/umount", mount]) }
+        try TestEnvironment.mountSmallDisk(at: mount, megabytes: 4)
+        defer { TestEnvironment.unmount(mount) }
         var chunks: [TakeReport.Chunk] = []
         let started = Self.now.addingTimeInterval(-3 * 86_400)
         for c in 0..<72 {

@@ -241,9 +241,8 @@ import TestSupport
     @Test(.enabled(if: getuid() == 0, "mounting a tmpfs needs root"), arguments: [SampleFormat.float32, .int24])
     func aFullDiskLeavesWholeFramesCountedByTheHeader(sample: SampleFormat) throws {
         let mount = TestEnvironment.temporaryDirectory("direct-full").path
-        let m = try TestEnvironment.run(["/bin/mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", mount])
-        try #require(m.code == 0, "mount: \(m.output)")
-        defer { _ = try? TestEnvironment.run(["/bin/umount", "-l", mount]) }
+        try TestEnvironment.mountSmallDisk(at: mount, megabytes: 1)
+        defer { TestEnvironment.unmount(mount) }
         let path = mount + "/full.wav"
         let noise = Signals.noise(frames: 48000, channels: 3)     // 576,000 bytes per pass
         let w = try SoundFileWriter(path: path, format: AudioFormat(container: .wav, sample: sample), channels: 3,
@@ -279,9 +278,8 @@ import TestSupport
     @Test(.enabled(if: getuid() == 0, "mounting a tmpfs needs root"))
     func aFullDiskUnbufferedLeavesWholeFramesCountedByTheHeader() throws {
         let mount = TestEnvironment.temporaryDirectory("unbuffered-full").path
-        let m = try TestEnvironment.run(["/bin/mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mount])
-        try #require(m.code == 0, "mount: \(m.output)")
-        defer { _ = try? TestEnvironment.run(["/bin/umount", "-l", mount]) }
+        try TestEnvironment.mountSmallDisk(at: mount, megabytes: 4)
+        defer { TestEnvironment.unmount(mount) }
         let path = mount + "/full.wav"
         let channels = 64
         let noise = Signals.noise(frames: 4800, channels: channels)     // 1,228,800 bytes per pass
@@ -318,9 +316,8 @@ import TestSupport
     @Test(.enabled(if: getuid() == 0, "mounting a tmpfs needs root"))
     func aBlockAFlushCouldNotWriteIsReportedAtClose() throws {
         let mount = TestEnvironment.temporaryDirectory("direct-flush").path
-        let m = try TestEnvironment.run(["/bin/mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", mount])
-        try #require(m.code == 0, "mount: \(m.output)")
-        defer { _ = try? TestEnvironment.run(["/bin/umount", "-l", mount]) }
+        try TestEnvironment.mountSmallDisk(at: mount, megabytes: 1)
+        defer { TestEnvironment.unmount(mount) }
         let w = try SoundFileWriter(path: mount + "/late.wav", format: AudioFormat(container: .wav, sample: .float32),
                                     channels: 2, sampleRate: 48000)
         // Fill what is left of the tmpfs, then hand over frames that wait in the block, under a boundary.

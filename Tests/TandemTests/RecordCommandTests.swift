@@ -196,10 +196,8 @@ import TestSupport
         defer { server.stop() }
         let dir = TestEnvironment.temporaryDirectory("full")
         let mount = dir.appendingPathComponent("small").path
-        try FileManager.default.createDirectory(atPath: mount, withIntermediateDirectories: true)
-        let m = try TestEnvironment.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", mount])
-        try #require(m.code == 0, "mount: \(m.output)")
-        defer { _ = try? TestEnvironment.run(["umount", "-l", mount]) }
+        try TestEnvironment.mountSmallDisk(at: mount, megabytes: 3)
+        defer { TestEnvironment.unmount(mount) }
         let tandem = try TandemProcess(["record", "-c", "8", "-d", mount, "--connect", "system:capture_.*", "-t", "30"],
                                        server: server, log: dir.appendingPathComponent("tandem.log").path)
         let code = tandem.process.wait(timeout: 20)
@@ -225,10 +223,8 @@ import TestSupport
         defer { server.stop() }
         let dir = TestEnvironment.temporaryDirectory("fullcont")
         let mount = dir.appendingPathComponent("small").path
-        try FileManager.default.createDirectory(atPath: mount, withIntermediateDirectories: true)
-        let m = try TestEnvironment.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", mount])
-        try #require(m.code == 0, "mount: \(m.output)")
-        defer { _ = try? TestEnvironment.run(["umount", "-l", mount]) }
+        try TestEnvironment.mountSmallDisk(at: mount, megabytes: 2)
+        defer { TestEnvironment.unmount(mount) }
         let preset = dir.appendingPathComponent("full.toml").path
         try """
             [session]

@@ -178,10 +178,8 @@ import TestSupport
         defer { server.stop() }
         let dir = TestEnvironment.temporaryDirectory("uret")
         let mount = dir.appendingPathComponent("small").path
-        try FileManager.default.createDirectory(atPath: mount, withIntermediateDirectories: true)
-        let m = try TestEnvironment.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", mount])
-        try #require(m.code == 0, "mount: \(m.output)")
-        defer { _ = try? TestEnvironment.run(["umount", "-l", mount]) }
+        try TestEnvironment.mountSmallDisk(at: mount, megabytes: 8)
+        defer { TestEnvironment.unmount(mount) }
         let now = Date()
         var chunks: [(report: String, files: [String], ended: Date)] = []
         func simulate(session: String, take: Int, day: Int) throws {
