@@ -14,7 +14,7 @@ conditions. Results go to docs/PERFORMANCE.md. Python standard library only; nee
 The report is spliced into docs/PERFORMANCE.md between this script's own markers (<!-- bench:begin/end --> for the
 main part, <!-- wide:begin/end --> for the wide part); anything outside them (another generator's section) stays.
 """
-import argparse, datetime, json, os, platform, re, shlex, signal, statistics, struct, subprocess, sys, tempfile, time
+import argparse, datetime, json, math, os, platform, re, shlex, signal, statistics, struct, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 RATE = 48000
@@ -287,6 +287,9 @@ def measure_record(cfg, exe, workdir, rt, seconds, idx):
         ]
         if FLOOR:
             tools.append(("floor", [exe, "floor", "bench-floor", str(ch), str(seconds), "bench-gen"]))
+            # The control: the same window with no recorder at all (the server, the generator and the monitor only).
+            # Its xruns are the machine's; a tool's are judged against them.
+            tools.append(("none", ["sleep", str(seconds)]))
         runs = {}
         for round_ in range(REPEAT):
           # Alternate who goes first, so order effects show up instead of hiding.
@@ -308,8 +311,8 @@ def measure_record(cfg, exe, workdir, rt, seconds, idx):
                           r["missed"] = json.load(f).get("missedFrames") or 0
                   except (OSError, ValueError):
                       pass
-              elif tool == "floor":
-                  r = run_tool(argv, server.env, seconds, mon, workdir, "floor-%d-%d" % (ch, period), seconds + 30)
+              elif tool in ("floor", "none"):
+                  r = run_tool(argv, server.env, seconds, mon, workdir, "%s-%d-%d" % (tool, ch, period), seconds + 30)
               else:
                   r = run_tool(argv + [out], server.env, seconds, mon, workdir, "jc-%d-%d" % (ch, period), seconds + 30)
               r.update(tool=tool, role="record", channels=ch, period=period, cmd=" ".join(shlex.quote(a) for a in
@@ -501,7 +504,7 @@ def xruns(r):
 
 def exact(r):
     n = len(r.get("xruns_runs", [0]))
-    if r["tool"] == "floor":
+    if r["tool"] in ("floor", "none"):
         return "n/a"
     if r.get("bitexact"):
         return "yes (%d/%d)" % (n, n)
@@ -528,16 +531,16 @@ def tool_table(by, role):
     for key in sorted(k for k in by if k[0] == role):
         _, ch, period = key
         t = by[key].get("tandem"); a = by[key].get(ANCHOR[role])
-        for r in (t, a, by[key].get("floor")):
+        for r in (t, a, by[key].get("floor"), by[key].get("none")):
             if not r:
                 continue
             ratio = (t["cpu_per_audio_s"] / a["cpu_per_audio_s"]) if (r is t and a and a["cpu_per_audio_s"] > 0) else None
             cyc = r.get("cycle")
             frames = ("%s / %s | %s" % (r["frames_expected"], r["matched"], r["extra"]) if play
-                      else "%s / %s" % (r["frames_expected"], r["frames_written"]) if r["tool"] != "floor"
-                      else "(memory only)")
+                      else "%s / %s" % (r["frames_expected"], r["frames_written"]) if r["tool"] not in ("floor", "none")
+                      else "(memory only)" if r["tool"] == "floor" else "(no recorder)")
             L.append("| %d | %d | %s | %s | %s | %s | %.1f | %s | %s / %s | %s | %s | %s | %s |" % (
-                ch, period, r["tool"], fmt(r["cpu_per_audio_s"]), fmt(ratio, "%.2f×") if ratio else "",
+                ch, period, "none (no recorder)" if r["tool"] == "none" else r["tool"], fmt(r["cpu_per_audio_s"]), fmt(ratio, "%.2f×") if ratio else "",
                 fmt(r["cpu_steady_pct"], "%.2f"), r["rss_anon_kb"] / 1024, xruns(r), fmt(r["dsp_mean"], "%.1f"),
                 fmt(r["dsp_max"], "%.1f"), frames, exact(r),
                 "%.1f / %.1f / %.1f" % tuple(cyc) if cyc else "", ("%.2f" % (cyc[1] / (period / RATE * 1e6) * 100)) if cyc else ""))
@@ -704,6 +707,11 @@ def wide_targets(by):
             L.append("| %d ch / %d: 0 steady xruns where jack_capture has 0; bit-exact | %s; %s |" % (
                 ch, p, ("met" if not any(clean) else "**missed**: %s" % clean) if clean else "not exercised",
                 "exact %d/%d" % (sum(t["exact_runs"]), len(t["exact_runs"]))))
+    for ch, p in WIDE:
+        t, a = get("record", ch, p)
+        ctl = by.get(("record", ch, p), {}).get("none")
+        if t and a and ctl:
+            L.append(own_xruns_line(ch, p, t, a, ctl))
     t, _ = get("record", 128, 64)
     if t and t.get("cycle"):
         period_us = 64 / RATE * 1e6
@@ -718,6 +726,24 @@ def wide_targets(by):
     return L
 
 
+def upper_tail(k, n):
+    """P(X >= k) for X ~ Binomial(n, 1/2)."""
+    return sum(math.comb(n, i) for i in range(k, n + 1)) / 2 ** n if n else 1.0
+
+
+def own_xruns_line(ch, p, t, a, ctl):
+    """Whether Tandem's xruns are more than the machine's own: the same rounds' control (the graph with no recorder)
+    against Tandem's, by a one-sided binomial test on the two sums (equal windows, so equal rates give each xrun an
+    even chance of falling in either)."""
+    ts, cs = sum(t["xruns_runs"]), sum(ctl["xruns_runs"])
+    pv = upper_tail(ts, ts + cs)
+    rounds = "; ".join("%d / %d / %d" % x for x in zip(t["xruns_runs"], ctl["xruns_runs"], a["xruns_runs"]))
+    return ("| %d ch / %d: Tandem adds no xruns to the machine's: its steady xruns not more than the graph's with no "
+            "recorder (one-sided binomial test on the sums, p ≥ 0.05) | %s: Tandem %d, no recorder %d (p = %.2f), "
+            "jack_capture %d; per round Tandem / no recorder / jack_capture: %s |" % (
+                ch, p, "met" if pv >= 0.05 else "**missed**", ts, cs, pv, sum(a["xruns_runs"]), rounds))
+
+
 def write_wide(path, rows, args, rt):
     by = {}
     for r in rows:
@@ -728,15 +754,20 @@ def write_wide(path, rows, args, rt):
          "minimal C client that connects to the generator and copies each port into a pre-faulted 4 s ring in memory "
          "(one `memcpy` per port and cycle, nothing else): how far each tool is from doing only the copy. Its cycle "
          "column is its own callback's cost, timed as Tandem times its own (the monotonic clock at entry and exit, "
-         "every cycle). " % (
+         "every cycle). The row `none (no recorder)` is the control: the same window in the same rounds with no "
+         "recorder connected (the server, the generator and the monitor only); its xruns are the machine's. " % (
              datetime.date.today().isoformat(), machine(), "real-time (-R)" if rt else "not real-time (-r)",
              args.seconds, PORT_MAX)]
     L[-1] += ("Runs per configuration: as many as the xruns column lists, the tools' order alternating.")
-    noisy = [(k[1], k[2], by[k]["floor"]["xruns_runs"]) for k in sorted(by) if "floor" in by[k]]
-    if any(sum(x) for _, _, x in noisy):
-        L[-1] += (" The floor had xruns too (%s): they are the machine's (this VM's host takes its vCPUs away for "
-                  "milliseconds), not any tool's; compare the tools within a configuration, not with zero.\n" % "; ".join(
-                      "%d ch / %d: %s" % (c, p, ", ".join(map(str, x))) for c, p, x in noisy))
+    noisy = [(k[1], k[2], by[k].get("none", {}).get("xruns_runs"), by[k]["floor"]["xruns_runs"])
+             for k in sorted(by) if "floor" in by[k]]
+    if any(sum(x) + sum(c or []) for _, _, c, x in noisy):
+        L[-1] += (" The graph had xruns without any recorder too (per round; %s): they are the machine's (this VM's "
+                  "host takes its vCPUs away for milliseconds), not any tool's; compare the tools with the control and "
+                  "with each other, not with zero.\n" % "; ".join(
+                      "%d ch / %d: no recorder %s, the floor %s" % (
+                          ch, p, ", ".join(map(str, c)) if c else "not run", ", ".join(map(str, x)))
+                      for ch, p, c, x in noisy))
     else:
         L[-1] += "\n"
     L.append("### Recording\n")
