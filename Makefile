@@ -62,9 +62,10 @@ fuzz: deps
 test-tsan: deps
 	$(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter RealtimeTests
 
-# Tandem side by side with jack_capture and sndfile-jackplay, then 128 and 256 channels beside the floor client; writes
-# docs/PERFORMANCE.md (about 35 + 25 minutes on 2 cores). Then the rack against jalv and ecasound (its own section of
-# that file, between <!-- rack:begin/end -->; with the bare-client floor, 3 rounds per tool, about 25 minutes), then
+# Tandem side by side with jack_capture and sndfile-jackplay, then 128 and 256 channels beside the floor client and a
+# round with no recorder (the machine's own xruns); writes docs/PERFORMANCE.md (about 35 + 27 minutes on 2 cores).
+# Then the rack against jalv and ecasound (its own section of that file, between <!-- rack:begin/end -->; with the
+# bare-client floor, 3 rounds per tool, about 25 minutes), then
 # the MIDI synth against jalv.
 bench: release
 	@$(MAKE) --no-print-directory deps APT_PACKAGES="$(BENCH_PACKAGES)"

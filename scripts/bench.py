@@ -9,7 +9,7 @@ conditions. Results go to docs/PERFORMANCE.md. Python standard library only; nee
     scripts/bench.py                      # the full matrix (about 35 minutes: 6 runs per tool and configuration),
                                           # then the wide part (about 25 minutes more)
     scripts/bench.py --quick              # 2 and 16 channels at period 256, 5 s each
-    scripts/bench.py --wide               # only the wide part (128 ch at 64 and 256, 256 ch at 128, and the floor)
+    scripts/bench.py --wide               # only the wide part (128 ch at 64 and 256, 256 ch at 128, the floor and the no-recorder control)
 
 The report is spliced into docs/PERFORMANCE.md between this script's own markers (<!-- bench:begin/end --> for the
 main part, <!-- wide:begin/end --> for the wide part); anything outside them (another generator's section) stays.
