@@ -7,14 +7,16 @@ load. The tools of one configuration run back to back on the same server, so the
 conditions. Results go to docs/PERFORMANCE.md. Python standard library only; needs gcc, libjack, jackd, sox.
 
     scripts/bench.py                      # the full matrix (about 35 minutes: 6 runs per tool and configuration),
-                                          # then the wide part (about 25 minutes more)
+                                          # then the wide part (about 27 minutes more)
     scripts/bench.py --quick              # 2 and 16 channels at period 256, 5 s each
-    scripts/bench.py --wide               # only the wide part (128 ch at 64 and 256, 256 ch at 128, the floor and the no-recorder control)
+    scripts/bench.py --wide               # only the wide part (128 ch at 64 and 256, 256 ch at 128, the floor and
+                                          # the no-recorder control)
 
 The report is spliced into docs/PERFORMANCE.md between this script's own markers (<!-- bench:begin/end --> for the
 main part, <!-- wide:begin/end --> for the wide part); anything outside them (another generator's section) stays.
 """
-import argparse, datetime, json, math, os, platform, re, shlex, signal, statistics, struct, subprocess, sys, tempfile, time
+import argparse, datetime, json, math, os, platform, re, shlex, signal, statistics, struct, subprocess, sys, tempfile
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 RATE = 48000
@@ -537,10 +539,12 @@ def tool_table(by, role):
             ratio = (t["cpu_per_audio_s"] / a["cpu_per_audio_s"]) if (r is t and a and a["cpu_per_audio_s"] > 0) else None
             cyc = r.get("cycle")
             frames = ("%s / %s | %s" % (r["frames_expected"], r["matched"], r["extra"]) if play
-                      else "%s / %s" % (r["frames_expected"], r["frames_written"]) if r["tool"] not in ("floor", "none")
+                      else "%s / %s" % (r["frames_expected"], r["frames_written"])
+                      if r["tool"] not in ("floor", "none")
                       else "(memory only)" if r["tool"] == "floor" else "(no recorder)")
             L.append("| %d | %d | %s | %s | %s | %s | %.1f | %s | %s / %s | %s | %s | %s | %s |" % (
-                ch, period, "none (no recorder)" if r["tool"] == "none" else r["tool"], fmt(r["cpu_per_audio_s"]), fmt(ratio, "%.2f×") if ratio else "",
+                ch, period, "none (no recorder)" if r["tool"] == "none" else r["tool"], fmt(r["cpu_per_audio_s"]),
+                fmt(ratio, "%.2f×") if ratio else "",
                 fmt(r["cpu_steady_pct"], "%.2f"), r["rss_anon_kb"] / 1024, xruns(r), fmt(r["dsp_mean"], "%.1f"),
                 fmt(r["dsp_max"], "%.1f"), frames, exact(r),
                 "%.1f / %.1f / %.1f" % tuple(cyc) if cyc else "", ("%.2f" % (cyc[1] / (period / RATE * 1e6) * 100)) if cyc else ""))
