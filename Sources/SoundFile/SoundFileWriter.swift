@@ -86,13 +86,20 @@ public final class SoundFileWriter {
     private var pieceBytes = SoundFileWriter.directBlockBytes
     /// The descriptor that bypasses the page cache (`writeUnbuffered`); -1: none.
     private var unbufferedFD: Int32 = -1
-    /// Pieces that went to the disk past the page cache.
+    /// Direct writes that went to the disk past the page cache (a piece takes one per `directWriteMax` bytes).
     public private(set) var unbufferedWrites = 0
+    /// The most bytes one direct write handed the kernel (at most `directWriteMax`).
+    public private(set) var largestDirectWrite = 0
     /// Bytes of samples the direct path wrote through the page cache.
     public private(set) var bufferedBytes = 0
     /// Unbuffered pieces: 50 ms of audio, within these bounds (4 KiB multiples). Below 256 KiB a direct write's fixed
     /// cost (about 27 µs here) outweighs what it saves; a file whose 50 ms are less stays buffered.
     public static let unbufferedPieceRange = (256 << 10)...(4 << 20)
+    /// The most one direct `pwrite` hands the kernel. Pinning a piece's pages and building its requests runs in the
+    /// kernel without a rescheduling point on a kernel that does not preempt system calls, so a real-time thread
+    /// woken onto the writer's CPU waits for it: a 1.2 MB piece held a CPU for up to 0.5 ms at 128 channels. A piece
+    /// goes out in writes of at most this many bytes (docs/ARCHITECTURE.md, "Wide recorders").
+    public static let directWriteMax = 256 << 10
     /// A direct write failed: what follows is refused, with this message.
     private var directFailure: String?
 
@@ -189,7 +196,7 @@ public final class SoundFileWriter {
     /// of audio, 4 KiB-aligned in the file and in memory): a buffered write costs the kernel a page-cache page per
     /// 4 KiB (allocated, copied into, accounted dirty, written back, freed), which at 128 channels was two thirds of
     /// the disk writer's CPU; a direct write only pins the block and hands it to the device (docs/ARCHITECTURE.md,
-    /// "Wide recorders"). What stays buffered: the header, the piece from the header to the first boundary, and the
+    /// "Wide recorders"), `directWriteMax` bytes at a time. What stays buffered: the header, the piece from the header to the first boundary, and the
     /// part-page a `flush` or `close` ends on (a flush's whole pages go past the page cache, and its piece is written
     /// again, whole, at its boundary; `putBlockInFile`). The header is still rewritten every
     /// 50 ms, counting what the file holds: a killed process loses at most the piece being gathered as well.
@@ -337,12 +344,13 @@ public final class SoundFileWriter {
             let offset = blockOffset + Int64(done)
             // The whole pages up to `head` go past the page cache (the pieces' boundaries are whole pages, so only
             // a flush or the close leaves a part-page, which the page cache takes).
-            let pages = (head - done) / 4096 * 4096
+            let pages = min((head - done) / 4096 * 4096, Self.directWriteMax)
             if unbufferedFD >= 0 && tail == nil && done % 4096 == 0 && offset % 4096 == 0 && pages > 0 {
                 let n = pwrite(unbufferedFD, block + done, pages, off_t(offset))
                 if n > 0 {
                     done += n
                     unbufferedWrites += 1
+                    largestDirectWrite = max(largestDirectWrite, pages)
                     continue
                 }
                 if n < 0 && errno == EINTR { continue }
