@@ -313,7 +313,7 @@ def measure_record(cfg, exe, workdir, rt, seconds, idx):
                           r["missed"] = json.load(f).get("missedFrames") or 0
                   except (OSError, ValueError):
                       pass
-              elif tool in ("floor", "none"):
+              elif tool in NO_FILE:
                   r = run_tool(argv, server.env, seconds, mon, workdir, "%s-%d-%d" % (tool, ch, period), seconds + 30)
               else:
                   r = run_tool(argv + [out], server.env, seconds, mon, workdir, "jc-%d-%d" % (ch, period), seconds + 30)
@@ -506,7 +506,7 @@ def xruns(r):
 
 def exact(r):
     n = len(r.get("xruns_runs", [0]))
-    if r["tool"] in ("floor", "none"):
+    if r["tool"] in NO_FILE:
         return "n/a"
     if r.get("bitexact"):
         return "yes (%d/%d)" % (n, n)
@@ -521,6 +521,9 @@ RECORD_RING_S, PLAY_RING_S = 4, 2
 PORT_MAX = 2048
 WIDE = [(128, 64), (128, 256), (256, 128)]      # Tandem's default ring seconds (recorder, player)
 ANCHOR = {"record": "jack_capture", "play": "sndfile-jackplay"}
+# The wide part's rows that write no file (the floor copies into memory; the control records nothing): what their
+# frames column says instead.
+NO_FILE = {"floor": "(memory only)", "none": "(no recorder)"}
 
 
 def tool_table(by, role):
@@ -539,9 +542,7 @@ def tool_table(by, role):
             ratio = (t["cpu_per_audio_s"] / a["cpu_per_audio_s"]) if (r is t and a and a["cpu_per_audio_s"] > 0) else None
             cyc = r.get("cycle")
             frames = ("%s / %s | %s" % (r["frames_expected"], r["matched"], r["extra"]) if play
-                      else "%s / %s" % (r["frames_expected"], r["frames_written"])
-                      if r["tool"] not in ("floor", "none")
-                      else "(memory only)" if r["tool"] == "floor" else "(no recorder)")
+                      else NO_FILE.get(r["tool"]) or "%s / %s" % (r["frames_expected"], r["frames_written"]))
             L.append("| %d | %d | %s | %s | %s | %s | %.1f | %s | %s / %s | %s | %s | %s | %s |" % (
                 ch, period, "none (no recorder)" if r["tool"] == "none" else r["tool"], fmt(r["cpu_per_audio_s"]),
                 fmt(ratio, "%.2f×") if ratio else "",
@@ -711,11 +712,9 @@ def wide_targets(by):
             L.append("| %d ch / %d: 0 steady xruns where jack_capture has 0; bit-exact | %s; %s |" % (
                 ch, p, ("met" if not any(clean) else "**missed**: %s" % clean) if clean else "not exercised",
                 "exact %d/%d" % (sum(t["exact_runs"]), len(t["exact_runs"]))))
-    for ch, p in WIDE:
-        t, a = get("record", ch, p)
-        fl = by.get(("record", ch, p), {}).get("floor")
-        if t and a and fl:
-            L.append(own_xruns_line(ch, p, t, a, fl, by.get(("record", ch, p), {}).get("none")))
+        others = by.get(("record", ch, p), {})
+        if t and a and others.get("floor"):
+            L.append(own_xruns_line(ch, p, t, a, others["floor"], others.get("none")))
     t, _ = get("record", 128, 64)
     if t and t.get("cycle"):
         period_us = 64 / RATE * 1e6

@@ -196,10 +196,11 @@ public final class SoundFileWriter {
     /// of audio, 4 KiB-aligned in the file and in memory): a buffered write costs the kernel a page-cache page per
     /// 4 KiB (allocated, copied into, accounted dirty, written back, freed), which at 128 channels was two thirds of
     /// the disk writer's CPU; a direct write only pins the block and hands it to the device (docs/ARCHITECTURE.md,
-    /// "Wide recorders"), `directWriteMax` bytes at a time. What stays buffered: the header, the piece from the header to the first boundary, and the
-    /// part-page a `flush` or `close` ends on (a flush's whole pages go past the page cache, and its piece is written
-    /// again, whole, at its boundary; `putBlockInFile`). The header is still rewritten every
-    /// 50 ms, counting what the file holds: a killed process loses at most the piece being gathered as well.
+    /// "Wide recorders"), `directWriteMax` bytes at a time. What stays buffered: the header, the piece from the header
+    /// to the first boundary, and the part-page a `flush` or `close` ends on (a flush's whole pages go past the page
+    /// cache, and its piece is written again, whole, at its boundary; `putBlockInFile`). The header is still
+    /// rewritten every 50 ms, counting what the file holds: a killed process loses at most the piece being gathered
+    /// as well.
     /// Call before the first write. False, and nothing changes, where the format takes libsndfile's path, its 50 ms
     /// are less than `unbufferedPieceRange` allows, or the file system refuses (then the page cache serves as before).
     @discardableResult
