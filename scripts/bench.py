@@ -87,11 +87,25 @@ def cpu_ticks(pid):
 
 class Server:
     def __init__(self, name, period, channels, rt, workdir):
+        import threading
         self.name = name
         self.env = dict(os.environ, JACK_DEFAULT_SERVER=name, JACK_NO_START_SERVER="1", JACK_NO_AUDIO_RESERVATION="1")
+        self.log = os.path.join(workdir, "jackd-%s.log" % name)
+        # The server's own messages, each with the monotonic time it was read: its xrun reports name the clients it
+        # was waiting for (`server_account`).
+        self.lines = []
         # -p: port limit (the default 256 is too few for a 256-channel generator and a tool beside it).
         self.proc = Proc(["jackd", "-n", name, "-R" if rt else "-r", "-p", str(PORT_MAX), "-d", "dummy", "-r", str(RATE), "-p", str(period),
-                          "-C", "2", "-P", "2"], self.env, out=os.path.join(workdir, "jackd-%s.log" % name))
+                          "-C", "2", "-P", "2"], self.env, stdout=subprocess.PIPE)
+
+        def read():
+            with open(self.log, "w") as f:
+                for line in self.proc.p.stdout:
+                    t = time.monotonic()
+                    self.lines.append((t, line.rstrip("\n")))
+                    f.write("%.6f %s" % (t, line))
+                    f.flush()
+        threading.Thread(target=read, daemon=True).start()
         for _ in range(200):
             if subprocess.run(["jack_lsp"], env=self.env, capture_output=True).returncode == 0:
                 return
@@ -221,7 +235,49 @@ def settle():
     time.sleep(1.5)
 
 
-def run_tool(argv, env, seconds_audio, mon, workdir, label, timeout, sigint_after=None):
+XRUN_LINE = re.compile(r"JackEngine::XRun: client = (\S+) was not finished, state = (\w+)")
+LATE_FINISH = re.compile(r"JackEngine::XRun: client (\S+) finished after current callback")
+TIMER_LATE = re.compile(r"JackTimedDriver::Process XRun = (\d+) usec")
+
+
+def server_account(lines):
+    """jackd's own account of the xruns among `lines` ((time read, text) pairs): one event per stall. At an xrun
+    JACK2's engine names every client that had not finished the cycle, with its state (`Triggered`: signalled but
+    not yet in its callback, waiting for an input or for a CPU; `Running`: in its callback; `Late`: finished, but
+    after the next cycle began), then the driver reports a "Process error". The dummy driver says when its own timer
+    woke too late; such a line just before an engine report belongs to that event (the server then runs the cycles it
+    missed back to back, and a client caught in one of them is named `Running`), and alone it is an event of its own.
+    Each event: {"clients": {name: state}, "timer_us": int or None}."""
+    events, cur, timer = [], {}, None
+    for t, line in lines:
+        m, late = XRUN_LINE.search(line), LATE_FINISH.search(line)
+        if m or late:
+            if m:
+                cur[m.group(1)] = m.group(2)
+            else:
+                cur.setdefault(late.group(1), "Late")
+        elif "Process error" in line:
+            if cur:
+                attach = timer is not None and t - timer[0] <= 0.002
+                if timer is not None and not attach:
+                    events.append(dict(clients={}, timer_us=timer[1]))
+                events.append(dict(clients=cur, timer_us=timer[1] if attach else None))
+                timer = None
+            cur = {}
+        else:
+            m = TIMER_LATE.search(line)
+            if m:
+                if timer is not None:
+                    events.append(dict(clients={}, timer_us=timer[1]))
+                timer = (t, int(m.group(1)))
+    if cur:
+        events.append(dict(clients=cur, timer_us=timer[1] if timer else None))
+    elif timer is not None:
+        events.append(dict(clients={}, timer_us=timer[1]))
+    return events
+
+
+def run_tool(argv, env, seconds_audio, mon, workdir, label, timeout, sigint_after=None, server=None):
     settle()
     out = os.path.join(workdir, label + ".log")
     t0 = time.monotonic()
@@ -240,6 +296,10 @@ def run_tool(argv, env, seconds_audio, mon, workdir, label, timeout, sigint_afte
         if time.monotonic() - t0 > timeout:
             p.stop(signal.SIGKILL)
             break
+    account = None
+    if server:
+        time.sleep(0.05)                    # the reader thread's last lines
+        account = server_account([x for x in list(server.lines) if t0 + 1.0 <= x[0] <= p.end + 0.01])
     ru = p.rusage
     cpu = (ru.ru_utime + ru.ru_stime) if ru else float("nan")
     steady = float("nan")
@@ -253,7 +313,7 @@ def run_tool(argv, env, seconds_audio, mon, workdir, label, timeout, sigint_afte
     return dict(code=p.code, cpu_s=cpu, cpu_per_audio_s=cpu / seconds_audio, cpu_steady_pct=steady,
                 rss_anon_kb=peak_anon, xruns_steady=len(xr),
                 dsp_mean=(sum(loads) / len(loads)) if loads else float("nan"), dsp_max=max(loads) if loads else float("nan"),
-                text=text, started=t0, ended=p.end)
+                text=text, started=t0, ended=p.end, server=account)
 
 
 def cycle_cost(text):
@@ -306,7 +366,8 @@ def measure_record(cfg, exe, workdir, rt, seconds, idx):
                       os.unlink(os.path.join(d, f))
                   argv = [TANDEM, "record", "-q", "-c", str(ch), "--connect", "bench-gen:out_.*", "-d", d,
                           "--session", "bench", "--template", "take", "-t", str(seconds)]
-                  r = run_tool(argv, server.env, seconds, mon, workdir, "tandem-rec-%d-%d" % (ch, period), seconds + 30)
+                  r = run_tool(argv, server.env, seconds, mon, workdir, "tandem-rec-%d-%d" % (ch, period), seconds + 30,
+                               server=server)
                   out = os.path.join(d, "take.wav")
                   try:
                       with open(os.path.join(d, "take.json")) as f:
@@ -314,9 +375,11 @@ def measure_record(cfg, exe, workdir, rt, seconds, idx):
                   except (OSError, ValueError):
                       pass
               elif tool in NO_FILE:
-                  r = run_tool(argv, server.env, seconds, mon, workdir, "%s-%d-%d" % (tool, ch, period), seconds + 30)
+                  r = run_tool(argv, server.env, seconds, mon, workdir, "%s-%d-%d" % (tool, ch, period), seconds + 30,
+                               server=server)
               else:
-                  r = run_tool(argv + [out], server.env, seconds, mon, workdir, "jc-%d-%d" % (ch, period), seconds + 30)
+                  r = run_tool(argv + [out], server.env, seconds, mon, workdir, "jc-%d-%d" % (ch, period), seconds + 30,
+                               server=server)
               r.update(tool=tool, role="record", channels=ch, period=period, cmd=" ".join(shlex.quote(a) for a in
                        (argv if tool != "jack_capture" else argv + ["OUT.wav"])).replace(exe, "bench-client"))
               frames = None
@@ -369,6 +432,7 @@ def median_row(runs):
     row["extra"] = max(int(r.get("extra") or 0) for r in runs)
     row["missed"] = sum(int(r.get("missed") or 0) for r in runs)
     row["cycle_max_runs"] = [r["cycle"][2] if r.get("cycle") else None for r in runs]
+    row["server_runs"] = [r.get("server") for r in runs]
     return row
 
 
@@ -397,7 +461,8 @@ def measure_play(cfg, exe, workdir, rt, seconds, idx):
                   argv = [TANDEM, "play", "-q", "--connect", "bench-sink:in_.*", wav]
               else:
                   argv = ["sndfile-jackplay", "--autoconnect=bench-sink:in_%d", wav]
-              r = run_tool(argv, server.env, seconds, mon, workdir, "%s-play-%d-%d" % (tool, ch, period), seconds + 30)
+              r = run_tool(argv, server.env, seconds, mon, workdir, "%s-play-%d-%d" % (tool, ch, period), seconds + 30,
+                           server=server)
               time.sleep(0.5)
               sink_p.stop()
               be, matched, disc, extra, losses = compare(raw, sink_raw, ch, cyclic=False)
@@ -729,6 +794,46 @@ def wide_targets(by):
     return L
 
 
+# The JACK client that is each tool's (the server names clients), and the measuring client of each role.
+CLIENT = {("tandem", "record"): "tandem-rec", ("tandem", "play"): "tandem-play",
+          ("jack_capture", "record"): "jack_capture", ("sndfile-jackplay", "play"): "jackplay",
+          ("floor", "record"): "bench-floor"}
+HARNESS = {"record": "bench-gen", "play": "bench-sink"}
+
+
+def account_table(by):
+    """Who the server was waiting for at the steady xruns, by its own account (`server_account`), summed over each
+    row's rounds: each stall once, under the first of these that fits."""
+    L = ["| ch | period | role | tool | xruns (the monitor's) | stalls (the server's reports) | the server's own timer "
+         "late | the tool's callback ran late | the tool not started, its input ready | the generator or sink late | "
+         "other |", "|---" * 11 + "|"]
+    for key in sorted(by, key=lambda k: (k[0] != "record", k[1], k[2])):
+        role, ch, period = key
+        for tool in (ANCHOR[role], "tandem", "floor", "none"):
+            r = by[key].get(tool)
+            if not r or not any(x is not None for x in r.get("server_runs") or []):
+                continue
+            own, harness = CLIENT.get((tool, role)), HARNESS[role]
+            n = dict(timer=0, own=0, waiting=0, harness=0, other=0)
+            for events in r["server_runs"]:
+                for ev in events or []:
+                    c = ev["clients"]
+                    if ev["timer_us"] is not None:
+                        n["timer"] += 1
+                    elif own and c.get(own) in ("Running", "Late"):
+                        n["own"] += 1
+                    elif own and c.get(own) == "Triggered" and harness not in c:
+                        n["waiting"] += 1
+                    elif harness in c:
+                        n["harness"] += 1
+                    else:
+                        n["other"] += 1
+            L.append("| %d | %d | %s | %s | %d | %d | %d | %s | %s | %d | %d |" % (
+                ch, period, role, tool, sum(r["xruns_runs"]), sum(n.values()), n["timer"],
+                n["own"] if own else "n/a", n["waiting"] if own else "n/a", n["harness"], n["other"]))
+    return L
+
+
 def upper_tail(k, n):
     """P(X >= k) for X ~ Binomial(n, 1/2)."""
     return sum(math.comb(n, i) for i in range(k, n + 1)) / 2 ** n if n else 1.0
@@ -736,17 +841,21 @@ def upper_tail(k, n):
 
 def own_xruns_line(ch, p, t, a, fl, ctl):
     """Whether Tandem's xruns are more than those of a client that only copies (the floor), in the same rounds: a
-    one-sided binomial test on the two sums (equal windows, so equal rates give each xrun an even chance of falling in
-    either). The control's (no recorder at all) are listed beside them."""
-    ts, fs = sum(t["xruns_runs"]), sum(fl["xruns_runs"])
-    pv = upper_tail(ts, ts + fs)
+    one-sided sign test over the rounds (in how many Tandem had more than the floor, in how many fewer). The round is
+    the unit, not the xrun: one stall of the host gives a burst (38 notifications in one round at 256 / 128 in
+    session 19, the generator named late in most of them), so xruns are not independent and a test on the sums
+    judges a single burst. The control's (no recorder at all) are listed beside them."""
+    more = sum(x > y for x, y in zip(t["xruns_runs"], fl["xruns_runs"]))
+    fewer = sum(x < y for x, y in zip(t["xruns_runs"], fl["xruns_runs"]))
+    pv = upper_tail(more, more + fewer)
     cs = sum(ctl["xruns_runs"]) if ctl else None
     rounds = "; ".join("%d / %d / %d" % x for x in zip(t["xruns_runs"], fl["xruns_runs"], a["xruns_runs"]))
-    return ("| %d ch / %d: steady xruns not more than the floor's (a client that only copies; one-sided binomial test on "
-            "the sums, p ≥ 0.05; not one of the issue's targets) | %s: Tandem %d, the floor %d (p = %.2f), jack_capture "
-            "%d, no recorder %s; per round Tandem / floor / jack_capture: %s |" % (
-                ch, p, "met" if pv >= 0.05 else "**missed**", ts, fs, pv, sum(a["xruns_runs"]),
-                "not run" if cs is None else cs, rounds))
+    return ("| %d ch / %d: steady xruns not more than the floor's (a client that only copies; one-sided sign test over "
+            "the rounds, p ≥ 0.05; not one of the issue's targets) | %s: Tandem had more in %d round(s), fewer in %d "
+            "(p = %.2f); sums Tandem %d, the floor %d, jack_capture %d, no recorder %s; per round Tandem / floor / "
+            "jack_capture: %s |" % (
+                ch, p, "met" if pv >= 0.05 else "**missed**", more, fewer, pv, sum(t["xruns_runs"]),
+                sum(fl["xruns_runs"]), sum(a["xruns_runs"]), "not run" if cs is None else cs, rounds))
 
 
 def write_wide(path, rows, args, rt):
@@ -780,6 +889,19 @@ def write_wide(path, rows, args, rt):
     if any(k[0] == "play" for k in by):
         L.append("\n### Playback\n")
         L += tool_table(by, "play")
+    if any(r.get("server_runs") for d in by.values() for r in d.values()):
+        L.append("\n### Who the server was waiting for\n")
+        L.append("jackd's own account of the steady xruns (its messages over each run's steady window), one stall "
+                 "at a time. At an xrun JACK2 names every client that had not finished the cycle: in its callback, "
+                 "finished after the next cycle began, or not started (signalled, not yet running: waiting for an "
+                 "input or for a CPU). Its dummy driver also says when its own timer woke too late; it then runs the "
+                 "cycles it missed back to back, and whoever is caught in one of them is named, so such a stall is "
+                 "counted as the server's. Each stall goes under the first of: the server's timer late; the tool's "
+                 "own client in its callback or finished late; the tool's client not started though its input was "
+                 "ready; the generator (recording) or the sink (playback) not finished; other. JACK2 sends an xrun "
+                 "notification for each client it names and one for the late timer, so one stall can count two or "
+                 "three in the monitor's column.\n")
+        L += account_table(by)
     L.append("\n### Targets (issue 23)\n")
     L += wide_targets(by)
     splice(path, "wide", L)
