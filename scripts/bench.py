@@ -4,7 +4,8 @@
 Every configuration gets its own private dummy JACK server (real-time scheduling when the machine allows it), a
 fixed signal generator or memory sink (bench/bench-client.c), and a monitor that counts xruns and samples the DSP
 load. The tools of one configuration run back to back on the same server, so their figures share the machine's
-conditions. Results go to docs/PERFORMANCE.md. Python standard library only; needs gcc, libjack, jackd, sox.
+conditions. The server's own messages are kept (with the time each arrived): the wide report says, stall by stall,
+whom the server was waiting for at each steady xrun. Results go to docs/PERFORMANCE.md. Python standard library only; needs gcc, libjack, jackd, sox.
 
     scripts/bench.py                      # the full matrix (about 35 minutes: 6 runs per tool and configuration),
                                           # then the wide part (about 27 minutes more)
