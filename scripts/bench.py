@@ -5,7 +5,8 @@ Every configuration gets its own private dummy JACK server (real-time scheduling
 fixed signal generator or memory sink (bench/bench-client.c), and a monitor that counts xruns and samples the DSP
 load. The tools of one configuration run back to back on the same server, so their figures share the machine's
 conditions. The server's own messages are kept (with the time each arrived): the wide report says, stall by stall,
-whom the server was waiting for at each steady xrun. Results go to docs/PERFORMANCE.md. Python standard library only; needs gcc, libjack, jackd, sox.
+whom the server was waiting for at each steady xrun. Results go to docs/PERFORMANCE.md. Python standard library
+only; needs gcc, libjack, jackd, sox.
 
     scripts/bench.py                      # the full matrix (about 35 minutes: 6 runs per tool and configuration),
                                           # then the wide part (about 27 minutes more)
@@ -250,6 +251,9 @@ def server_account(lines):
     missed back to back, and a client caught in one of them is named `Running`), and alone it is an event of its own.
     Each event: {"clients": {name: state}, "timer_us": int or None}."""
     events, cur, timer = [], {}, None
+
+    def lone(timer):
+        events.append(dict(clients={}, timer_us=timer[1]))
     for t, line in lines:
         m, late = XRUN_LINE.search(line), LATE_FINISH.search(line)
         if m or late:
@@ -261,7 +265,7 @@ def server_account(lines):
             if cur:
                 attach = timer is not None and t - timer[0] <= 0.002
                 if timer is not None and not attach:
-                    events.append(dict(clients={}, timer_us=timer[1]))
+                    lone(timer)
                 events.append(dict(clients=cur, timer_us=timer[1] if attach else None))
                 timer = None
             cur = {}
@@ -269,12 +273,12 @@ def server_account(lines):
             m = TIMER_LATE.search(line)
             if m:
                 if timer is not None:
-                    events.append(dict(clients={}, timer_us=timer[1]))
+                    lone(timer)
                 timer = (t, int(m.group(1)))
     if cur:
         events.append(dict(clients=cur, timer_us=timer[1] if timer else None))
     elif timer is not None:
-        events.append(dict(clients={}, timer_us=timer[1]))
+        lone(timer)
     return events
 
 
@@ -802,6 +806,12 @@ CLIENT = {("tandem", "record"): "tandem-rec", ("tandem", "play"): "tandem-play",
 HARNESS = {"record": "bench-gen", "play": "bench-sink"}
 
 
+def has_account(r):
+    """Whether any of a row's runs carries the server's account (rows measured before it, or without a server, do
+    not)."""
+    return any(x is not None for x in r.get("server_runs") or [])
+
+
 def account_table(by):
     """Who the server was waiting for at the steady xruns, by its own account (`server_account`), summed over each
     row's rounds: each stall once, under the first of these that fits."""
@@ -812,7 +822,7 @@ def account_table(by):
         role, ch, period = key
         for tool in (ANCHOR[role], "tandem", "floor", "none"):
             r = by[key].get(tool)
-            if not r or not any(x is not None for x in r.get("server_runs") or []):
+            if not r or not has_account(r):
                 continue
             own, harness = CLIENT.get((tool, role)), HARNESS[role]
             n = dict(timer=0, own=0, waiting=0, harness=0, other=0)
@@ -890,7 +900,7 @@ def write_wide(path, rows, args, rt):
     if any(k[0] == "play" for k in by):
         L.append("\n### Playback\n")
         L += tool_table(by, "play")
-    if any(r.get("server_runs") for d in by.values() for r in d.values()):
+    if any(has_account(r) for d in by.values() for r in d.values()):
         L.append("\n### Who the server was waiting for\n")
         L.append("jackd's own account of the steady xruns (its messages over each run's steady window), one stall "
                  "at a time. At an xrun JACK2 names every client that had not finished the cycle: in its callback, "
