@@ -90,12 +90,13 @@ extension Session {
         return try c.value(plugin, symbol)
     }
 
-    /// Saves both chains' state into the session folder. Returns the folders written.
+    /// Saves the chains' state into the session folder: every engine's, or those of `engines`. Returns the folders
+    /// written.
     @discardableResult
-    public func savePlugins() throws(PluginError) -> [String] {
+    public func savePlugins(_ engines: [ChainEngine]? = nil) throws(PluginError) -> [String] {
         guard let session = preset?.session else { return [] }
         var saved: [String] = []
-        for engine in chainEngines {
+        for engine in engines ?? chainEngines {
             guard let c = chain(engine), !c.isEmpty else { continue }
             let dir = Self.pluginStateDirectory(session, engine: engine)
             try c.save(to: dir)
@@ -104,9 +105,9 @@ extension Session {
         return saved
     }
 
-    /// Saves chains whose controls changed (at most once a second), and reports latency changes to JACK. Never
-    /// while a callback is stuck (the engines' cycle counters stood still since the last look): a control value
-    /// that hung a plugin is not saved, so a restarted rack does not come back hung.
+    /// Saves chains whose controls changed (at most once a second) once their process thread has run a whole cycle
+    /// with the change (`PluginSaveMark`): a control value that hung a plugin is never saved, so a restarted rack
+    /// does not come back hung. And reports latency changes to JACK.
     func tickPlugins() {
         recorder?.plugins.collect()
         player?.plugins.collect()
@@ -117,16 +118,32 @@ extension Session {
             rack.refreshPluginLatency()
         }
         periodChanges()
-        let cycles = (recorder?.cycles ?? 0) + (player?.cycles ?? 0) + racks.values.reduce(0) { $0 + $1.cycles }
-        let moving = cycles != cyclesAtLastPluginTick
-        cyclesAtLastPluginTick = cycles
-        guard moving, preset?.session.savePlugins == true, Date().timeIntervalSince(lastPluginSave) >= 1,
-              chainEngines.contains(where: { chain($0)?.dirty == true }) else { return }
+        guard preset?.session.savePlugins == true else { return }
+        var marks: [ChainEngine: PluginSaveMark] = [:]
+        var settled: [ChainEngine] = []
+        for engine in chainEngines {
+            guard let c = chain(engine) else { continue }
+            let look = PluginSaveMark.look(pluginSaveMarks[engine], chain: ObjectIdentifier(c), dirty: c.dirty,
+                                           edits: c.edits, cycles: engineCycles(engine))
+            marks[engine] = look.mark
+            if look.settled { settled.append(engine) }
+        }
+        pluginSaveMarks = marks
+        guard !settled.isEmpty, Date().timeIntervalSince(lastPluginSave) >= 1 else { return }
         lastPluginSave = Date()
         do {
-            try savePlugins()
+            try savePlugins(settled)
         } catch {
             pluginLogger.error("\(error.description)")
+        }
+    }
+
+    /// The process cycles an engine with a chain has run.
+    func engineCycles(_ engine: ChainEngine) -> Int {
+        switch engine {
+        case .recorder: return recorder?.cycles ?? 0
+        case .player: return player?.cycles ?? 0
+        default: return racks[engine.rawValue]?.cycles ?? 0
         }
     }
 
@@ -224,5 +241,27 @@ extension Session {
         if let r = recorder { check(r.plugins, r.client) }
         if let p = player { check(p.plugins, p.client) }
         for rack in racks.values { check(rack.plugins, rack.client) }
+    }
+}
+
+/// When a chain's change may be saved: once its engine's process thread has run a whole cycle with it. The loop
+/// notes the engine's cycle count when it first sees the change; the cycle running then may have begun before the
+/// change, so the count must grow by two (engines count a cycle at its end). A value that hangs a plugin never
+/// completes a cycle, so it is never saved, and a rack restarted after the hang comes back with the state before it.
+struct PluginSaveMark: Equatable {
+    /// The chain and its change count when the mark was taken, and the engine's cycles then.
+    let chain: ObjectIdentifier
+    let edits: Int
+    let cycles: Int
+
+    /// The mark after one look (nil: nothing to save), and whether the change it marks has run a whole cycle. A new
+    /// change, a new chain or a counter that went back (a new engine) marks afresh.
+    static func look(_ mark: PluginSaveMark?, chain: ObjectIdentifier, dirty: Bool, edits: Int,
+                     cycles: Int) -> (mark: PluginSaveMark?, settled: Bool) {
+        guard dirty else { return (nil, false) }
+        if let mark, mark.chain == chain, mark.edits == edits, cycles >= mark.cycles {
+            return (mark, cycles >= mark.cycles + 2)
+        }
+        return (PluginSaveMark(chain: chain, edits: edits, cycles: cycles), false)
     }
 }

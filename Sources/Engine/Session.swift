@@ -64,8 +64,8 @@ public final class Session {
     /// Whether JACK still runs cycles while the server is up (see Session+Stall).
     var stallWatch = StallWatch()
     var lastPluginSave = Date.distantPast
-    /// The engines' cycles summed at the last plugin tick (a stuck callback stops them).
-    var cyclesAtLastPluginTick = -1
+    /// Per engine, the change to its chain waiting to be saved (see `PluginSaveMark`).
+    var pluginSaveMarks: [ChainEngine: PluginSaveMark] = [:]
     /// The chain whose problems were last announced, per engine (weak: a freed chain never matches a new one).
     var announcedChains: [ChainEngine: WeakChain] = [:]
     /// Whether the first apply succeeded: from then on a plugin that cannot run is bypassed, whatever

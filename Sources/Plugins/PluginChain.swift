@@ -28,7 +28,12 @@ public final class PluginChain: @unchecked Sendable {
     /// What went wrong while building (plugins left out, controls ignored, presets or state not applied).
     public internal(set) var problems: [PluginError] = []
     /// Set when a control changed since the last `save`.
-    public internal(set) var dirty = false
+    public internal(set) var dirty = false {
+        didSet { if dirty { edits &+= 1 } }
+    }
+    /// How many changes have made the chain dirty: a session saves a change only once the process thread has run
+    /// a whole cycle with it (`PluginSaveMark`).
+    public private(set) var edits = 0
     /// Saved state files restored while building.
     public internal(set) var restoredFrom: [String] = []
     /// What the process thread runs.
