@@ -12,6 +12,9 @@ public enum RackIncident: Sendable, Equatable {
     case crashed(String)
     /// Its cycle counter stopped while the server ran: the process was killed.
     case hung(Double)
+    /// It did not say `ready` within `RackSupervisor.startSeconds` while the server ran (a plugin hung while being
+    /// loaded, restored or warmed up on the process's main thread): the process was killed.
+    case hungStarting(Double)
 }
 
 /// Runs one rack in a child process (`tandem rack --child …`: Tandem itself, handed the rack's config) and keeps it
@@ -24,7 +27,9 @@ public enum RackIncident: Sendable, Equatable {
 /// The child watches its own cycle counter: one that stands still for 1.5 s while the server runs is a hung plugin,
 /// and the child says `hung S` and ends itself. The supervisor's own check is the backstop for a process whose main
 /// thread is stuck too: a count that stops moving for `hangSeconds` while the server's frame time moves (the
-/// process is killed with SIGKILL). Either way the rack is restarted like after a crash.
+/// process is killed with SIGKILL). Either way the rack is restarted like after a crash. Before `ready` nothing
+/// counts cycles: a process that is not ready `startSeconds` after it started, while the server ran, is stuck in
+/// its start (a plugin's instantiate, restore or warm-up run on its main thread) and is killed the same way.
 ///
 /// Threads: the session's control thread (not `Sendable`).
 public final class RackSupervisor {
@@ -56,6 +61,7 @@ public final class RackSupervisor {
     private let logPath: String
     private let logger: Logger
     private let hangSeconds: Double
+    private let startSeconds: Double
     private var child: ChildProcess?
     private var pipeRead: Int32 = -1
     private var reader: HeartbeatReader?
@@ -66,13 +72,16 @@ public final class RackSupervisor {
     private var recentCrashes: [Date] = []
 
     /// `arguments`: the whole child command line (the `tandem` binary first). Nothing starts until `start`.
-    /// `hangSeconds`: the backstop; three of the child's beats, so a beat read late is no hang.
+    /// `hangSeconds`: the backstop; three of the child's beats, so a beat read late is no hang. `startSeconds`: how
+    /// long a start may take (here a rack is ready in 0.1-0.3 s; loading every installed plugin's description on a
+    /// small board takes seconds).
     public init(rack: RackSection, arguments: [String], logPath: String, hangSeconds: Double = 6,
-                logger: Logger = Logger(label: "tandem.rack")) {
+                startSeconds: Double = 10, logger: Logger = Logger(label: "tandem.rack")) {
         self.rack = rack
         self.arguments = arguments
         self.logPath = logPath
         self.hangSeconds = hangSeconds
+        self.startSeconds = startSeconds
         self.logger = logger
     }
 
@@ -162,11 +171,12 @@ public final class RackSupervisor {
             let why = code > 128 ? "killed by signal \(code - 128) (\(Self.signalName(code - 128)))" : "exited with code \(code)"
             return down(.crashed(why))
         }
-        if ready && Date().timeIntervalSince(lastMove) > hangSeconds {
-            let stalled = Date().timeIntervalSince(lastMove)
+        // Before `ready`, `lastMove` is the start, or the last look at a stopped server.
+        let stalled = Date().timeIntervalSince(lastMove)
+        if stalled > (ready ? hangSeconds : startSeconds) {
             kill(c.pid, SIGKILL)
             _ = c.wait(timeout: 2)
-            return down(.hung(stalled))
+            return down(ready ? .hung(stalled) : .hungStarting(stalled))
         }
         return nil
     }
@@ -176,7 +186,7 @@ public final class RackSupervisor {
         downSince = now
         switch incident {
         case .crashed: crashes += 1
-        case .hung: hangs += 1
+        case .hung, .hungStarting: hangs += 1
         }
         logger.error("rack process went down; restarting it", metadata: ["rack": "\(rack.name)", "why": "\(incident)"])
         child = nil

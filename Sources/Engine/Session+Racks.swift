@@ -169,6 +169,8 @@ extension Session {
                 switch incident {
                 case .crashed(let why): what = "crashed: \(why)"
                 case .hung(let seconds): what = "hung for \(String(format: "%.1f", seconds)) s"
+                case .hungStarting(let seconds):
+                    what = "hung while starting (not ready after \(String(format: "%.1f", seconds)) s)"
                 }
                 events.append(.rackDown(rack: name, what: what))
                 noteRackIncident(name, what: what, back: false)

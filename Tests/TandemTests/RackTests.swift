@@ -511,4 +511,47 @@ extension RackTests {
         #expect(rack["crashes"] as? Int == 3 && rack["hangs"] as? Int == 1, "\(rack)")
         try? "crash seen after \(seen) s\n".write(toFile: "/tmp/tandem-rack-quiet.txt", atomically: true, encoding: .utf8)
     }
+
+    /// A rack whose plugin hangs before the process is ready (here in the warm-up cycle its main thread runs before
+    /// activation: the crash plugin told to spin by the preset; a restored state can do the same) never beats, so
+    /// neither its own watchdog nor the beat backstop can see it. The supervisor kills a process not ready 10 s
+    /// after its start, says so and starts it again; the stuck process is gone.
+    @Test(.enabled(if: TestPlugins.canBuild))
+    func aRackStuckInItsStartIsKilledAndStartedAgain() throws {
+        let lv2 = try TestPlugins.lv2Path()
+        let server = try TestEnvironment.server("rackstuck")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("rackstuck")
+        let port = 34000 + Int(getpid() % 20000)
+        let path = dir.appendingPathComponent("stuck.toml").path
+        try """
+            [session]
+            name = "stuck"
+            directory = "\(dir.path)"
+            control_port = \(port)
+            [[rack]]
+            name = "fx"
+            isolate = true
+            [[rack.plugins]]
+            uri = "\(TestPlugins.crash)"
+            controls = { mode = 3 }
+            """.write(toFile: path, atomically: true, encoding: .utf8)
+        let run = try TandemProcess(["run", "--no-view", path], server: server, extraEnvironment: ["LV2_PATH": lv2],
+                                    log: dir.appendingPathComponent("run.log").path)
+        defer { run.process.signal(SIGTERM); _ = run.process.wait(timeout: 15) }
+        #expect(TestEnvironment.waitUntil(timeout: 5) { (Self.rack((try? Self.status(port)) ?? [:])["pid"] as? Int) != nil },
+                "\(run.output)")
+        let first = (Self.rack(try Self.status(port))["pid"] as? Int).map { pid_t($0) } ?? 0
+        #expect(first > 0)
+        #expect(run.waitFor("rack fx hung while starting (not ready after 1", timeout: 15), "\(run.output)")
+        #expect(TestEnvironment.waitUntil(timeout: 5) {
+            let pid = (Self.rack((try? Self.status(port)) ?? [:])["pid"] as? Int).map { pid_t($0) } ?? 0
+            return pid > 0 && pid != first
+        }, "started again: \(run.output)")
+        #expect(kill(first, 0) != 0, "the stuck process \(first) is gone")
+        let rack = Self.rack(try Self.status(port))
+        #expect(rack["hangs"] as? Int == 1 && rack["crashes"] as? Int == 0 && rack["running"] as? Bool == false, "\(rack)")
+        run.process.signal(SIGTERM)
+        #expect(run.process.wait(timeout: 15) == 0, "\(run.output)")
+    }
 }
