@@ -124,8 +124,20 @@ import TestSupport
     /// A schedule window of two virtual hours (09:30 to 11:30) on a clock 600 times as fast (a virtual hour is
     /// 6 s), hourly chunks on the clock: one take of three chunks named 09:30, 10:00 and 11:00; the middle one is an
     /// hour of frames exactly (288 000 at 80 frames per virtual second), and the chunks concatenate to the looped
-    /// source without a lost or repeated frame. SIGUSR2 adds a marker (the recorder runs by itself).
+    /// source without a lost or repeated frame. SIGUSR2 adds a marker (the recorder runs by itself). A host stall
+    /// that makes the server drop or repeat a period in the graph (an xrun the report counts; no client can prevent
+    /// it) gives a jump in the source: then the take is made again, up to three times.
     @Test func aScheduleWithHourlyClockRotationGivesExactChunks() throws {
+        for attempt in 1...3 {
+            let xruns = try scheduledTake(last: attempt == 3)
+            if xruns == 0 { break }
+            print("schedule, run \(attempt): \(xruns) server xrun(s) and a jump in the source; once more")
+        }
+    }
+
+    /// One scheduled take, checked. Returns the server's xruns when they explain a jump in the audio (and this is
+    /// not the `last` run), else 0.
+    func scheduledTake(last: Bool) throws -> Int {
         let server = try TestEnvironment.server("usched")
         defer { server.stop() }
         let dir = TestEnvironment.temporaryDirectory("usched")
@@ -163,9 +175,11 @@ import TestSupport
         // The window's edges are read on the clock from the control loop: within 10 ms (real) of half an hour.
         #expect(frames.count == 3 && abs(frames[0] - 144_000) <= 480 && abs(frames[2] - 144_000) <= 480, "\(frames)")
         let check = TakeCheck.verify(report: path, source: noise.index)
-        #expect(check.problems.isEmpty && check.audio.discontinuities == 0 && check.audio.foreignFrames == 0, "\(check)")
         #expect(r.markers?.count == 1 && r.markers?.first?.source == "signal", "\(r.markers ?? [])")
+        if check.problems.isEmpty && check.audio.discontinuities > 0 && r.xruns > 0 && !last { return r.xruns }
+        #expect(check.problems.isEmpty && check.audio.discontinuities == 0 && check.audio.foreignFrames == 0, "\(check)")
         print("schedule: chunks \(names) of \(frames) frames; \(check.audio)")
+        return 0
     }
 
     /// 30 simulated days of hourly chunks (one take a day, 24 chunks of 4 KiB) on an 8 MiB tmpfs, with keep_days = 7
