@@ -23,23 +23,9 @@ import TestSupport
         defer { server.stop() }
         let dir = TestEnvironment.temporaryDirectory("rackctl")
         let port = 37000 + Int(getpid() % 20000)
-        let path = dir.appendingPathComponent("ctl.toml").path
-        try """
-            [session]
-            name = "ctl"
-            directory = "\(dir.path)"
-            control_port = \(port)
-            [[rack]]
-            name = "fx"
-            isolate = true
-            [[rack.plugins]]
-            uri = "\(RackTests.amp)"
-            name = "amp"
-            controls = { gain = -6 }
-            [[connect]]
-            from = "src:out_1"
-            to = "fx:in_1"
-            """.write(toFile: path, atomically: true, encoding: .utf8)
+        let path = try RackIsolationTests.isolatedRackPreset(
+            "ctl", dir: dir, port: port, plugin: "uri = \"\(RackTests.amp)\"\nname = \"amp\"\ncontrols = { gain = -6 }",
+            extra: "[[connect]]\nfrom = \"src:out_1\"\nto = \"fx:in_1\"")
         let noise = dir.appendingPathComponent("noise.wav").path
         try TestEnvironment.writeWAV(Signals.noise(frames: 48000, channels: 1), channels: 1, path: noise, sample: .float32)
         let src = try TandemProcess(["play", "--client", "src", "--loop", "item", noise], server: server,

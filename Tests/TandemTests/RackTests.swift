@@ -290,6 +290,25 @@ extension RackTests {
         ((status["racks"] as? [[String: Any]]) ?? []).first ?? [:]
     }
 
+    /// Writes `dir/NAME.toml`: a session NAME with an OSC control port and one isolated rack `fx` running `plugin`
+    /// (the lines of its `[[rack.plugins]]` table), then `extra` (more tables). Returns the file's path.
+    static func isolatedRackPreset(_ name: String, dir: URL, port: Int, plugin: String, extra: String = "") throws -> String {
+        let path = dir.appendingPathComponent("\(name).toml").path
+        try """
+            [session]
+            name = "\(name)"
+            directory = "\(dir.path)"
+            control_port = \(port)
+            [[rack]]
+            name = "fx"
+            isolate = true
+            [[rack.plugins]]
+            \(plugin)
+            \(extra)
+            """.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
     /// Starts a looped source `src`, a session recording `channels` channels (`in_1`, `in_2` from the source; with 3,
     /// `in_3` from the rack's output) and an isolated rack `fx` fed by the source; kills the rack's process with
     /// SIGSEGV (what a crashing plugin does to it) three times. Returns the take's report, its path, the recovery
@@ -468,18 +487,7 @@ extension RackTests {
         defer { server.stop() }
         let dir = TestEnvironment.temporaryDirectory("rackquiet")
         let port = 33000 + Int(getpid() % 20000)
-        let path = dir.appendingPathComponent("quiet.toml").path
-        try """
-            [session]
-            name = "quiet"
-            directory = "\(dir.path)"
-            control_port = \(port)
-            [[rack]]
-            name = "fx"
-            isolate = true
-            [[rack.plugins]]
-            uri = "\(RackTests.amp)"
-            """.write(toFile: path, atomically: true, encoding: .utf8)
+        let path = try Self.isolatedRackPreset("quiet", dir: dir, port: port, plugin: "uri = \"\(RackTests.amp)\"")
         let run = try TandemProcess(["run", "--no-view", path], server: server, log: dir.appendingPathComponent("run.log").path)
         defer { run.process.signal(SIGTERM); _ = run.process.wait(timeout: 15) }
         // Three crashes, each seen well inside the loop's 2 s sleep (were it only the timer, all three would come
@@ -523,19 +531,8 @@ extension RackTests {
         defer { server.stop() }
         let dir = TestEnvironment.temporaryDirectory("rackstuck")
         let port = 34000 + Int(getpid() % 20000)
-        let path = dir.appendingPathComponent("stuck.toml").path
-        try """
-            [session]
-            name = "stuck"
-            directory = "\(dir.path)"
-            control_port = \(port)
-            [[rack]]
-            name = "fx"
-            isolate = true
-            [[rack.plugins]]
-            uri = "\(TestPlugins.crash)"
-            controls = { mode = 3 }
-            """.write(toFile: path, atomically: true, encoding: .utf8)
+        let path = try Self.isolatedRackPreset("stuck", dir: dir, port: port,
+                                               plugin: "uri = \"\(TestPlugins.crash)\"\ncontrols = { mode = 3 }")
         let run = try TandemProcess(["run", "--no-view", path], server: server, extraEnvironment: ["LV2_PATH": lv2],
                                     log: dir.appendingPathComponent("run.log").path)
         defer { run.process.signal(SIGTERM); _ = run.process.wait(timeout: 15) }
