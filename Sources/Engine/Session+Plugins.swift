@@ -38,11 +38,14 @@ extension Session {
     }
 
     /// The engine's chain running in this process (nil: none, or an isolated rack's).
-    public func chain(_ engine: ChainEngine) -> PluginChain? {
+    public func chain(_ engine: ChainEngine) -> PluginChain? { chainEngine(engine)?.plugins.chain }
+
+    /// The engine in this process behind a chain name: its chain holder, and the process cycles it has run.
+    func chainEngine(_ engine: ChainEngine) -> (plugins: ChainHolder, cycles: Int)? {
         switch engine {
-        case .recorder: return recorder?.plugins.chain
-        case .player: return player?.plugins.chain
-        default: return racks[engine.rawValue]?.plugins.chain
+        case .recorder: return recorder.map { ($0.plugins, $0.cycles) }
+        case .player: return player.map { ($0.plugins, $0.cycles) }
+        default: return racks[engine.rawValue].map { ($0.plugins, $0.cycles) }
         }
     }
 
@@ -122,9 +125,9 @@ extension Session {
         var marks: [ChainEngine: PluginSaveMark] = [:]
         var settled: [ChainEngine] = []
         for engine in chainEngines {
-            guard let c = chain(engine) else { continue }
+            guard let e = chainEngine(engine), let c = e.plugins.chain else { continue }
             let look = PluginSaveMark.look(pluginSaveMarks[engine], chain: ObjectIdentifier(c), dirty: c.dirty,
-                                           edits: c.edits, cycles: engineCycles(engine))
+                                           edits: c.edits, cycles: e.cycles)
             marks[engine] = look.mark
             if look.settled { settled.append(engine) }
         }
@@ -135,15 +138,6 @@ extension Session {
             try savePlugins(settled)
         } catch {
             pluginLogger.error("\(error.description)")
-        }
-    }
-
-    /// The process cycles an engine with a chain has run.
-    func engineCycles(_ engine: ChainEngine) -> Int {
-        switch engine {
-        case .recorder: return recorder?.cycles ?? 0
-        case .player: return player?.cycles ?? 0
-        default: return racks[engine.rawValue]?.cycles ?? 0
         }
     }
 

@@ -290,6 +290,11 @@ extension RackTests {
         ((status["racks"] as? [[String: Any]]) ?? []).first ?? [:]
     }
 
+    /// The pid of the session's first rack's process, as its status on `port` gives it (0: none, or no answer).
+    static func rackPid(_ port: Int) -> pid_t {
+        (rack((try? status(port)) ?? [:])["pid"] as? Int).map { pid_t($0) } ?? 0
+    }
+
     /// Writes `dir/NAME.toml`: a session NAME with an OSC control port and one isolated rack `fx` running `plugin`
     /// (the lines of its `[[rack.plugins]]` table), then `extra` (more tables). Returns the file's path.
     static func isolatedRackPreset(_ name: String, dir: URL, port: Int, plugin: String, extra: String = "") throws -> String {
@@ -498,7 +503,7 @@ extension RackTests {
                 (Self.rack((try? Self.status(port)) ?? [:])["running"] as? Bool) == true
             }, "round \(round): \(run.output)")
             usleep(2_500_000)   // past the turn the status request caused, and its second of frequent turns
-            let pid = (Self.rack(try Self.status(port))["pid"] as? Int).map { pid_t($0) } ?? 0
+            let pid = Self.rackPid(port)
             #expect(pid > 0, "round \(round)")
             usleep(1_200_000)
             let killed = Date()
@@ -510,7 +515,7 @@ extension RackTests {
         #expect(seen.allSatisfy { $0 < 0.7 }, "each crash seen at once: \(seen)")
         // Frozen whole: no beat, no own check. The backstop (6 s without a moving count) kills it.
         usleep(2_500_000)
-        let pid = (Self.rack(try Self.status(port))["pid"] as? Int).map { pid_t($0) } ?? 0
+        let pid = Self.rackPid(port)
         #expect(pid > 0)
         kill(pid, SIGSTOP)
         #expect(run.waitFor("rack fx hung for", timeout: 15), "\(run.output)")
@@ -536,13 +541,12 @@ extension RackTests {
         let run = try TandemProcess(["run", "--no-view", path], server: server, extraEnvironment: ["LV2_PATH": lv2],
                                     log: dir.appendingPathComponent("run.log").path)
         defer { run.process.signal(SIGTERM); _ = run.process.wait(timeout: 15) }
-        #expect(TestEnvironment.waitUntil(timeout: 5) { (Self.rack((try? Self.status(port)) ?? [:])["pid"] as? Int) != nil },
-                "\(run.output)")
-        let first = (Self.rack(try Self.status(port))["pid"] as? Int).map { pid_t($0) } ?? 0
+        #expect(TestEnvironment.waitUntil(timeout: 5) { Self.rackPid(port) > 0 }, "\(run.output)")
+        let first = Self.rackPid(port)
         #expect(first > 0)
         #expect(run.waitFor("rack fx hung while starting (not ready after 1", timeout: 15), "\(run.output)")
         #expect(TestEnvironment.waitUntil(timeout: 5) {
-            let pid = (Self.rack((try? Self.status(port)) ?? [:])["pid"] as? Int).map { pid_t($0) } ?? 0
+            let pid = Self.rackPid(port)
             return pid > 0 && pid != first
         }, "started again: \(run.output)")
         #expect(kill(first, 0) != 0, "the stuck process \(first) is gone")
