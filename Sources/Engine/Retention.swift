@@ -30,15 +30,20 @@ public struct RetentionPolicy: Sendable, Equatable {
 
 /// Applies a retention policy to one session's folder, for unattended recorders whose disk must never fill.
 ///
-/// The unit is a chunk (one file, or one per channel with stems) as a take's report lists it, oldest first. What it
-/// never deletes:
-/// - anything not listed in a take report (`*.json` beside the takes) that names this session, and any file
-///   outside the session folder, whatever a report says;
+/// The unit is a chunk (one file, or one per channel with stems) as a take's report lists it, oldest first. Only a
+/// file Tandem can prove it wrote is deleted: the report that lists it names this session, and records what the
+/// file was when its chunk closed (`FileIdentity`: device, inode, size, modification time, frames), and the file
+/// still is exactly that. What it never deletes:
+/// - a file no report of this session lists, a file outside the session folder (symlinked folders included), a
+///   symbolic link, a folder, a file listed by two reports, a file whose report records no identity (an older
+///   version's report, a chunk never closed) or that no longer matches it (replaced, edited, touched, cut);
 /// - a take still being written (its report says `"ended": "recording"`): none of its chunks, nor its report; with
 ///   `closedChunksOfRunningTake` only its last chunk (the one being written) and its report;
-/// - a chunk that ended, or whose file was modified, less than `guardSeconds` ago.
-/// A finished take's report is deleted with its last remaining chunk. Every deletion (or, in a dry run, every
-/// deletion it would make) is appended to `<session>.retention.log` in the folder, one line each.
+/// - a chunk that ended, or whose file was modified, less than `guardSeconds` ago;
+/// - a report while any file it lists is still there: a finished take's report goes only in the pass that deleted
+///   its last chunk, so a report whose files were lost some other way stays (it is all that is left of the take).
+/// Every deletion (or, in a dry run, every deletion it would make) is appended to `<session>.retention.log` in the
+/// folder as it happens, one line each, and every chunk kept for a failed proof is logged once per pass.
 ///
 /// Threads: one pass at a time per folder; blocks on the file system. Call it from a worker or the disk writer
 /// after a chunk or take is closed, never from the RT thread or the cooperative pool.
@@ -52,7 +57,9 @@ public struct Retention {
     public var freeBytes: (String) -> Int64? = Retention.statvfsFree
 
     public init(directory: String, session: String, policy: RetentionPolicy) {
-        self.directory = (directory as NSString).standardizingPath
+        let absolute = directory.hasPrefix("/") ? directory
+            : (FileManager.default.currentDirectoryPath as NSString).appendingPathComponent(directory)
+        self.directory = (absolute as NSString).standardizingPath
         self.session = session
         self.policy = policy
     }
@@ -62,7 +69,10 @@ public struct Retention {
         public var report: String
         public var take: Int
         public var index: Int
+        /// Absolute paths (a relative one in a report is taken against the session folder).
         public var files: [String]
+        /// What the report recorded of each file when the chunk closed (nil: nothing recorded).
+        public var identity: [FileIdentity?]?
         public var bytes: Int64
         public var endedAt: Date
         /// Still being written (the last chunk of a running take).
@@ -81,7 +91,9 @@ public struct Retention {
         public var deleted: [Deletion] = []
         /// Reports removed with their last chunk.
         public var reportsDeleted: [String] = []
-        /// Files that could not be removed, with why.
+        /// Chunks the policy wanted gone that were kept because they could not be proven Tandem's, with why.
+        public var kept: [String] = []
+        /// Files that could not be removed, and log lines that could not be written, with why.
         public var failures: [String] = []
         /// The free-space target could not be reached with what may be deleted.
         public var freeSpaceShort = false
@@ -96,59 +108,110 @@ public struct Retention {
         var out: [Chunk] = []
         for name in names.sorted() where name.hasSuffix(".json") {
             let path = (directory as NSString).appendingPathComponent(name)
-            guard let report = try? TakeReport.read(from: path), report.session == session,
+            guard Self.isRegularFile(path), let report = try? TakeReport.read(from: path), report.session == session,
                   let started = Self.parseDate(report.startedAt), report.sampleRate > 0 else { continue }
             for (i, c) in report.chunks.enumerated() {
-                let files = c.files.map { $0.hasPrefix("/") ? $0 : (directory as NSString).appendingPathComponent($0) }
+                let files = c.files.map { Self.absolute($0, in: directory) }
                 let bytes = files.reduce(Int64(0)) { $0 + Self.size($1) }
-                let end = started.addingTimeInterval(Double(c.startFrame + c.frames) / Double(report.sampleRate))
-                out.append(Chunk(report: path, take: report.take, index: i, files: files, bytes: bytes, endedAt: end,
-                                 writing: report.ended == .recording && i == report.chunks.count - 1,
+                let endFrame = Double(max(0, c.startFrame)) + Double(max(0, c.frames))
+                let end = started.addingTimeInterval(min(endFrame / Double(report.sampleRate), 1e10))
+                out.append(Chunk(report: path, take: report.take, index: i, files: files,
+                                 identity: c.identity?.count == files.count ? c.identity : nil, bytes: bytes,
+                                 endedAt: end, writing: report.ended == .recording && i == report.chunks.count - 1,
                                  running: report.ended == .recording))
             }
         }
         return out.sorted { ($0.endedAt, $0.report, $0.index) < ($1.endedAt, $1.report, $1.index) }
     }
 
-    /// Whether a chunk may be deleted at all, and if not, why.
-    func protection(_ c: Chunk, at now: Date) -> String? {
+    /// Whether a chunk may be deleted at all, and if not, why. `claims`: how many reports list each file.
+    func protection(_ c: Chunk, at now: Date, claims: [String: Int] = [:]) -> String? {
+        held(c, at: now) ?? unproven(c, claims: claims)
+    }
+
+    /// Why the policy keeps the chunk whoever wrote it (the take being written, the guard time), or nil.
+    func held(_ c: Chunk, at now: Date) -> String? {
         if c.writing { return "being written" }
         if c.running && !policy.closedChunksOfRunningTake { return "part of the take being written" }
         if now.timeIntervalSince(c.endedAt) < policy.guardSeconds { return "younger than the guard time" }
         for f in c.files {
-            if !Self.isInside(f, directory) { return "outside the session folder" }
             if let m = Self.modified(f), now.timeIntervalSince(m) < policy.guardSeconds { return "modified recently" }
         }
         return nil
     }
 
-    /// Decides and (unless a dry run) deletes; logs every deletion.
+    /// Why the chunk's files cannot be proven the ones Tandem wrote, or nil when every file still there can.
+    func unproven(_ c: Chunk, claims: [String: Int]) -> String? {
+        guard let identity = c.identity else {
+            return "its report records no identity of its files (a chunk never closed, or an older version's report)"
+        }
+        for (f, id) in zip(c.files, identity) where Self.exists(f) {
+            if !Self.isInside(f, directory) { return "\(f): not in the session folder" }
+            if (claims[f] ?? 0) > 1 { return "\(f): listed by more than one report" }
+            guard let id else { return "\(f): could not be read back when its chunk closed" }
+            if let why = id.mismatch(at: f) { return "\(f): \(why)" }
+        }
+        return nil
+    }
+
+    /// Decides and (unless a dry run) deletes; logs every deletion as it happens.
     @discardableResult
     public func apply() -> Outcome {
         let t = now()
+        let stamp = ISO8601DateFormatter().string(from: t)
         var outcome = Outcome()
         outcome.dryRun = policy.dryRun
-        var chunks = scan()
+        let chunks = scan()
+        var claims: [String: Int] = [:]
+        for c in chunks {
+            for f in Set(c.files) { claims[f, default: 0] += 1 }
+        }
         // Chunks none of whose files are left (deleted by an earlier pass, or by hand) count as gone.
-        var gone = Set(chunks.indices.filter { i in !chunks[i].files.contains { FileManager.default.fileExists(atPath: $0) } })
+        var gone = Set(chunks.indices.filter { i in !chunks[i].files.contains { Self.exists($0) } })
+        var deletedHere = Set<Int>()
+        var keptLogged = Set<Int>()
         var freed: Int64 = 0
+        let action = policy.dryRun ? "would-delete" : "deleted"
 
-        func delete(_ i: Int, _ reason: String) {
+        func log(_ line: String) {
+            if let failure = appendLog("\(stamp)\t\(line)\n") { outcome.failures.append(failure) }
+        }
+
+        /// Deletes chunk `i` if it may go; false when it is protected.
+        func delete(_ i: Int, _ reason: String) -> Bool {
             let c = chunks[i]
+            if held(c, at: t) != nil { return false }
+            if let why = unproven(c, claims: claims) {
+                // Wanted gone, but not provably Tandem's: kept, and said once per pass.
+                if keptLogged.insert(i).inserted {
+                    outcome.kept.append("take \(c.take) chunk \(c.index + 1): \(why)")
+                    log("kept\ttake \(c.take) chunk \(c.index + 1)\t\(reason), but \(why)")
+                }
+                return false
+            }
+            var failed = false
             if !policy.dryRun {
-                for f in c.files where FileManager.default.fileExists(atPath: f) {
-                    if unlink(f) != 0 { outcome.failures.append("\(f): \(String(cString: strerror(errno)))") }
+                for f in c.files where Self.exists(f) {
+                    if unlink(f) != 0 {
+                        outcome.failures.append("\(f): \(String(cString: strerror(errno)))")
+                        failed = true
+                    }
                 }
             }
             gone.insert(i)
+            deletedHere.insert(i)
             freed += c.bytes
             outcome.deleted.append(Deletion(chunk: c, reason: reason))
+            log("\(action)\ttake \(c.take) chunk \(c.index + 1)\t\(c.bytes) bytes\t"
+                + "ended \(ISO8601DateFormatter().string(from: c.endedAt))\t\(reason)\t"
+                + c.files.joined(separator: " "))
+            if failed { log("failed\ttake \(c.take) chunk \(c.index + 1)\tnot every file could be removed") }
+            return true
         }
 
         if let keep = policy.keepSeconds {
-            for i in chunks.indices where !gone.contains(i) && t.timeIntervalSince(chunks[i].endedAt) > keep
-                && protection(chunks[i], at: t) == nil {
-                delete(i, "older than \(Self.describe(seconds: keep))")
+            for i in chunks.indices where !gone.contains(i) && t.timeIntervalSince(chunks[i].endedAt) > keep {
+                _ = delete(i, "older than \(Self.describe(seconds: keep))")
             }
         }
         if let target = policy.minFreeBytes {
@@ -156,48 +219,46 @@ public struct Retention {
             func free() -> Int64? { freeBytes(directory).map { $0 + (policy.dryRun ? freed : 0) } }
             for i in chunks.indices where !gone.contains(i) && chunks[i].bytes > 0 {
                 guard let f = free(), f < target else { break }
-                if protection(chunks[i], at: t) == nil { delete(i, "free space under \(Self.describe(bytes: target))") }
+                _ = delete(i, "free space under \(Self.describe(bytes: target))")
             }
             if let f = free(), f < target { outcome.freeSpaceShort = true }
         }
 
-        // A finished take's report goes with its last chunk.
+        // A finished take's report goes in the pass that deleted its last chunk, once no file it lists is left.
         let byReport = Dictionary(grouping: chunks.indices, by: { chunks[$0].report })
-        for (report, indices) in byReport.sorted(by: { $0.key < $1.key }) where indices.allSatisfy({ gone.contains($0) }) {
+        for (report, indices) in byReport.sorted(by: { $0.key < $1.key })
+        where indices.allSatisfy({ gone.contains($0) }) && indices.contains(where: { deletedHere.contains($0) }) {
             guard !indices.contains(where: { chunks[$0].running }) else { continue }
-            if !policy.dryRun && unlink(report) != 0 {
-                outcome.failures.append("\(report): \(String(cString: strerror(errno)))")
-                continue
+            if !policy.dryRun {
+                let left = indices.flatMap { chunks[$0].files }.filter { Self.exists($0) || Self.exists(
+                    (directory as NSString).appendingPathComponent(($0 as NSString).lastPathComponent)) }
+                if !left.isEmpty {
+                    log("kept\treport\t\(report)\tits files are still there: \(left.joined(separator: " "))")
+                    continue
+                }
+                if unlink(report) != 0 {
+                    outcome.failures.append("\(report): \(String(cString: strerror(errno)))")
+                    log("failed\treport\t\(report)\t\(String(cString: strerror(errno)))")
+                    continue
+                }
             }
             outcome.reportsDeleted.append(report)
+            log("\(action)\treport\t\(report)")
         }
-        chunks.removeAll()
-        log(outcome, at: t)
+        if outcome.freeSpaceShort, let target = policy.minFreeBytes {
+            log("short\tfree space stays under \(Self.describe(bytes: target)): nothing else may be deleted")
+        }
         return outcome
     }
 
-    /// Appends one line per deletion: time, action, bytes, take/chunk, reason, files.
-    func log(_ outcome: Outcome, at t: Date) {
-        guard !outcome.deleted.isEmpty || !outcome.reportsDeleted.isEmpty || outcome.freeSpaceShort
-              || !outcome.failures.isEmpty else { return }
-        let stamp = ISO8601DateFormatter().string(from: t)
-        let action = outcome.dryRun ? "would-delete" : "deleted"
-        var text = ""
-        for d in outcome.deleted {
-            text += "\(stamp)\t\(action)\ttake \(d.chunk.take) chunk \(d.chunk.index + 1)\t\(d.chunk.bytes) bytes\t"
-                + "ended \(ISO8601DateFormatter().string(from: d.chunk.endedAt))\t\(d.reason)\t"
-                + d.chunk.files.joined(separator: " ") + "\n"
-        }
-        for r in outcome.reportsDeleted { text += "\(stamp)\t\(action)\treport\t\(r)\n" }
-        for f in outcome.failures { text += "\(stamp)\tfailed\t\(f)\n" }
-        if outcome.freeSpaceShort, let target = policy.minFreeBytes {
-            text += "\(stamp)\tshort\tfree space stays under \(Self.describe(bytes: target)): nothing else may be deleted\n"
-        }
-        let fd = open(logPath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { return }
+    /// Appends `text` to the retention log; the failure in words, or nil.
+    func appendLog(_ text: String) -> String? {
+        let fd = open(logPath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        guard fd >= 0 else { return "\(logPath): \(String(cString: strerror(errno)))" }
         defer { close(fd) }
         let bytes = Array(text.utf8)
-        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        return n == bytes.count ? nil : "\(logPath): \(n < 0 ? String(cString: strerror(errno)) : "short write")"
     }
 
     // MARK: Helpers
@@ -211,18 +272,44 @@ public struct Retention {
 
     static func size(_ path: String) -> Int64 {
         var st = stat()
-        return stat(path, &st) == 0 ? Int64(st.st_size) : 0
+        return lstat(path, &st) == 0 ? Int64(st.st_size) : 0
     }
 
     static func modified(_ path: String) -> Date? {
         var st = stat()
-        guard stat(path, &st) == 0 else { return nil }
+        guard lstat(path, &st) == 0 else { return nil }
         return Date(timeIntervalSince1970: Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9)
     }
 
+    /// Whether `path` names a file directly in `directory`, with no symbolic link on the way (the folder's own path
+    /// may hold links: both are resolved).
     static func isInside(_ path: String, _ directory: String) -> Bool {
-        let p = (path as NSString).standardizingPath
-        return p.hasPrefix(directory.hasSuffix("/") ? directory : directory + "/") && !p.contains("/../")
+        let parent = (path as NSString).deletingLastPathComponent
+        guard let a = realPath(parent), let b = realPath(directory) else { return false }
+        return a == b
+    }
+
+    static func realPath(_ path: String) -> String? {
+        guard let p = realpath(path, nil) else { return nil }
+        defer { free(p) }
+        return String(cString: p)
+    }
+
+    /// `name` from a report: absolute as it is, relative against the session folder.
+    static func absolute(_ name: String, in directory: String) -> String {
+        let p = name.hasPrefix("/") ? name : (directory as NSString).appendingPathComponent(name)
+        return (p as NSString).standardizingPath
+    }
+
+    /// Whether anything (a file, a folder, a link, even a dangling one) is at `path`.
+    static func exists(_ path: String) -> Bool {
+        var st = stat()
+        return lstat(path, &st) == 0
+    }
+
+    static func isRegularFile(_ path: String) -> Bool {
+        var st = stat()
+        return lstat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG
     }
 
     static func parseDate(_ s: String) -> Date? {

@@ -95,10 +95,36 @@ extension TakeFiles {
         }
         t.closedChunkBytes += ActiveTake.bytesOnDisk(paths)
         if !t.report.chunks.isEmpty {
-            t.report.chunks[t.report.chunks.count - 1].frames = t.framesWritten - t.chunkStart
-            writeCues(t, chunk: t.report.chunks.count - 1, includingEnd: false)
+            let last = t.report.chunks.count - 1
+            t.report.chunks[last].frames = t.framesWritten - t.chunkStart
+            writeCues(t, chunk: last, includingEnd: false)
+            identify(t, chunk: last)
+            // After a failed write the files hold fewer frames than were handed to them (what did not fit, or a
+            // block the close could not write out): the report counts what they hold, never more.
+            if t.failed != nil {
+                let held = t.report.chunks[last].identity?.map { $0?.frames ?? 0 }.min() ?? 0
+                if held < t.report.chunks[last].frames {
+                    logger.warning("the chunk holds fewer frames than were written to it", metadata: [
+                        "take": "\(t.number)", "written": "\(t.report.chunks[last].frames)", "held": "\(held)"])
+                    t.report.chunks[last].frames = held
+                    t.framesWritten = t.chunkStart + held
+                }
+            }
         }
         t.writers = []
+    }
+
+    /// Records what the closed chunk's files are now (`TakeReport.Chunk.identity`): after the chunk is closed, and
+    /// again whenever its files are written after that (cue points). A file that cannot be read back gets null (and
+    /// counts as holding no frames), so retention never deletes it.
+    func identify(_ t: ActiveTake, chunk index: Int) {
+        guard t.report.chunks.indices.contains(index) else { return }
+        let ids = t.report.chunks[index].files.map { FileIdentity.of(path: $0) }
+        if ids.contains(where: { $0 == nil }) {
+            logger.warning("a closed chunk file cannot be read back", metadata: [
+                "take": "\(t.number)", "files": "\(t.report.chunks[index].files.joined(separator: " "))"])
+        }
+        t.report.chunks[index].identity = ids
     }
 
     /// Starts the next chunk file of the take at its next frame.

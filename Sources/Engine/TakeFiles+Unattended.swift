@@ -24,6 +24,7 @@ extension TakeFiles {
             return frame >= c.startFrame && frame < c.startFrame + c.frames
         }) {
             writeCues(t, chunk: i, includingEnd: false)
+            identify(t, chunk: i)
         }
         writeSidecar(t)
         return frame
@@ -58,6 +59,7 @@ extension TakeFiles {
         t.report.markers = kept
         if kept.contains(where: { $0.frame == t.framesWritten }), !t.report.chunks.isEmpty {
             writeCues(t, chunk: t.report.chunks.count - 1, includingEnd: true)
+            identify(t, chunk: t.report.chunks.count - 1)
         }
     }
 
@@ -72,6 +74,7 @@ extension TakeFiles {
                         metadata: ["take": "\(d.chunk.take)", "chunk": "\(d.chunk.index + 1)", "reason": "\(d.reason)",
                                    "files": "\(d.chunk.files.joined(separator: " "))"])
         }
+        for k in outcome.kept { logger.warning("retention kept a chunk it cannot prove Tandem wrote", metadata: ["why": "\(k)"]) }
         for f in outcome.failures { logger.warning("retention could not delete", metadata: ["file": "\(f)"]) }
         if outcome.freeSpaceShort { logger.warning("retention: free space stays under the target; nothing else may go") }
     }

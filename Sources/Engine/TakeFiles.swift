@@ -53,7 +53,7 @@ final class TakeFiles: @unchecked Sendable {
 
     init(config: RecorderConfig, channels: Int, sampleRate: Int, portNames: [String], logger: Logger,
          xruns: @escaping @Sendable () -> Int) {
-        self.config = config
+        self.config = TakeFiles.absolute(config)
         self.channels = channels
         self.sampleRate = sampleRate
         self.portNames = portNames
@@ -71,6 +71,16 @@ final class TakeFiles: @unchecked Sendable {
     deinit {
         silence.deallocate()
         stemScratch.deallocate()
+    }
+
+    /// `c` with its folder made absolute (against the working directory now): reports list absolute paths, so
+    /// whoever reads them later (retention, `stitch`, recovery) finds the files from any working directory.
+    static func absolute(_ c: RecorderConfig) -> RecorderConfig {
+        guard !c.directory.hasPrefix("/") else { return c }
+        var c = c
+        c.directory = ((FileManager.default.currentDirectoryPath as NSString)
+            .appendingPathComponent(c.directory) as NSString).standardizingPath
+        return c
     }
 
     /// Chunk length in frames from the rotation settings (by time, or by size for uncompressed formats).
@@ -117,7 +127,7 @@ final class TakeFiles: @unchecked Sendable {
     private func applyPendingConfig() {
         guard let c = pendingConfig else { return }
         pendingConfig = nil
-        config = c
+        config = TakeFiles.absolute(c)
         rotateFrames = TakeFiles.rotationFrames(c, channels: channels, sampleRate: sampleRate)
     }
 

@@ -30,8 +30,11 @@ public enum TakeRecovery {
             }
             var total = 0
             for i in report.chunks.indices {
-                let frames = report.chunks[i].files.map { (try? SoundFileReader(path: $0).frames) ?? 0 }.min() ?? 0
+                // The files are complete as they are now: what they are is recorded for retention's proof.
+                let ids = report.chunks[i].files.map { FileIdentity.of(path: Retention.absolute($0, in: directory)) }
+                let frames = ids.map { $0?.frames ?? 0 }.min() ?? 0
                 report.chunks[i].frames = frames
+                report.chunks[i].identity = ids
                 total += frames
             }
             report.frames = total

@@ -33,6 +33,10 @@ public struct TakeReport: Codable, Sendable {
         /// Frame offset of the chunk's first frame within the take.
         public var startFrame: Int
         public var frames: Int
+        /// What each of `files` was when the chunk was closed (in the same order): retention deletes a file only
+        /// when it still is exactly that (null for a file that could not be read back). Absent while the chunk is
+        /// written, and in reports of older versions.
+        public var identity: [FileIdentity?]? = nil
     }
     public struct Drop: Codable, Sendable {
         /// Frame offset within the take where the gap starts (filled with silence).

@@ -67,6 +67,15 @@ public enum TestEnvironment {
         try w.close()
     }
 
+    /// Writes a short mono 16-bit WAV of `frames` frames of silence at `path` and sets its modification time: a
+    /// stand-in for a chunk a recorder closed at `modified` (retention tests).
+    public static func writeChunkWAV(path: String, frames: Int, modified: Date) throws {
+        try writeWAV([Float](repeating: 0, count: frames), channels: 1, path: path, sample: .int16)
+        let t = modified.timeIntervalSince1970
+        var times = [timeval(tv_sec: Int(t.rounded(.down)), tv_usec: 0), timeval(tv_sec: Int(t.rounded(.down)), tv_usec: 0)]
+        guard utimes(path, &times) == 0 else { throw FixtureError("utimes \(path): \(String(cString: strerror(errno)))") }
+    }
+
     /// Reads a whole audio file.
     public static func readAudio(_ path: String) throws -> (samples: [Float], channels: Int, sampleRate: Int) {
         let r = try SoundFileReader(path: path)

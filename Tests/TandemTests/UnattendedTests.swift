@@ -201,10 +201,11 @@ import TestSupport
             var list: [String] = []
             for h in 0..<24 {
                 let file = (mount as NSString).appendingPathComponent("\(session)-\(String(format: "%03d", take))-\(h + 1).wav")
-                try Data(repeating: 0, count: 4096).write(to: URL(fileURLWithPath: file))
                 let ended = start.addingTimeInterval(Double(h + 1) * 3600)
-                try FileManager.default.setAttributes([.modificationDate: ended], ofItemAtPath: file)
-                list.append("{\"files\": [\"\(file)\"], \"startFrame\": \(h * 3600), \"frames\": 3600}")
+                // A real closed chunk (about 4 KiB) with the identity its report records, as the recorder leaves it.
+                try TestEnvironment.writeChunkWAV(path: file, frames: 2_000, modified: ended)
+                let identity = String(decoding: try JSONEncoder().encode([FileIdentity.of(path: file)]), as: UTF8.self)
+                list.append("{\"files\": [\"\(file)\"], \"startFrame\": \(h * 3600), \"frames\": 3600, \"identity\": \(identity)}")
                 if session == "ret" { chunks.append(("", [file], ended)) }
             }
             let iso = ISO8601DateFormatter().string(from: start)

@@ -1,0 +1,949 @@
+#!/usr/bin/env python3
+"""The LV2 plugin catalogue as a test: every installed plugin through a Tandem rack (`make plugin-sweep`).
+
+For each plugin a private dummy JACK server is started (48 kHz, period 256), `tandem rack --plugin URI` is run on it
+with its default control values, and a probe client (this script run as `--probe`, libjack through ctypes) feeds
+white noise into every audio and CV input port the rack has (read with `jack_lsp`, never assumed), a note every
+quarter second into every MIDI input, and reads every audio output for --seconds (default 2). Then SIGTERM. Each
+plugin gets one outcome:
+
+  ran          the rack started, ran for the whole time with finite output, and exited 0 on SIGTERM
+  refused      `tandem rack` exited 2 before starting, with a message (the message is kept; one without a message
+               is counted as tandem-hurt)
+  crashed      the rack process died by a signal (at start, while running, or on the way out), and so does jalv
+               running the same plugin the same way: the plugin's crash
+  hung         the rack never got ready, stopped the graph, or ignored SIGTERM, and so does jalv: the plugin's hang
+  nan          NaN or infinity came out of the rack. `whose` says plugin when jalv's output has them too, tandem
+               when jalv's is finite (that counts as a failure of Tandem)
+  tandem-hurt  Tandem itself failed where the plugin is fine: it crashed, hung or exited non-zero while jalv ran
+               the plugin cleanly, it trapped (`Fatal error` on stderr), refused without a message, or, run as an
+               isolated rack (`[[rack]] isolate = true`), its session did not outlive the plugin
+For a plugin that crashed or hung, the same plugin is also run in an isolated rack under `tandem run`: the session
+must stay up, restart the rack's process, and exit 0 on SIGTERM (the table notes how many times it went down).
+Attribution by jalv is only done where Tandem failed, so a plain run costs one rack. `jalv -x` reads its console from
+a pipe that stays open. The kernel log (`dmesg`, where it can be read) names the library a segfault happened in.
+
+The Swift runtime's crash backtracer is turned off in the rack (SWIFT_BACKTRACE=enable=no, as Tandem does for its own
+isolated racks and its tests): left on, a debug build spends about 30 s symbolicating before a crashed plugin's
+process ends, which reads as a hang. --backtrace leaves it on (slower, and its backtrace names the crashing frame).
+
+Packages (Debian 12; `--install` apt-installs those that are missing, as root): see PACKAGES below.
+
+    scripts/plugin-sweep.py --install                 # install the plugin packages (idempotent)
+    scripts/plugin-sweep.py                           # every installed plugin; table on stdout
+    scripts/plugin-sweep.py --list scripts/plugin-sweep-ci.txt --out sweep.md --json sweep.json
+    scripts/plugin-sweep.py --filter 'x42|zam' --limit 10 --jobs 2
+    scripts/plugin-sweep.py --doc docs/RELIABILITY.md # splice the summary between the plugin-sweep markers
+
+Exit status: 0 when Tandem was never hurt (no tandem-hurt outcome, no NaN of Tandem's making), 1 otherwise, 3 when
+a tool it needs (jackd, jalv, jack_lsp, the tandem binary) is missing.
+"""
+import argparse, concurrent.futures, ctypes, datetime, json, math, os, queue, random, re, shutil, signal, socket
+import statistics, subprocess, sys, tempfile, threading, time, urllib.parse
+
+ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+RATE, PERIOD = 48000, 256
+
+# Every Debian 12 package that installs LV2 plugins into /usr/lib/lv2 (681 plugins from these 33 packages; x42-plugins,
+# swh-lv2, mda-lv2 and lv2-examples are also in `make deps`).
+PACKAGES = [
+    "abgate", "amsynth", "ardour-lv2-plugins", "avldrums.lv2", "blop-lv2", "calf-plugins", "dpf-plugins-lv2",
+    "dragonfly-reverb-lv2", "drumgizmo", "drumkv1-lv2", "eq10q", "fomp", "foo-yc20", "guitarix-lv2",
+    "invada-studio-plugins-lv2", "ir.lv2", "lsp-plugins-lv2", "lv2-examples", "lv2vocoder", "mda-lv2",
+    "padthv1-lv2", "rubberband-lv2", "samplv1-lv2", "setbfree", "so-synth-lv2", "swh-lv2", "synthv1-lv2",
+    "tuxguitar-synth-lv2", "vocproc", "x42-plugins", "yoshimi", "zam-plugins", "zynaddsubfx-lv2",
+]
+# What the sweep itself runs.
+TOOLS = ["jackd", "jack_lsp", "jalv", "setpriv"]
+OUTCOMES = ["ran", "refused", "crashed", "hung", "nan", "tandem-hurt"]
+BEGIN, END = "<!-- plugin-sweep:begin -->", "<!-- plugin-sweep:end -->"
+RACK = "sweep"          # the rack's name and JACK client
+REF = "sweepref"        # jalv's JACK client
+READY = re.compile(r"rack %s ready" % RACK)
+TRAP = re.compile(r"^(Fatal error|.*Program crashed|Current stack trace)", re.M)
+
+
+def log(msg):
+    print("# " + msg, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The probe: a JACK process of its own (`plugin-sweep.py --probe SPEC`), two clients: sweep-gen writes noise and notes
+# into the host's inputs, sweep-sink reads the host's outputs (two clients, so the graph has no cycle).
+# ---------------------------------------------------------------------------------------------------------------------
+
+AUDIO_TYPE, MIDI_TYPE = b"32 bit float mono audio", b"8 bit raw midi"
+IS_INPUT, IS_OUTPUT = 0x1, 0x2
+NOISE_FRAMES = 1 << 16
+NOTE_EVERY, NOTE_LENGTH = RATE // 4, RATE // 5          # a note each quarter second, held 0.2 s
+NOTES = [48, 60, 64, 67, 72, 55, 62, 69]
+
+
+def libjack():
+    c = ctypes
+    j = c.CDLL("libjack.so.0")
+    sig = {
+        "jack_client_open": (c.c_void_p, [c.c_char_p, c.c_int, c.POINTER(c.c_int)]),
+        "jack_port_register": (c.c_void_p, [c.c_void_p, c.c_char_p, c.c_char_p, c.c_ulong, c.c_ulong]),
+        "jack_port_get_buffer": (c.c_void_p, [c.c_void_p, c.c_uint32]),
+        "jack_set_process_callback": (c.c_int, [c.c_void_p, c.c_void_p, c.c_void_p]),
+        "jack_activate": (c.c_int, [c.c_void_p]),
+        "jack_deactivate": (c.c_int, [c.c_void_p]),
+        "jack_client_close": (c.c_int, [c.c_void_p]),
+        "jack_connect": (c.c_int, [c.c_void_p, c.c_char_p, c.c_char_p]),
+        "jack_get_sample_rate": (c.c_uint32, [c.c_void_p]),
+        "jack_midi_clear_buffer": (None, [c.c_void_p]),
+        "jack_midi_event_write": (c.c_int, [c.c_void_p, c.c_uint32, c.c_char_p, c.c_size_t]),
+    }
+    for name, (res, args) in sig.items():
+        f = getattr(j, name)
+        f.restype, f.argtypes = res, args
+    return j
+
+
+PROCESS = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p)
+
+
+class PortStats:
+    def __init__(self, name):
+        self.name, self.frames, self.nonfinite, self.first_nonfinite, self.peak = name, 0, 0, None, 0.0
+
+    def take(self, samples, at):
+        total = sum(samples)
+        if math.isfinite(total):          # no NaN and no infinity in the block (either makes the sum non-finite)
+            self.peak = max(self.peak, max(samples), -min(samples))
+        else:
+            finite = [x for x in samples if math.isfinite(x)]
+            bad = len(samples) - len(finite)
+            if bad:
+                if self.first_nonfinite is None:
+                    self.first_nonfinite = at + next(i for i, x in enumerate(samples) if not math.isfinite(x))
+                self.nonfinite += bad
+            if finite:
+                self.peak = max(self.peak, max(finite), -min(finite))
+        self.frames += len(samples)
+
+    def json(self):
+        return {"port": self.name, "frames": self.frames, "nonfinite": self.nonfinite,
+                "firstNonfinite": self.first_nonfinite, "peak": self.peak}
+
+
+class Probe:
+    def __init__(self, spec):
+        self.j = libjack()
+        self.seconds = spec["seconds"]
+        self.feed, self.midi, self.watch = spec["feed"], spec["midi"], spec["watch"]
+        rng = random.Random(1)
+        noise = [rng.uniform(-0.5, 0.5) for _ in range(NOISE_FRAMES + 8192)]
+        self.noise = (ctypes.c_float * len(noise))(*noise)
+        self.noise_addr = ctypes.addressof(self.noise)
+        self.gen_pos = self.sink_pos = 0
+        self.connected = False
+        self.errors = []
+        self.done = threading.Event()
+        self.stats = [PortStats(p) for p in self.watch]
+        self.gen = self.open(b"sweep-gen")
+        self.sink = self.open(b"sweep-sink")
+        self.noise_ports = [self.register(self.gen, "noise_%d" % (i + 1), AUDIO_TYPE, IS_OUTPUT)
+                            for i in range(len(self.feed))]
+        self.note_port = self.register(self.gen, "notes", MIDI_TYPE, IS_OUTPUT) if self.midi else None
+        self.watch_ports = [self.register(self.sink, "in_%d" % (i + 1), AUDIO_TYPE, IS_INPUT)
+                            for i in range(len(self.watch))]
+        self.rate = self.j.jack_get_sample_rate(self.gen)
+        # The callbacks must outlive the clients: kept as attributes.
+        self.gen_cb, self.sink_cb = PROCESS(self.gen_cycle), PROCESS(self.sink_cycle)
+        self.j.jack_set_process_callback(self.gen, ctypes.cast(self.gen_cb, ctypes.c_void_p), None)
+        self.j.jack_set_process_callback(self.sink, ctypes.cast(self.sink_cb, ctypes.c_void_p), None)
+
+    def open(self, name):
+        status = ctypes.c_int(0)
+        client = self.j.jack_client_open(name, 0x01, ctypes.byref(status))    # JackNoStartServer
+        if not client:
+            raise SystemExit("probe: cannot open JACK client %s (status 0x%x)" % (name.decode(), status.value))
+        return client
+
+    def register(self, client, name, kind, flags):
+        port = self.j.jack_port_register(client, name.encode(), kind, flags, 0)
+        if not port:
+            raise SystemExit("probe: cannot register port %s" % name)
+        return port
+
+    def notes(self, pos, n):
+        """(offset, bytes) of the note-ons and note-offs that fall in the frames pos..pos+n."""
+        out = []
+        for k in range(pos // NOTE_EVERY, (pos + n) // NOTE_EVERY + 1):
+            key = NOTES[k % len(NOTES)]
+            on, off = k * NOTE_EVERY, k * NOTE_EVERY + NOTE_LENGTH
+            if pos <= on < pos + n:
+                out.append((on - pos, bytes([0x90, key, 100])))
+            if pos <= off < pos + n:
+                out.append((off - pos, bytes([0x80, key, 0])))
+        return sorted(out)
+
+    def gen_cycle(self, n, _):
+        try:
+            for i, port in enumerate(self.noise_ports):
+                buf = self.j.jack_port_get_buffer(port, n)
+                offset = (self.gen_pos + i * 7919) % NOISE_FRAMES      # each port its own stretch of the noise
+                ctypes.memmove(buf, self.noise_addr + 4 * offset, 4 * n)
+            if self.note_port:
+                buf = self.j.jack_port_get_buffer(self.note_port, n)
+                self.j.jack_midi_clear_buffer(buf)
+                if self.connected:
+                    for t, data in self.notes(self.gen_pos, n):
+                        self.j.jack_midi_event_write(buf, t, data, len(data))
+            if self.connected:
+                self.gen_pos += n
+        except Exception as e:  # noqa: BLE001  (an exception must not escape into libjack)
+            self.errors.append("gen: %r" % e)
+        return 0
+
+    def sink_cycle(self, n, _):
+        try:
+            if self.connected and not self.done.is_set():
+                for st, port in zip(self.stats, self.watch_ports):
+                    buf = self.j.jack_port_get_buffer(port, n)
+                    st.take(memoryview(ctypes.string_at(buf, 4 * n)).cast("f"), self.sink_pos)
+                self.sink_pos += n
+                if self.sink_pos >= self.seconds * self.rate:
+                    self.done.set()
+        except Exception as e:  # noqa: BLE001
+            self.errors.append("sink: %r" % e)
+        return 0
+
+    def run(self):
+        for c in (self.gen, self.sink):
+            if self.j.jack_activate(c):
+                raise SystemExit("probe: cannot activate")
+        pairs = [("sweep-gen:noise_%d" % (i + 1), p) for i, p in enumerate(self.feed)]
+        pairs += [("sweep-gen:notes", p) for p in self.midi]
+        pairs += [(p, "sweep-sink:in_%d" % (i + 1)) for i, p in enumerate(self.watch)]
+        for a, b in pairs:
+            if self.j.jack_connect(self.gen, a.encode(), b.encode()):
+                self.errors.append("cannot connect %s to %s" % (a, b))
+        t0 = time.monotonic()
+        self.connected = True
+        # Audio time, with a wall-clock bound: a graph stopped by a host that hangs never reaches it.
+        self.done.wait(self.seconds * 2 + 3)
+        wall = time.monotonic() - t0
+        for c in (self.gen, self.sink):
+            self.j.jack_deactivate(c)
+            self.j.jack_client_close(c)
+        return {"seconds": self.seconds, "wall": round(wall, 3), "frames": self.sink_pos, "genFrames": self.gen_pos,
+                "complete": self.sink_pos >= self.seconds * self.rate, "errors": self.errors,
+                "fed": self.feed, "notesTo": self.midi, "ports": [s.json() for s in self.stats]}
+
+
+def probe_main(spec_json):
+    print(json.dumps(Probe(json.loads(spec_json)).run()), flush=True)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Processes: everything is started under `setpriv --pdeathsig` so that nothing outlives the sweep, and tracked so
+# that an interrupted sweep stops what it started.
+# ---------------------------------------------------------------------------------------------------------------------
+
+LIVE = set()
+LIVE_LOCK = threading.Lock()
+
+
+def spawn(argv, env, out_path, death="KILL", stdin=subprocess.DEVNULL, err_path=None):
+    out = open(out_path, "w")
+    err = open(err_path, "w") if err_path else subprocess.STDOUT
+    p = subprocess.Popen(["setpriv", "--pdeathsig", death, "--"] + argv, env=env, stdin=stdin, stdout=out,
+                         stderr=err, start_new_session=True)
+    out.close()
+    if err_path:
+        err.close()
+    with LIVE_LOCK:
+        LIVE.add(p)
+    return p
+
+
+def reap(p):
+    with LIVE_LOCK:
+        LIVE.discard(p)
+
+
+def stop(p, timeout):
+    """SIGTERM, then SIGKILL after `timeout` s. Returns (exit code as Popen gives it, honoured SIGTERM in time)."""
+    if p.poll() is not None:
+        reap(p)
+        return p.returncode, True
+    try:
+        os.killpg(p.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    try:
+        p.wait(timeout)
+        honoured = True
+    except subprocess.TimeoutExpired:
+        honoured = False
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait(10)
+    reap(p)
+    return p.returncode, honoured
+
+
+def stop_everything():
+    with LIVE_LOCK:
+        procs = list(LIVE)
+    for p in procs:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def describe_exit(code):
+    if code is None:
+        return "still running"
+    if code < 0:
+        try:
+            return "killed by signal %d (%s)" % (-code, signal.Signals(-code).name)
+        except ValueError:
+            return "killed by signal %d" % -code
+    return "exit %d" % code
+
+
+def read(path, limit=200000):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read(limit)
+    except OSError:
+        return ""
+
+
+class Server:
+    """A private dummy JACK server named `name`, its log in `workdir`."""
+    def __init__(self, name, workdir):
+        self.name = name
+        self.env = dict(os.environ, JACK_DEFAULT_SERVER=name, JACK_NO_START_SERVER="1", JACK_NO_AUDIO_RESERVATION="1")
+        self.proc = None
+        for attempt in range(3):
+            self.proc = spawn(["jackd", "-n", name, "-r", "-p", "1024", "-d", "dummy", "-r", str(RATE),
+                               "-p", str(PERIOD)], self.env, os.path.join(workdir, "jackd.log"), death="TERM")
+            if wait_until(lambda: self.proc.poll() is not None or self.lsp_ok(), 10) and self.proc.poll() is None:
+                return
+            stop(self.proc, 5)
+            time.sleep(0.5 * (attempt + 1))
+        raise RuntimeError("jackd %s did not start: %s" % (name, read(os.path.join(workdir, "jackd.log"))[-500:]))
+
+    def lsp_ok(self):
+        return subprocess.run(["jack_lsp"], env=self.env, capture_output=True).returncode == 0
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stop(self):
+        stop(self.proc, 10)
+
+
+def wait_until(predicate, timeout, step=0.05):
+    deadline = time.monotonic() + timeout
+    while True:
+        if predicate():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(step)
+
+
+def jack_ports(env, client):
+    """The ports of `client`: [{"name", "input", "midi"}], from `jack_lsp -p -t`."""
+    r = subprocess.run(["jack_lsp", "-p", "-t"], env=env, capture_output=True, text=True, timeout=10)
+    ports, cur = [], None
+    for line in r.stdout.splitlines():
+        if not line.startswith(("\t", " ")):
+            cur = {"name": line.strip(), "input": False, "midi": False} if line.startswith(client + ":") else None
+            if cur:
+                ports.append(cur)
+        elif cur is not None:
+            s = line.strip()
+            if s.startswith("properties:"):
+                cur["input"] = "input" in [f.strip() for f in s.split(":", 1)[1].split(",")]
+            elif "midi" in s:
+                cur["midi"] = True
+            elif "audio" not in s:
+                cur["other"] = s
+    return ports
+
+
+def segfault_library(pid):
+    """The library the kernel log names for a segfault of `pid` (`... segfault at ... in libfoo.so[...]`), if any."""
+    try:
+        text = subprocess.run(["dmesg"], capture_output=True, text=True, timeout=5).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = None
+    for line in text.splitlines():
+        m = re.search(r"\[%d\]: (?:segfault|trap|general protection).*? in ([^\s\[]+)" % pid, line)
+        if m:
+            found = m.group(1)
+    return found
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# One host running one plugin: Tandem's rack or jalv, fed and read by the probe.
+# ---------------------------------------------------------------------------------------------------------------------
+
+class HostRun:
+    """What happened to one host: how it started, what the probe saw, how it ended."""
+    def __init__(self, host):
+        self.host = host
+        self.start = None        # "ready" | "exited" | "timeout"
+        self.start_s = None
+        self.code = None         # Popen return code: -N for signal N
+        self.stop = None         # "sigterm" | "died" | "ignored-sigterm"
+        self.probe = None
+        self.ports = []
+        self.stderr = ""
+        self.segfault_in = None
+        self.pid = None
+
+    # One verdict per host: ran, refused, failed, crashed, hung, nan, error.
+    def verdict(self):
+        if self.start == "timeout":
+            return "hung", "not ready after the start timeout"
+        if self.start == "exited":
+            if self.code is not None and self.code < 0:
+                return "crashed", "%s while starting" % describe_exit(self.code)
+            if self.code == 2 and self.host == "tandem":
+                return "refused", refusal(self.stderr)
+            return "failed", "%s before it was ready" % describe_exit(self.code)
+        if self.stop == "died":
+            if self.code < 0:
+                return "crashed", "%s while running" % describe_exit(self.code)
+            return "error", "%s while running" % describe_exit(self.code)
+        if self.stop == "ignored-sigterm":
+            return "hung", "SIGTERM not honoured (killed)"
+        if self.code is not None and self.code < 0:
+            return "crashed", "%s on SIGTERM" % describe_exit(self.code)
+        if self.probe and not self.probe.get("complete"):
+            return "hung", "the graph stopped: %d of %d frames in %.1f s" % (
+                self.probe.get("frames", 0), self.probe.get("seconds", 0) * RATE, self.probe.get("wall", 0))
+        bad = [p for p in (self.probe or {}).get("ports", []) if p["nonfinite"]]
+        if bad:
+            return "nan", "; ".join("%s: %d non-finite samples from frame %d" % (
+                p["port"].split(":", 1)[1], p["nonfinite"], p["firstNonfinite"]) for p in bad)
+        if self.code not in (0, None) and self.host == "tandem":
+            return "error", "%s on SIGTERM" % describe_exit(self.code)
+        return "ran", ""
+
+    def crash_note(self):
+        return " (segfault in %s)" % self.segfault_in if self.segfault_in else ""
+
+    def json(self):
+        v, why = self.verdict()
+        return {"host": self.host, "verdict": v, "why": why, "start": self.start, "startSeconds": self.start_s,
+                "exit": describe_exit(self.code), "stop": self.stop, "ports": self.ports, "probe": self.probe,
+                "segfaultIn": self.segfault_in, "stderrTail": self.stderr[-2000:]}
+
+
+def refusal(stderr):
+    """Tandem's own message lines (`tandem: ...`, not notes), joined: why it refused."""
+    lines = [l[len("tandem: "):] for l in stderr.splitlines()
+             if l.startswith("tandem: ") and not l.startswith("tandem: note:")]
+    return " / ".join(lines)
+
+
+def run_host(host, uri, server, work, args):
+    r = HostRun(host)
+    out, err = os.path.join(work, host + ".out"), os.path.join(work, host + ".err")
+    env = dict(server.env)
+    if host == "tandem":
+        if not args.backtrace:
+            env["SWIFT_BACKTRACE"] = "enable=no"
+        client = RACK
+        argv = [args.tandem, "rack", "--plugin", uri, "--name", RACK, "--client", RACK, "--no-view"]
+        p = spawn(argv, env, out, err_path=err)
+        ready = lambda: READY.search(read(err)) is not None
+    else:
+        client = REF
+        # jalv's console reads commands from stdin until it ends: a pipe that stays open until the end.
+        p = spawn(["jalv", "-x", "-n", REF, uri], env, out, stdin=subprocess.PIPE, err_path=err)
+        seen = {"ports": None, "since": time.monotonic()}
+
+        def ready():   # its ports are there and have not changed for 0.3 s (or it has none after 5 s)
+            names = [q["name"] for q in jack_ports(env, REF)]
+            if names != seen["ports"]:
+                seen["ports"], seen["since"] = names, time.monotonic()
+                return False
+            return time.monotonic() - seen["since"] >= (0.3 if names else 5)
+    r.pid = p.pid
+    t0 = time.monotonic()
+    ok = wait_until(lambda: p.poll() is not None or ready(), args.start_timeout, step=0.1)
+    r.start_s = round(time.monotonic() - t0, 2)
+    if p.poll() is not None:
+        r.start, r.code = "exited", p.returncode
+        reap(p)
+    elif not ok:
+        r.start = "timeout"
+        r.code, _ = stop(p, 3)
+    else:
+        r.start = "ready"
+        r.ports = jack_ports(env, client)
+        r.probe = run_probe(r.ports, server, work, host, args)
+        if p.poll() is not None:
+            r.stop, r.code = "died", p.returncode
+            reap(p)
+        else:
+            if p.stdin:
+                p.stdin.close()
+            r.code, honoured = stop(p, args.stop_timeout)
+            r.stop = "sigterm" if honoured else "ignored-sigterm"
+    if p.stdin and not p.stdin.closed:
+        p.stdin.close()
+    r.stderr = read(err)
+    if r.code is not None and r.code == -signal.SIGSEGV:
+        r.segfault_in = segfault_library(p.pid)
+    return r
+
+
+def run_probe(ports, server, work, host, args):
+    """Noise into every audio (and CV) input, notes into every MIDI input, every audio output read."""
+    feed = [q["name"] for q in ports if q["input"] and not q["midi"] and "other" not in q]
+    midi = [q["name"] for q in ports if q["input"] and q["midi"]]
+    watch = [q["name"] for q in ports if not q["input"] and not q["midi"] and "other" not in q]
+    spec = json.dumps({"seconds": args.seconds, "feed": feed, "midi": midi, "watch": watch})
+    path = os.path.join(work, host + ".probe")
+    try:
+        r = subprocess.run(["setpriv", "--pdeathsig", "KILL", "--", sys.executable, os.path.realpath(__file__),
+                            "--probe", spec], env=server.env, capture_output=True, text=True,
+                           timeout=args.seconds * 2 + 20)
+    except subprocess.TimeoutExpired:
+        return {"complete": False, "frames": 0, "seconds": args.seconds, "wall": args.seconds * 2 + 20,
+                "errors": ["probe timed out"], "ports": []}
+    with open(path, "w") as f:
+        f.write(r.stdout + r.stderr)
+    try:
+        return json.loads(r.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return {"complete": False, "frames": 0, "seconds": args.seconds, "wall": 0,
+                "errors": ["probe failed: " + (r.stderr.strip()[-300:] or describe_exit(r.returncode))], "ports": []}
+
+
+def run_isolated(uri, server, work, args):
+    """The plugin in an isolated rack under `tandem run`: does the session outlive it? (incidents, its exit)"""
+    d = os.path.join(work, "isolated")
+    os.makedirs(d, exist_ok=True)
+    preset = os.path.join(d, "sweep.toml")
+    with open(preset, "w") as f:
+        f.write('[session]\nname = "sweepiso"\ndirectory = "%s"\nsave_plugins = false\nrestore_plugins = false\n\n'
+                '[[rack]]\nname = "%s"\nisolate = true\n[[rack.plugins]]\nuri = "%s"\n' % (d, RACK, uri))
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(server.env, SWIFT_BACKTRACE="enable=no")
+    err = os.path.join(d, "run.err")
+    p = spawn([args.tandem, "run", preset, "--no-view", "--control-port", str(port)], env,
+              os.path.join(d, "run.out"), err_path=err)
+    time.sleep(args.seconds + 2)
+    alive = p.poll() is None
+    code, honoured = stop(p, args.stop_timeout)
+    text = read(err)
+    down = len(re.findall(r"^tandem: rack %s (crashed|hung|went down)" % RACK, text, re.M))
+    return {"aliveAfter": alive, "exit": describe_exit(code), "honouredSigterm": honoured, "rackDown": down,
+            "ok": alive and honoured and code == 0 and not TRAP.search(text)}
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Classification
+# ---------------------------------------------------------------------------------------------------------------------
+
+def classify(t, j, iso):
+    """(outcome, whose, message) from Tandem's run, jalv's run (None when not needed) and the isolated run (or None)."""
+    tv, twhy = t.verdict()
+    if TRAP.search(t.stderr):
+        m = TRAP.search(t.stderr)
+        return "tandem-hurt", "tandem", "trapped: " + t.stderr[m.start():].splitlines()[0][:200]
+    if tv == "ran":
+        return "ran", "", quiet_note(t)
+    if tv == "refused":
+        if not twhy:
+            return "tandem-hurt", "tandem", "exit 2 without a message"
+        return "refused", "", twhy
+    jv, jwhy = j.verdict() if j else ("not run", "")
+    if tv in ("crashed", "hung", "nan"):
+        msg = twhy + t.crash_note() + tail_note(t)
+        if jv == "ran":
+            if tv == "nan":
+                return "nan", "tandem", msg + "; jalv's output is finite"
+            return "tandem-hurt", "tandem", msg + "; jalv ran it cleanly"
+        if iso is not None and not iso["ok"]:
+            return "tandem-hurt", "tandem", msg + "; in an isolated rack the session did not survive it (%s)" % (
+                iso["exit"])
+        whose = "plugin" if jv in ("crashed", "hung", "nan") else "unknown"
+        msg += "; jalv: %s" % (jv + (" (" + jwhy + ")" if jwhy else "") + j.crash_note() if j else "not run")
+        if iso is not None:
+            msg += "; isolated: session stayed up, rack down %d time(s), %s" % (iso["rackDown"], iso["exit"])
+        return tv, whose, msg
+    # failed before it was ready (not a refusal), or a non-zero exit: Tandem's unless jalv fails too.
+    msg = twhy + tail_note(t)
+    if jv == "ran":
+        return "tandem-hurt", "tandem", msg + "; jalv ran it cleanly"
+    return "tandem-hurt" if tv == "error" else "refused", "", msg + "; jalv: %s %s" % (jv, jwhy)
+
+
+def quiet_note(t):
+    outs = (t.probe or {}).get("ports", [])
+    if not outs:
+        return "no audio outputs"
+    if all(p["peak"] == 0 for p in outs):
+        return "silent output"
+    return ""
+
+
+def tail_note(t):
+    """The last line the host wrote on stderr that is not a log line (an assertion, a plugin's complaint)."""
+    lines = [l.strip() for l in t.stderr.splitlines()
+             if l.strip() and not re.match(r"^\d{4}-\d\d-\d\dT", l) and not l.startswith("tandem: note:")]
+    return " [stderr: %s]" % lines[-1][:160] if lines else ""
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The catalogue: `tandem plugins --json`, each plugin's package from dpkg
+# ---------------------------------------------------------------------------------------------------------------------
+
+def catalogue(tandem):
+    r = subprocess.run([tandem, "plugins", "--json"], capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        raise SystemExit("tandem plugins --json: %s %s" % (describe_exit(r.returncode), r.stderr.strip()[-500:]))
+    plugins = json.loads(r.stdout)
+    bundles = sorted({bundle_path(p["bundle"]) for p in plugins})
+    owner = packages_of(bundles)
+    out = []
+    for p in plugins:
+        ports = p["ports"]
+        def count(kind, inp):
+            return sum(1 for q in ports if q["kind"] == kind and q["isInput"] == inp)
+        out.append({"uri": p["uri"], "name": p.get("name", ""), "package": owner.get(bundle_path(p["bundle"]), "?"),
+                    "audio": (count("audio", True), count("audio", False)), "cv": (count("cv", True), count("cv", False)),
+                    "midiIn": any(q["kind"] == "atom" and q["isInput"] and q.get("supportsMIDI") for q in ports),
+                    "missing": p.get("missingFeatures", [])})
+    return out
+
+
+def bundle_path(uri):
+    return urllib.parse.unquote(urllib.parse.urlparse(uri).path).rstrip("/")
+
+
+def packages_of(paths):
+    out = {}
+    r = subprocess.run(["dpkg", "-S"] + paths, capture_output=True, text=True)
+    for line in r.stdout.splitlines():
+        pkgs, _, path = line.partition(": ")
+        out[path.strip()] = pkgs.split(",")[0].split(":")[0].strip()
+    for path in paths:
+        out.setdefault(path, "(not packaged)")
+    return out
+
+
+def port_summary(p):
+    parts = ["%d→%d audio" % tuple(p["audio"])]
+    if any(p["cv"]):
+        parts.append("%d→%d CV" % tuple(p["cv"]))
+    if p["midiIn"]:
+        parts.append("MIDI in")
+    return ", ".join(parts)
+
+
+def select(plugins, args):
+    if args.list:
+        wanted = []
+        with open(args.list) as f:
+            for line in f:
+                line = line.split("#", 1)[0].strip()
+                if line:
+                    wanted.append(line)
+        by = {p["uri"]: p for p in plugins}
+        missing = [u for u in wanted if u not in by]
+        for u in missing:
+            log("not installed (skipped): %s" % u)
+        plugins = [by[u] for u in wanted if u in by]
+    if args.filter:
+        rx = re.compile(args.filter)
+        plugins = [p for p in plugins if rx.search(p["uri"])]
+    if not args.list:
+        plugins.sort(key=lambda p: p["uri"])
+    return plugins[:args.limit] if args.limit else plugins
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The sweep
+# ---------------------------------------------------------------------------------------------------------------------
+
+def sweep_one(plugin, slot, workroot, args):
+    uri = plugin["uri"]
+    work = os.path.join(workroot, re.sub(r"[^A-Za-z0-9]+", "-", uri).strip("-")[-80:])
+    os.makedirs(work, exist_ok=True)
+    t0 = time.monotonic()
+    server = Server("plugin-sweep-%d" % slot, work)
+    jalv = iso = None
+    try:
+        t = run_host("tandem", uri, server, work, args)
+        server_ok = server.alive()
+        tandem_s = time.monotonic() - t0
+        if t.verdict()[0] not in ("ran", "refused") and not args.no_reference:
+            if not server.alive():
+                server.stop()
+                server = Server("plugin-sweep-%d" % slot, work)
+            jalv = run_host("jalv", uri, server, work, args)
+            if t.verdict()[0] in ("crashed", "hung") and not args.no_isolated:
+                if not server.alive():
+                    server.stop()
+                    server = Server("plugin-sweep-%d" % slot, work)
+                iso = run_isolated(uri, server, work, args)
+    finally:
+        server.stop()
+    outcome, whose, message = classify(t, jalv, iso)
+    if not server_ok:
+        message += " (the JACK server died too)"
+    rec = {"uri": uri, "name": plugin["name"], "package": plugin["package"], "ports": port_summary(plugin),
+           "outcome": outcome, "whose": whose, "message": message, "seconds": round(time.monotonic() - t0, 2),
+           "tandemSeconds": round(tandem_s, 2), "startSeconds": t.start_s, "tandem": t.json(),
+           "jalv": jalv.json() if jalv else None, "isolated": iso}
+    if outcome == "ran" and not args.keep_logs:
+        shutil.rmtree(work, ignore_errors=True)
+    else:
+        rec["logs"] = work
+    return rec
+
+
+def sweep(plugins, args):
+    workroot = args.workdir or tempfile.mkdtemp(prefix="tandem-plugin-sweep-")
+    os.makedirs(workroot, exist_ok=True)
+    log("%d plugin(s), %d job(s), %g s each; logs of what did not run cleanly under %s" % (
+        len(plugins), args.jobs, args.seconds, workroot))
+    slots = queue.Queue()
+    for i in range(1, args.jobs + 1):
+        slots.put(i)
+    results, done = [], [0]
+    lock = threading.Lock()
+
+    def task(p):
+        slot = slots.get()
+        try:
+            rec = sweep_one(p, slot, workroot, args)
+        except Exception as e:  # noqa: BLE001  (one plugin's harness failure must not end the sweep)
+            rec = {"uri": p["uri"], "name": p["name"], "package": p["package"], "ports": port_summary(p),
+                   "outcome": "tandem-hurt", "whose": "harness", "message": "the sweep itself failed: %r" % e,
+                   "seconds": 0, "tandemSeconds": 0}
+        finally:
+            slots.put(slot)
+        with lock:
+            done[0] += 1
+            results.append(rec)
+            log("[%d/%d] %-11s %5.1f s  %s%s" % (done[0], len(plugins), rec["outcome"], rec["seconds"], p["uri"],
+                                                 "  " + rec["message"][:150] if rec["message"] else ""))
+        return rec
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        list(pool.map(task, plugins))
+    order = {p["uri"]: i for i, p in enumerate(plugins)}
+    return sorted(results, key=lambda r: order[r["uri"]])
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Reports
+# ---------------------------------------------------------------------------------------------------------------------
+
+def failed(r):
+    """Tandem's own failures: what makes the sweep exit 1."""
+    return r["outcome"] == "tandem-hurt" or r["whose"] == "tandem"
+
+
+def cell(text):
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def group_refusals(results):
+    groups = {}
+    for r in results:
+        if r["outcome"] != "refused":
+            continue
+        m = r["message"].replace(r["uri"], "URI")
+        m = re.sub(r"^the rack %s's plugin chain cannot run as asked: " % RACK, "", m)
+        m = re.sub(r"; nothing started \(.*?\)", "", m)
+        m = re.sub(r"\bplugin [^\s:]+: ", "plugin P: ", m)
+        groups.setdefault(m, []).append(r)
+    return sorted(groups.items(), key=lambda kv: -len(kv[1]))
+
+
+def timing(results):
+    secs = sorted(r["seconds"] for r in results if r.get("seconds"))
+    if not secs:
+        return {}
+    return {"mean": statistics.mean(secs), "median": statistics.median(secs),
+            "p95": secs[min(len(secs) - 1, int(0.95 * len(secs)))], "max": secs[-1], "total": sum(secs)}
+
+
+def summary_lines(results, meta):
+    counts = {o: sum(1 for r in results if r["outcome"] == o) for o in OUTCOMES}
+    pkgs = sorted({r["package"] for r in results})
+    t = timing(results)
+    tandem_nan = sum(1 for r in results if r["outcome"] == "nan" and r["whose"] == "tandem")
+    lines = [
+        "Swept by `make plugin-sweep` (`scripts/plugin-sweep.py`) on %s: %d plugins from %d packages, %g s of noise "
+        "and notes each on a private dummy server (48 kHz, period 256), %d job(s) on %d cores; %s in all (%.1f min). "
+        "Tandem: `%s`." % (meta["date"], len(results), len(pkgs), meta["seconds"], meta["jobs"], os.cpu_count(),
+                           "%.0f s" % meta["elapsed"], meta["elapsed"] / 60, meta["tandem"]),
+        "",
+        "| outcome | plugins |",
+        "|---|---|",
+    ]
+    lines += ["| %s | %d |" % (o, counts[o]) for o in OUTCOMES]
+    lines += ["", "Tandem died or hung where the plugin did not: %d. NaN/inf of Tandem's making: %d." % (
+        counts["tandem-hurt"], tandem_nan)]
+    if t:
+        lines += ["Time per plugin (server start to stop, with jalv's and the isolated run where made): mean %.1f s, "
+                  "median %.1f s, 95th percentile %.1f s, max %.1f s." % (t["mean"], t["median"], t["p95"], t["max"])]
+    notable = [r for r in results if r["outcome"] not in ("ran", "refused")]
+    if notable:
+        lines += ["", "| plugin | package | outcome | whose | what happened | s |", "|---|---|---|---|---|---|"]
+        lines += ["| %s | %s | %s | %s | %s | %.1f |" % (cell(r["uri"]), r["package"], r["outcome"], r["whose"],
+                                                        cell(r["message"]), r["seconds"]) for r in notable]
+    groups = group_refusals(results)
+    if groups:
+        lines += ["", "Refusals, by message:", "", "| plugins | message | which |", "|---|---|---|"]
+        for msg, rs in groups:
+            which = ", ".join(r["uri"] for r in rs[:6]) + (", … (%d more)" % (len(rs) - 6) if len(rs) > 6 else "")
+            lines.append("| %d | %s | %s |" % (len(rs), cell(msg), cell(which)))
+    by_pkg = {}
+    for r in results:
+        by_pkg.setdefault(r["package"], {o: 0 for o in OUTCOMES})[r["outcome"]] += 1
+    lines += ["", "| package | " + " | ".join(OUTCOMES) + " |", "|---|" + "---|" * len(OUTCOMES)]
+    lines += ["| %s | %s |" % (k, " | ".join(str(v[o]) for o in OUTCOMES)) for k, v in sorted(by_pkg.items())]
+    return lines
+
+
+def markdown(results, meta):
+    lines = ["# Plugin sweep", ""] + summary_lines(results, meta)
+    lines += ["", "## Every plugin", "", "| plugin | package | ports | outcome | whose | message | s |",
+              "|---|---|---|---|---|---|---|"]
+    lines += ["| %s | %s | %s | %s | %s | %s | %.1f |" % (cell(r["uri"]), r["package"], r["ports"], r["outcome"],
+                                                         r["whose"], cell(r["message"]), r["seconds"])
+              for r in results]
+    return "\n".join(lines) + "\n"
+
+
+def splice_doc(path, results, meta):
+    block = "\n".join([BEGIN] + summary_lines(results, meta) + [END])
+    doc = read(path, 10 ** 8) if os.path.exists(path) else ""
+    if BEGIN in doc and END in doc:
+        doc = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _: block, doc, flags=re.S)
+    else:
+        doc = doc.rstrip() + "\n\n## Plugin sweep\n\n" + block + "\n"
+    with open(path, "w") as f:
+        f.write(doc)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+
+def install():
+    missing = [p for p in PACKAGES
+               if subprocess.run(["dpkg-query", "-W", "-f=${Status}", p], capture_output=True, text=True).stdout
+               != "install ok installed"]
+    if not missing:
+        log("install: all %d plugin packages installed" % len(PACKAGES))
+        return
+    if os.geteuid() != 0:
+        raise SystemExit("install: missing packages; run:\n  sudo apt-get update && sudo apt-get install -y %s"
+                         % " ".join(missing))
+    log("install: " + " ".join(missing))
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    subprocess.run(["apt-get", "update", "-qq"], env=env)
+    subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends"] + missing, env=env, check=True)
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--tandem", default=os.path.join(ROOT, ".build", "debug", "tandem"),
+                    help="the tandem binary (default: .build/debug/tandem of this repository)")
+    ap.add_argument("--install", action="store_true", help="apt-install the missing plugin packages first")
+    ap.add_argument("--install-only", action="store_true", help="install and stop")
+    ap.add_argument("--filter", help="only URIs matching this regular expression")
+    ap.add_argument("--list", help="only the URIs in this file (one a line, # comments), in its order")
+    ap.add_argument("--limit", type=int, help="at most N plugins")
+    ap.add_argument("--jobs", type=int, default=1, help="plugins at once, each on its own server (JACK2: 8 at most)")
+    ap.add_argument("--seconds", type=float, default=2.0, help="audio time each plugin is fed and read")
+    ap.add_argument("--start-timeout", type=float, default=30.0, help="a host not ready after this has hung")
+    ap.add_argument("--stop-timeout", type=float, default=10.0, help="a host that outlives SIGTERM this long has hung")
+    ap.add_argument("--out", help="write the markdown report here (default: stdout)")
+    ap.add_argument("--json", help="write every result, with each host's details, here")
+    ap.add_argument("--doc", help="splice the summary into this file between %s and %s" % (BEGIN, END))
+    ap.add_argument("--workdir", help="where logs go (default: a new folder under $TMPDIR)")
+    ap.add_argument("--keep-logs", action="store_true", help="keep the logs of plugins that ran cleanly too")
+    ap.add_argument("--no-reference", action="store_true", help="do not run jalv where Tandem failed")
+    ap.add_argument("--no-isolated", action="store_true", help="do not run crashing or hanging plugins isolated")
+    ap.add_argument("--backtrace", action="store_true", help="leave the Swift runtime's backtracer on in the rack")
+    ap.add_argument("--probe", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.jobs < 1 or args.jobs > 8:
+        ap.error("--jobs takes 1 to 8")
+    if args.seconds <= 0:
+        ap.error("--seconds must be positive")
+    return args
+
+
+def check_tools(args):
+    missing = [t for t in TOOLS if not shutil.which(t)]
+    if not os.access(args.tandem, os.X_OK):
+        missing.append(args.tandem)
+    if missing:
+        log("missing: %s (make deps installs the JACK tools and jalv; build tandem or give --tandem)"
+            % ", ".join(missing))
+        sys.exit(3)
+
+
+def main(argv):
+    args = parse_args(argv)
+    if args.probe:
+        return probe_main(args.probe)
+    if args.install or args.install_only:
+        install()
+        if args.install_only:
+            return 0
+    args.tandem = os.path.abspath(args.tandem)
+    check_tools(args)
+    clean = os.path.join(ROOT, "scripts", "clean-jack-shm.sh")
+    if os.path.exists(clean):
+        subprocess.run([clean], stdout=sys.stderr)
+    started = time.monotonic()
+    plugins = select(catalogue(args.tandem), args)
+    if not plugins:
+        log("no plugin selected")
+        return 1
+    try:
+        results = sweep(plugins, args)
+    except KeyboardInterrupt:
+        stop_everything()
+        log("interrupted")
+        return 130
+    meta = {"date": datetime.date.today().isoformat(), "tandem": args.tandem, "seconds": args.seconds,
+            "jobs": args.jobs, "elapsed": time.monotonic() - started}
+    report = markdown(results, meta)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(report)
+    else:
+        sys.stdout.write(report)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dict(meta, counts={o: sum(1 for r in results if r["outcome"] == o) for o in OUTCOMES},
+                           plugins=results), f, indent=1)
+    if args.doc:
+        splice_doc(args.doc, results, meta)
+    bad = [r for r in results if failed(r)]
+    counts = ", ".join("%s %d" % (o, sum(1 for r in results if r["outcome"] == o)) for o in OUTCOMES)
+    log("%d plugins in %.0f s: %s" % (len(results), meta["elapsed"], counts))
+    for r in bad:
+        log("TANDEM FAILED: %s: %s: %s" % (r["uri"], r["outcome"], r["message"]))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
