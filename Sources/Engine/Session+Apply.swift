@@ -158,18 +158,27 @@ extension Session {
         workers.finish("playback")
     }
 
+    /// Record-while-playing: a take and the player start on the same frame, a few periods ahead.
+    func startAligned(_ r: Recorder, _ p: Player, notes: [String]) {
+        p.waitForFill(seconds: 5)
+        let at = p.client.frameTime &+ UInt32(4 * max(64, p.client.bufferSize))
+        r.startTake(atFrameTime: at, notes: notes,
+                    playback: PlaybackAlignment(files: p.queue, startFrameTime: at, from: p.position))
+        p.play(atFrameTime: at)
+    }
+
     /// Starts what the start modes ask for, on engines created by this apply.
     func start(newRecorder: Bool, newPlayer: Bool, notes: [String]) {
         let recStart = preset?.recorder?.start
         let playStart = preset?.player?.start
         if let r = recorder, let p = player, newRecorder || newPlayer, playStart == .withRecorder {
-            // Record-while-playing: both start on the same frame, a few periods ahead.
+            if recStart == .immediately {
+                startAligned(r, p, notes: notes)
+                return
+            }
+            // Armed or transport (the loader refuses the others): cued until the next take starts.
             p.waitForFill(seconds: 5)
-            let at = p.client.frameTime &+ UInt32(4 * max(64, p.client.bufferSize))
-            r.startTake(atFrameTime: at, notes: notes,
-                        playback: PlaybackAlignment(files: p.queue, startFrameTime: at, from: p.position))
-            p.play(atFrameTime: at)
-            return
+            playerFollowsTake = true
         }
         if newRecorder { startUnattended() }
         if newRecorder, recStart == .immediately, preset?.recorder?.schedule == nil, let r = recorder {

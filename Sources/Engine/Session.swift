@@ -61,6 +61,9 @@ public final class Session {
     public internal(set) var failedItems = 0
     /// Where the player was when the server was lost (see Session+PlayerResume.swift).
     var playerResume: PlayerResumePoint?
+    /// The player (`start = "with-recorder"` beside a recorder started by command or transport) waits, cued, to
+    /// start on the first frame of the next take.
+    var playerFollowsTake = false
     /// Whether JACK still runs cycles while the server is up (see Session+Stall).
     var stallWatch = StallWatch()
     var lastPluginSave = Date.distantPast
@@ -133,6 +136,11 @@ public final class Session {
         if workers.isRunning("take") || r.isRecording {
             events.append(.refused("a take is already running"))
             return false
+        }
+        if playerFollowsTake, let p = player {
+            playerFollowsTake = false
+            startAligned(r, p, notes: [])
+            return true
         }
         r.startTake()
         return true

@@ -343,8 +343,21 @@ struct Validator {
         if p.session.exitAfter == .playback && p.player == nil {
             problem("session.exit_after", nil, "'playback' needs a [player] table")
         }
-        if p.player?.start == .withRecorder && p.recorder == nil {
-            problem("player.start", nil, "'with-recorder' needs a [recorder] table")
+        if p.player?.start == .withRecorder {
+            if let r = p.recorder {
+                // A level-triggered take begins before the moment it is decided (its pre-roll), and a scheduled
+                // one at a window's frame the session does not start the player on: no player can start with them.
+                if r.start == .level {
+                    problem("player.start", nil, "'with-recorder' cannot follow a recorder with start = \"level\" (a"
+                            + " take begins its pre-roll before the trigger decides it); use start = \"immediately\","
+                            + " \"armed\" or \"transport\" for the recorder, or another start for the player")
+                } else if r.schedule != nil {
+                    problem("player.start", nil, "'with-recorder' cannot follow a recorder with a schedule; use"
+                            + " another start for the player")
+                }
+            } else {
+                problem("player.start", nil, "'with-recorder' needs a [recorder] table")
+            }
         }
         return p
     }

@@ -204,6 +204,51 @@ import TestSupport
         let take = try TestEnvironment.readAudio(r.chunks[0].files[0]).samples
         #expect(Array(take.prefix(backing.count)) == backing, "frame 0 of the take is frame 0 of the file")
     }
+
+    /// `with-recorder` beside an armed recorder: nothing is recorded or played until a take is started; then both
+    /// start on the same frame. (The player used to start a take at once, overriding `armed`.)
+    @Test func withRecorderWaitsForAnArmedRecordersTake() throws {
+        let server = try TestEnvironment.server("overdub-armed")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("overdub-armed")
+        let file = dir.appendingPathComponent("backing.wav").path
+        let backing = Signals.noise(frames: 24_000, channels: 2, seed: 78)
+        try TestEnvironment.writeWAV(backing, channels: 2, path: file)
+        let session = Session()
+        try session.apply(try preset("""
+            [recorder]
+            client = "s-rec"
+            channels = 2
+            duration = 1
+            start = "armed"
+            [player]
+            client = "s-play"
+            channels = 2
+            queue = ["\(file)"]
+            start = "with-recorder"
+            [[connect]]
+            from = "s-play:out_*"
+            to = "s-rec:in_*"
+            """, server: server, dir: dir))
+        var started = false
+        _ = pollFor(session, seconds: 1.5) {
+            for e in session.drainEvents() { if case .recorder(.takeStarted) = e { started = true } }
+            return started
+        }
+        #expect(!started, "an armed recorder starts no take by itself")
+        #expect(session.player?.position.playing == false, "the player waits for the take")
+        #expect(session.startTake())
+        var report: TakeReport?
+        #expect(pollFor(session, seconds: 5) {
+            for e in session.drainEvents() { if case .recorder(.takeFinished(let r, _)) = e { report = r } }
+            return report != nil
+        })
+        session.close()
+        let r = try #require(report)
+        #expect(r.playback?.startFrameTime == r.startFrameTime)
+        let take = try TestEnvironment.readAudio(r.chunks[0].files[0]).samples
+        #expect(Array(take.prefix(backing.count)) == backing, "frame 0 of the take is frame 0 of the file")
+    }
 }
 
 @Suite(.serialized) struct PeriodChangeTests {
