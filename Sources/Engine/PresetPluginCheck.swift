@@ -15,12 +15,17 @@ public enum PresetPluginCheck {
 
     /// Control thread.
     public static func check(_ preset: Preset, host: PluginHost = .shared) -> Outcome {
-        var chains: [(specs: [PluginSpec], sources: [PluginSource], channels: Int, key: String)] = []
+        var chains: [(specs: [PluginSpec], sources: [PluginSource], inputs: Int, outputs: Int?, key: String)] = []
         if let r = preset.recorder, !r.plugins.isEmpty {
-            chains.append((r.plugins, r.pluginSources, r.ports.count, "recorder.plugins"))
+            chains.append((r.plugins, r.pluginSources, r.ports.count, r.ports.count, "recorder.plugins"))
         }
         if let p = preset.player, !p.plugins.isEmpty {
-            chains.append((p.plugins, p.pluginSources, p.ports.count, "player.plugins"))
+            chains.append((p.plugins, p.pluginSources, p.ports.count, p.ports.count, "player.plugins"))
+        }
+        for rack in preset.racks where !rack.plugins.isEmpty {
+            // The inputs the rack gets (as `RackConfig` decides them), the outputs only when the preset names them.
+            let inputs = RackConfig(section: rack, session: preset.session, host: host).inputs.count
+            chains.append((rack.plugins, rack.pluginSources, inputs, rack.outputs?.count, "rack.plugins"))
         }
         guard !chains.isEmpty || !preset.maps.isEmpty else { return .none }
         guard host.canLookUp else {
@@ -30,7 +35,7 @@ public enum PresetPluginCheck {
         let file = preset.path ?? "preset"
         var problems: [PresetProblem] = []
         for chain in chains {
-            let found = host.check(chain: chain.specs, channels: chain.channels)
+            let found = host.check(chain: chain.specs, inputs: chain.inputs, outputs: chain.outputs)
             for (k, _) in chain.specs.enumerated() {
                 let source = k < chain.sources.count ? chain.sources[k] : PluginSource(key: chain.key)
                 for p in found[k] {
@@ -51,7 +56,7 @@ public enum PresetPluginCheck {
 
     /// What a map names of a plugin that the plugin does not have: a control symbol (or an output port), a range
     /// outside the port's, an LV2 preset. Plugins that are not installed are reported with their chain.
-    static func mapProblems(_ preset: Preset, host: PluginHost, file: String) -> [PresetProblem] {
+    public static func mapProblems(_ preset: Preset, host: PluginHost = .shared, file: String) -> [PresetProblem] {
         var problems: [PresetProblem] = []
         for map in preset.maps {
             guard let (engine, name) = map.plugin else { continue }

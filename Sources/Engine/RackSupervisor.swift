@@ -33,7 +33,7 @@ public enum RackIncident: Sendable, Equatable {
 ///
 /// Threads: the session's control thread (not `Sendable`).
 public final class RackSupervisor {
-    public let rack: RackSection
+    public private(set) var rack: RackSection
     /// Events its process told of on the heartbeat pipe (a control value, bypass or preset changed there): kind and
     /// text, for the session's subscribers. Taken by `takeRelayedEvents`.
     private var relayed: [(kind: String, text: String)] = []
@@ -57,13 +57,15 @@ public final class RackSupervisor {
     public private(set) var lastRecoverySeconds: Double?
     /// The child's OSC control port on 127.0.0.1 (its plugins are set through it), chosen free at each start.
     public private(set) var controlPort: Int?
-    private let arguments: [String]
+    private var arguments: [String]
+    /// The write end of the configuration channel to the process (`RackDocuments`); -1: none.
     private let logPath: String
     private let logger: Logger
     private let hangSeconds: Double
     private let startSeconds: Double
     private var child: ChildProcess?
     private var pipeRead: Int32 = -1
+    private var documentWrite: Int32 = -1
     private var reader: HeartbeatReader?
     private var lastMove = Date()
     /// What the process said before it ended itself for a hung plugin (its `hung S` line comes before the pipe's end).
@@ -100,19 +102,31 @@ public final class RackSupervisor {
         _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
         _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
         _ = fcntl(fds[0], F_SETFL, O_NONBLOCK)
-        controlPort = Self.freeUDPPort()
-        do {
-            child = try ChildProcess(arguments + (controlPort.map { ["--control-port", "\($0)"] } ?? []),
-                                     environment: ["SWIFT_BACKTRACE": "enable=no"], outputPath: logPath,
-                                     extraFDs: [3: fds[1]])
-        } catch {
+        // The configuration channel: the child reads its fd 4, the session writes without blocking.
+        var docs: [Int32] = [-1, -1]
+        guard pipe(&docs) == 0 else {
             close(fds[0])
             close(fds[1])
+            throw EngineError(.jack, "rack '\(rack.name)': no pipe for its documents: \(String(cString: strerror(errno)))")
+        }
+        _ = fcntl(docs[0], F_SETFD, FD_CLOEXEC)
+        _ = fcntl(docs[1], F_SETFD, FD_CLOEXEC)
+        _ = fcntl(docs[1], F_SETFL, O_NONBLOCK)
+        controlPort = Self.freeUDPPort()
+        do {
+            child = try ChildProcess(arguments + (controlPort.map { ["--control-port", "\($0)"] } ?? [])
+                                        + ["--document-fd", "\(RackDocuments.childFD)"],
+                                     environment: ["SWIFT_BACKTRACE": "enable=no"], outputPath: logPath,
+                                     extraFDs: [3: fds[1], RackDocuments.childFD: docs[0]])
+        } catch {
+            for fd in fds + docs { close(fd) }
             throw EngineError(.badConfig, "rack '\(rack.name)': \(error)")
         }
         close(fds[1])
+        close(docs[0])
         closePipe()
         pipeRead = fds[0]
+        documentWrite = docs[1]
         reader = HeartbeatReader(fd: pipeRead, wake: JackNotifications.loopWakeup)
         ready = false
         hungFor = nil
@@ -204,6 +218,30 @@ public final class RackSupervisor {
             close(pipeRead)
             pipeRead = -1
         }
+        if documentWrite >= 0 {
+            close(documentWrite)
+            documentWrite = -1
+        }
+    }
+
+    /// Hands the running process the rack as `section` now says (a re-applied preset changed its plugins, their
+    /// settings, its gain or mix, not its ports): `document` is a preset holding the rack, and `arguments` the command
+    /// line a restart uses from now on. False when the process cannot take it now (not running or not ready, or the
+    /// pipe is full): the caller restarts it instead. Control thread.
+    public func update(_ section: RackSection, document: String, arguments: [String]) -> Bool {
+        guard let c = child, c.isRunning, ready, documentWrite >= 0 else { return false }
+        let bytes = RackDocuments.frame(document)
+        guard bytes.count <= RackDocuments.maxBytes else { return false }
+        let n = bytes.withUnsafeBytes { write(documentWrite, $0.baseAddress, $0.count) }
+        guard n == bytes.count else {
+            // A part written would leave the channel out of step: the process goes, and starts with the new line.
+            logger.warning("rack document could not be written whole", metadata: ["rack": "\(rack.name)",
+                                                                                  "written": "\(n)"])
+            return false
+        }
+        rack = section
+        self.arguments = arguments
+        return true
     }
 
     /// Ends the child (SIGTERM, then SIGKILL after `grace`) and stops supervising.

@@ -296,6 +296,12 @@ public final class Recorder: @unchecked Sendable {
         writer.send(.rackIncident(rack: rack, what: what, channels: channels, back: back))
     }
 
+    /// Plugins of a chain outside the recorder (an isolated rack feeding it) that run without what they were asked
+    /// for: noted in the running take's report from now on.
+    public func notePluginProblems(_ problems: [TakeReport.PluginProblem]) {
+        writer.send(.pluginProblems(problems))
+    }
+
     /// Whether a take is being written.
     public var isRecording: Bool { writer.status != nil }
 

@@ -21,12 +21,26 @@ extension Session {
             report.clientsClosed += 1
         }
         for name in supervisors.keys.sorted() {
-            guard let section = wanted.racks.first(where: { $0.name == name }), Self.isolates(section, in: wanted),
-                  supervisors[name]?.rack == section,
-                  supervisors[name]?.maps == Self.mapsRunningIn(section, wanted.maps) else {
+            guard let s = supervisors[name], let section = wanted.racks.first(where: { $0.name == name }),
+                  Self.isolates(section, in: wanted), s.maps == Self.mapsRunningIn(section, wanted.maps) else {
                 supervisors.removeValue(forKey: name)?.stop()
                 report.clientsClosed += 1
                 continue
+            }
+            if s.rack == section { continue }
+            // Plugins, settings, gain or mix changed and the ports stay: the process takes the rack as a document,
+            // as an in-process rack takes a changed preset (no restart, no gap). Else it starts anew.
+            let current = RackConfig(section: s.rack, session: wanted.session)
+            let want = RackConfig(section: section, session: wanted.session)
+            var document = Preset()
+            document.session = wanted.session
+            document.racks = [section]
+            if current.sameClient(as: want), s.update(section, document: document.toml(),
+                                                      arguments: childArguments(section, wanted.session, maps: wanted.maps)) {
+                report.reconfigured.append("rack \(name) (in its process)")
+            } else {
+                supervisors.removeValue(forKey: name)?.stop()
+                report.clientsClosed += 1
             }
         }
         for section in wanted.racks {
@@ -159,6 +173,14 @@ extension Session {
                            !markFromMap(label: parts.count > 1 ? parts[1] : "", frameTime: frame) {
                             events.append(.mapFailed("rack \(name): no take is running: marker not kept"))
                         }
+                    } else if let problem = Self.relayedPluginProblem(e, rack: name) {
+                        // The rack's process runs without a plugin (or a setting): said like a problem of a chain
+                        // here, and noted in the take being recorded.
+                        events.append(.pluginProblem(engine: name, plugin: problem.plugin, bypassed: problem.bypassed,
+                                                     message: problem.message))
+                        var noted = problem
+                        noted.plugin = "\(name):\(problem.plugin)"
+                        if let r = recorder, r.isRecording { r.notePluginProblems([noted]) }
                     } else {
                         events.append(.relayed(kind: e.kind, text: e.text))
                     }
@@ -180,6 +202,17 @@ extension Session {
                 logger.info("rack is back", metadata: ["rack": "\(name)", "seconds": "\(String(format: "%.2f", seconds))"])
             }
         }
+    }
+
+    /// A `plugin-bypassed` / `plugin-ignored` event an isolated rack's process relayed ("RACK PLUGIN: MESSAGE", as
+    /// `ControlProtocol.describe` writes it), or nil for any other event.
+    static func relayedPluginProblem(_ e: (kind: String, text: String), rack: String) -> TakeReport.PluginProblem? {
+        guard e.kind == "plugin-bypassed" || e.kind == "plugin-ignored" else { return nil }
+        var rest = Substring(e.text)
+        if rest.hasPrefix(rack + " ") { rest = rest.dropFirst(rack.count + 1) }
+        guard let colon = rest.range(of: ": ") else { return nil }
+        return TakeReport.PluginProblem(plugin: String(rest[..<colon.lowerBound]), code: "relayed",
+                                        bypassed: e.kind == "plugin-bypassed", message: String(rest[colon.upperBound...]))
     }
 
     /// Tells a running take fed by the rack's outputs (connected to the recorder's inputs, or meant to be by a rule:

@@ -73,6 +73,12 @@ extension PluginHost {
     /// and the channel layout of the chain (`ChainLayout`: a plugin that does not fit the path where it stands, or
     /// one that changes the count so that the chain would not end with `channels`). One list per spec, same order.
     public func check(chain specs: [PluginSpec], channels: Int) -> [[PluginCheckProblem]] {
+        check(chain: specs, inputs: channels, outputs: channels)
+    }
+
+    /// The same for a chain between `inputs` input ports and `outputs` output ports (nil: as many as the chain
+    /// gives, a rack whose outputs are left out).
+    public func check(chain specs: [PluginSpec], inputs: Int, outputs: Int?) -> [[PluginCheckProblem]] {
         var out = specs.map { check($0, channels: nil) }
         let known: [(Int, PluginSpec, PluginInfo)] = locked {
             specs.enumerated().compactMap { k, spec in
@@ -80,7 +86,7 @@ extension PluginHost {
                 return (k, spec, describe(p, presets: false))
             }
         }
-        let (_, problems) = ChainLayout.plan(known.map { ($0.1, $0.2) }, inputs: channels, outputs: channels,
+        let (_, problems) = ChainLayout.plan(known.map { ($0.1, $0.2) }, inputs: inputs, outputs: outputs,
                                              label: "")
         for e in problems {
             if let k = known.first(where: { $0.1.name == e.plugin })?.0 {

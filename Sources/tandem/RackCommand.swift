@@ -94,6 +94,9 @@ struct RackCommand: ParsableCommand {
     var heartbeatFd: Int32?
 
     @Option(name: .long, help: .hidden)
+    var documentFd: Int32?
+
+    @Option(name: .long, help: .hidden)
     var dir: String?
 
     @Option(name: .long, help: .hidden)
@@ -155,6 +158,23 @@ struct RackCommand: ParsableCommand {
         }
     }
 
+    /// `preset` with this rack's plugins, gain and mix as a document from the session has them; nil (and a line on
+    /// stderr, which is this process's log) when the document does not hold this rack or does not load.
+    func takeDocument(_ text: String, into preset: Preset) -> Preset? {
+        let base = dir ?? FileManager.default.currentDirectoryPath
+        let (loaded, problems) = PresetLoader.parse(text, file: "rack document", baseDirectory: base)
+        guard let rack = loaded?.racks.first(where: { $0.name == name }), !preset.racks.isEmpty else {
+            let why = problems.isEmpty ? "it holds no rack '\(name)'" : problems.map { "\($0)" }.joined(separator: "; ")
+            Console.err("tandem: rack \(name): the session's document was not taken: \(why)\n")
+            return nil
+        }
+        var next = preset
+        next.racks[0].plugins = rack.plugins
+        next.racks[0].gainDB = rack.gainDB
+        next.racks[0].mix = rack.mix
+        return next
+    }
+
     /// The session this command runs: a preset with one rack, in this process.
     func makePreset() -> Preset {
         var p = Preset()
@@ -187,6 +207,18 @@ struct RackCommand: ParsableCommand {
         let runner = SessionRunner(server: server, json: controlOptions.json, noView: controlOptions.noView,
                                    liveViewOnPipes: false)
         var preset = makePreset()
+        if !child {
+            // What a map names must be there, as `preset check` requires of a preset's maps.
+            let problems = preset.maps.flatMap { m -> [String] in
+                var one = preset
+                one.maps = [m]
+                return PresetPluginCheck.mapProblems(one, file: "--map").map { "--map '\(m.description)': \($0.message)" }
+            }
+            if !problems.isEmpty {
+                for p in problems { Console.err("tandem: \(p)\n") }
+                fail(.badInput, "\(problems.count) problem(s) with --map; nothing started")
+            }
+        }
         runner.start(preset)
         guard let rack = runner.session.racks[name] else { fail(.failure, "the rack did not start") }
         if connectIn.isEmpty && connectOut.isEmpty && !child {
@@ -201,12 +233,20 @@ struct RackCommand: ParsableCommand {
             runner.reapply(preset)
         }
         runner.openControl(explicit: controlOptions.controlPort, fallback: nil)
+        // The session's documents: the rack as its re-applied preset now has it (see `RackDocuments`).
+        let documents = documentFd.map { RackDocumentReader(fd: $0, wake: runner.signals.wakeup) }
         if let fd = heartbeatFd {
             var heart = RackHeartbeat(fd: fd)
             // A marker map's marker goes to the session, whose recorder adds it at the message's frame.
             let teller = heart
             runner.session.markRelay = { label, frameTime in teller.tell(kind: "mark", text: "\(frameTime) \(label)") }
             runner.tick = { session, events in
+                for text in documents?.take() ?? [] {
+                    if let next = takeDocument(text, into: preset) {
+                        preset = next
+                        runner.reapply(preset)
+                    }
+                }
                 let rack = session.racks.first?.value
                 heart.beat(cycles: rack?.cycles ?? 0, ready: true)
                 if let rack, let seconds = heart.stalled(cycles: rack.cycles, frameTime: rack.client.frameTime) {
@@ -219,7 +259,7 @@ struct RackCommand: ParsableCommand {
                 // What changed here reaches the session's subscribers (a map's value, a relayed OSC set).
                 for e in events {
                     switch e {
-                    case .controlChanged, .bypassChanged, .presetLoaded, .mapAdded, .mapFailed:
+                    case .controlChanged, .bypassChanged, .presetLoaded, .mapAdded, .mapFailed, .pluginProblem:
                         let (kind, text) = ControlProtocol.describe(e)
                         heart.tell(kind: kind, text: text)
                     default: break

@@ -1,0 +1,130 @@
+import Testing
+import Foundation
+import Engine
+import Jack
+import TestSupport
+
+/// What a rack's settings promise, kept on every path: `preset check` refuses what `run` refuses (a rack's plugin
+/// not installed, a control out of its range, in process or isolated), an isolated rack that runs without a plugin
+/// says so where the session says it of its own chains, a re-applied preset reaches an isolated rack without a
+/// restart, and `tandem rack --map` is checked as a preset's maps are.
+@Suite(.serialized) struct RackTrustTests {
+    static let missing = "http://example.org/not-installed"
+
+    static func preset(_ dir: URL, _ name: String, isolate: Bool?, policy: String = "fail", port: Int? = nil,
+                       gain: Double = 500, extra: String = "") throws -> String {
+        let path = dir.appendingPathComponent("\(name).toml").path
+        try """
+            [session]
+            name = "\(name)"
+            directory = "\(dir.path)"
+            on_plugin_error = "\(policy)"
+            \(port.map { "control_port = \($0)" } ?? "")
+            [recorder]
+            channels = 1
+            [[rack]]
+            name = "fx"
+            \(isolate.map { "isolate = \($0)" } ?? "")
+            [[rack.plugins]]
+            uri = "\(RackTests.amp)"
+            name = "amp"
+            controls = { gain = \(gain) }
+            [[rack.plugins]]
+            uri = "\(missing)"
+            name = "gone"
+            \(extra)
+            """.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    @Test(.enabled(if: RackTests.hasSWH))
+    func presetCheckAndRunRefuseARacksMissingPluginAndBadControlAlike() throws {
+        let server = try TestEnvironment.server("racktrust")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("racktrust")
+        for isolate in [nil, true, false] {
+            let path = try Self.preset(dir, "t\(isolate.map { "\($0)" } ?? "default")", isolate: isolate)
+            let wanted = ["rack.plugins.uri: plugin gone: <\(Self.missing)> is not installed",
+                          "rack.plugins.controls.gain: plugin amp: control 'gain' = 500.0 is outside its range"]
+            let check = try TestEnvironment.run([TestEnvironment.product("tandem"), "preset", "check", path])
+            let run = try TandemProcess(["run", "--no-view", path], server: server,
+                                        log: dir.appendingPathComponent("run-\(String(describing: isolate)).log").path)
+            let code = run.process.wait(timeout: 20)
+            for (what, c, out) in [("check", check.code, check.output), ("run", code ?? -1, run.output)] {
+                #expect(c == 2, "\(what), isolate \(String(describing: isolate)): exit \(c)\n\(out)")
+                for line in wanted { #expect(out.contains(line), "\(what) misses '\(line)':\n\(out)") }
+            }
+        }
+    }
+
+    /// With `on_plugin_error = "bypass"` an isolated rack runs without the missing plugin, and says so on stderr
+    /// and in the report of the take beside it (it used to be one line in the rack's own log).
+    @Test(.enabled(if: RackTests.hasSWH))
+    func anIsolatedRackRunningWithoutAPluginSaysSo() throws {
+        let server = try TestEnvironment.server("racktrust-bp")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("racktrust-bp")
+        let path = try Self.preset(dir, "bp", isolate: true, policy: "bypass", gain: -6,
+                                   extra: "[[connect]]\nfrom = \"fx:out_1\"\nto = \"tandem-rec:in_1\"")
+        let run = try TandemProcess(["run", "--no-view", path], server: server, log: dir.appendingPathComponent("run.log").path)
+        #expect(run.waitFor("fx plugin gone BYPASSED", timeout: 15), "\(run.output)")
+        usleep(500_000)
+        run.process.signal(SIGTERM)
+        #expect(run.process.wait(timeout: 15) == 0, "\(run.output)")
+        let report = try TakeReport.read(from: try #require(TakeCheck.reports(in: dir.path).first))
+        let problems = report.pluginProblems ?? []
+        #expect(problems.contains { $0.plugin == "fx:gone" && $0.bypassed && $0.message.contains("not installed") },
+                "\(problems)")
+    }
+
+    /// SIGHUP with a changed control of an isolated rack: its process takes the new value (read back over the
+    /// session's port), keeps its pid (no restart, no gap), and the reload changes nothing in the graph.
+    @Test(.enabled(if: RackTests.hasSWH))
+    func aReloadedControlReachesAnIsolatedRackWithoutARestart() throws {
+        let server = try TestEnvironment.server("racktrust-hup")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("racktrust-hup")
+        let port = 39000 + Int(getpid() % 20000)
+        func write(gain: Double) throws -> String {
+            try RackIsolationTests.isolatedRackPreset(
+                "hup", dir: dir, port: port, plugin: "uri = \"\(RackTests.amp)\"\nname = \"amp\"\ncontrols = { gain = \(gain) }",
+                extra: "[recorder]\nchannels = 1\n[[connect]]\nfrom = \"fx:out_1\"\nto = \"tandem-rec:in_1\"")
+        }
+        let path = try write(gain: -6)
+        let run = try TandemProcess(["run", "--no-view", path], server: server, log: dir.appendingPathComponent("run.log").path)
+        defer { run.process.signal(SIGTERM); _ = run.process.wait(timeout: 15) }
+        #expect(run.waitFor("connected fx:out_1 -> tandem-rec:in_1", timeout: 15), "\(run.output)")
+        var first = (code: Int32(-1), text: "")
+        for _ in 0..<50 where first.text != "-6.0" {
+            first = try RackControlTests.ctl(port, ["/tandem/plugin/get", "fx", "amp", "gain"])
+            if first.text != "-6.0" { usleep(100_000) }
+        }
+        #expect(first.text == "-6.0", "\(first)")
+        let pid = RackIsolationTests.rackPid(port)
+        #expect(pid > 0)
+        _ = try write(gain: -20)
+        run.process.signal(SIGHUP)
+        #expect(run.waitFor("reloaded \(path): 0 graph changes"), "\(run.output)")
+        var now = (code: Int32(-1), text: "")
+        for _ in 0..<50 where now.text != "-20.0" {
+            now = try RackControlTests.ctl(port, ["/tandem/plugin/get", "fx", "amp", "gain"])
+            if now.text != "-20.0" { usleep(100_000) }
+        }
+        #expect(now.text == "-20.0", "the new value is taken: \(now)")
+        #expect(RackIsolationTests.rackPid(port) == pid, "the rack's process was not restarted")
+        #expect(run.output.components(separatedBy: "rack process started").count == 2, "one start only:\n\(run.output)")
+    }
+
+    /// `tandem rack --map` names a control the plugin lacks, or a range outside the control's: refused as
+    /// `preset check` refuses the same map in a preset (exit 2, nothing started).
+    @Test(.enabled(if: RackTests.hasSWH))
+    func rackMapsAreCheckedLikeAPresetsMaps() throws {
+        let tandem = TestEnvironment.product("tandem")
+        for (map, fragment) in [("cc 1 7 -> amp:gian", "has no control 'gian'"),
+                                ("cc 1 7 -> amp:gain -500..0", "-500 is outside the range of control 'gain'")] {
+            let r = try TestEnvironment.run([tandem, "rack", "--server", "no-such-server", "--plugin",
+                                             "\(RackTests.amp),name=amp", "--map", map], timeout: 20)
+            #expect(r.code == 2 && r.output.contains(fragment) && r.output.contains("--map '"), "\(map): \(r.output)")
+        }
+    }
+}
