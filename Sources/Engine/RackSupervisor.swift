@@ -15,6 +15,9 @@ public enum RackIncident: Sendable, Equatable {
     /// It did not say `ready` within `RackSupervisor.startSeconds` while the server ran (a plugin hung while being
     /// loaded, restored or warmed up on the process's main thread): the process was killed.
     case hungStarting(Double)
+    /// It ended with exit code 2 (bad input: its client name taken, a setting it refuses) before it was ready: no
+    /// plugin's fault, so no crash; it is tried again only after `RackSupervisor.refusedRetrySeconds`.
+    case refused(String)
 }
 
 /// Runs one rack in a child process (`tandem rack --child …`: Tandem itself, handed the rack's config) and keeps it
@@ -44,11 +47,17 @@ public final class RackSupervisor {
         return relayed
     }
 
+    /// The audio ports its process has (from the rack's plugins when the preset leaves them out), for the status.
+    public internal(set) var ports = (inputs: 0, outputs: 0)
     /// The control maps its process runs (on its command line; see `Session.mapsRunningIn`).
     public internal(set) var maps: [ControlMap] = []
     public private(set) var restarts = 0
     public private(set) var crashes = 0
     public private(set) var hangs = 0
+    /// Starts that ended with exit code 2 before the process was ready (see `RackIncident.refused`).
+    public private(set) var refusals = 0
+    /// How long after a refused start the process is tried again.
+    public static let refusedRetrySeconds = 30.0
     /// The child's cycle counter as last heard, and whether it said it is ready.
     public private(set) var cycles = 0
     public private(set) var ready = false
@@ -182,6 +191,7 @@ public final class RackSupervisor {
                 return down(.hung(seconds))
             }
             let code = c.exitCode ?? -1
+            if code == 2 && !ready { return down(.refused(refusal())) }
             let why = code > 128 ? "killed by signal \(code - 128) (\(Self.signalName(code - 128)))" : "exited with code \(code)"
             return down(.crashed(why))
         }
@@ -201,6 +211,14 @@ public final class RackSupervisor {
         switch incident {
         case .crashed: crashes += 1
         case .hung, .hungStarting: hangs += 1
+        case .refused(let why):
+            refusals += 1
+            logger.error("rack process refused to start; trying again later", metadata: [
+                "rack": "\(rack.name)", "why": "\(why)", "retry": "\(Self.refusedRetrySeconds) s"])
+            child = nil
+            closePipe()
+            restartAt = now.addingTimeInterval(Self.refusedRetrySeconds)
+            return incident
         }
         logger.error("rack process went down; restarting it", metadata: ["rack": "\(rack.name)", "why": "\(incident)"])
         child = nil
@@ -242,6 +260,13 @@ public final class RackSupervisor {
         rack = section
         self.arguments = arguments
         return true
+    }
+
+    /// The last `tandem:` line of the process's log (what it refused), or a generic reason.
+    private func refusal() -> String {
+        let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+        let line = text.split(separator: "\n").last { $0.hasPrefix("tandem: ") }.map { String($0.dropFirst(8)) }
+        return line ?? "exited with code 2 before it was ready (see \(logPath))"
     }
 
     /// Ends the child (SIGTERM, then SIGKILL after `grace`) and stops supervising.

@@ -37,19 +37,38 @@ extension Session {
             document.racks = [section]
             if current.sameClient(as: want), s.update(section, document: document.toml(),
                                                       arguments: childArguments(section, wanted.session, maps: wanted.maps)) {
+                s.ports = (want.inputs.count, want.outputs.count)
                 report.reconfigured.append("rack \(name) (in its process)")
             } else {
                 supervisors.removeValue(forKey: name)?.stop()
                 report.clientsClosed += 1
             }
         }
+        if patchOnlyClient == nil && recorder == nil && player == nil && racks.isEmpty && !wanted.racks.isEmpty
+            && wanted.racks.allSatisfy({ Self.isolates($0, in: wanted) }) {
+            // Isolated racks only: the session still needs a client of its own to watch and patch the graph (and
+            // to see a rack's client name taken before its process tries it).
+            do {
+                patchOnlyClient = try JackClient(name: "\(wanted.session.name)-patch", server: server, logger: logger)
+                // Active, so graph notifications arrive; without a process callback, so it is never woken per cycle.
+                try patchOnlyClient?.activateForNotifications()
+            } catch {
+                throw EngineError(.jack, "cannot open the session's patch client: \(error)")
+            }
+        }
         for section in wanted.racks {
             if Self.isolates(section, in: wanted) {
                 guard supervisors[section.name] == nil else { continue }
+                if let c = patchClient, c.clientExists(section.client) {
+                    throw EngineError(.badConfig, "rack '\(section.name)': the JACK client name '\(section.client)' is"
+                                      + " taken (another client of the server has it)")
+                }
                 let supervisor = RackSupervisor(rack: section, arguments: childArguments(section, wanted.session,
                                                                                          maps: wanted.maps),
                                                 logPath: rackLogPath(section, wanted.session), logger: rackLogger)
                 supervisor.maps = Self.mapsRunningIn(section, wanted.maps)
+                let config = RackConfig(section: section, session: wanted.session)
+                supervisor.ports = (config.inputs.count, config.outputs.count)
                 try supervisor.start()
                 supervisors[section.name] = supervisor
                 report.clientsOpened += 1
@@ -84,16 +103,6 @@ extension Session {
             rackConfigs[section.name] = want
             report.clientsOpened += 1
             report.portsRegistered += want.inputs.count + want.outputs.count
-        }
-        if patchOnlyClient == nil && recorder == nil && player == nil && racks.isEmpty && !supervisors.isEmpty {
-            // Isolated racks only: the session still needs a client of its own to watch and patch the graph.
-            do {
-                patchOnlyClient = try JackClient(name: "\(wanted.session.name)-patch", server: server, logger: logger)
-                // Active, so graph notifications arrive; without a process callback, so it is never woken per cycle.
-                try patchOnlyClient?.activateForNotifications()
-            } catch {
-                throw EngineError(.jack, "cannot open the session's patch client: \(error)")
-            }
         }
     }
 
@@ -193,6 +202,8 @@ extension Session {
                 case .hung(let seconds): what = "hung for \(String(format: "%.1f", seconds)) s"
                 case .hungStarting(let seconds):
                     what = "hung while starting (not ready after \(String(format: "%.1f", seconds)) s)"
+                case .refused(let why):
+                    what = "refused to start: \(why) (tried again in \(Int(RackSupervisor.refusedRetrySeconds)) s)"
                 }
                 events.append(.rackDown(rack: name, what: what))
                 noteRackIncident(name, what: what, back: false)

@@ -288,7 +288,7 @@ extension Session {
                                  cycle: .init(r.cycleCost), midiReceived: r.midiReceived, mapDropped: r.mapDropped))
             } else if let s = supervisors[name] {
                 out.append(.init(name: name, client: s.rack.client, isolated: true, running: s.ready && s.isRunning,
-                                 inputs: s.rack.inputs?.count ?? 0, outputs: s.rack.outputs?.count ?? 0,
+                                 inputs: s.ports.inputs, outputs: s.ports.outputs,
                                  cycles: s.cycles, latencyFrames: 0, crashes: s.crashes, hangs: s.hangs,
                                  restarts: s.restarts, pid: s.pid, lastRecoverySeconds: s.lastRecoverySeconds,
                                  controlPort: s.controlPort))

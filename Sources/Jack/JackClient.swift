@@ -181,6 +181,13 @@ public final class JackClient: @unchecked Sendable {
     }
 
     /// Whether a port of this name exists in the graph.
+    /// Whether the server has a client of this name now.
+    public func clientExists(_ name: String) -> Bool {
+        guard let handle, let uuid = jack_get_uuid_for_client_name(handle, name) else { return false }
+        jack_free(uuid)
+        return true
+    }
+
     public func portExists(_ portName: String) -> Bool {
         guard let handle else { return false }
         return jack_port_by_name(handle, portName) != nil

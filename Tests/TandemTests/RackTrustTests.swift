@@ -113,6 +113,28 @@ import TestSupport
         #expect(now.text == "-20.0", "the new value is taken: \(now)")
         #expect(RackIsolationTests.rackPid(port) == pid, "the rack's process was not restarted")
         #expect(run.output.components(separatedBy: "rack process started").count == 2, "one start only:\n\(run.output)")
+        // The status counts the isolated rack's ports as its process has them (it used to say 0 → 0).
+        let rack = RackIsolationTests.rack(try RackIsolationTests.status(port))
+        #expect(rack["inputs"] as? Int == 1 && rack["outputs"] as? Int == 1, "\(rack)")
+    }
+
+    /// An isolated rack whose JACK client name another client has: `run` is exit 2 with the name, before anything
+    /// starts (the rack's process used to be restarted as a crash, seven times and on).
+    @Test(.enabled(if: RackTests.hasSWH))
+    func aTakenRackClientNameIsABadInputNotACrashLoop() throws {
+        let server = try TestEnvironment.server("racktrust-name")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("racktrust-name")
+        let other = try TandemProcess(["rack", "--name", "other", "--client", "fx", "--plugin", RackTests.amp],
+                                      server: server, log: dir.appendingPathComponent("other.log").path)
+        defer { other.process.signal(SIGTERM); _ = other.process.wait(timeout: 10) }
+        #expect(other.waitFor("rack other ready"), "\(other.output)")
+        let path = try RackIsolationTests.isolatedRackPreset("taken", dir: dir, port: 41000 + Int(getpid() % 20000), plugin: "uri = \"\(RackTests.amp)\"",
+                                                             extra: "[recorder]\nchannels = 1")
+        let run = try TandemProcess(["run", "--no-view", path], server: server, log: dir.appendingPathComponent("run.log").path)
+        let code = run.process.wait(timeout: 20)
+        #expect(code == 2 && run.output.contains("rack 'fx': the JACK client name 'fx' is taken"), "\(run.output)")
+        #expect(!run.output.contains("rack process started"), "\(run.output)")
     }
 
     /// `tandem rack --map` names a control the plugin lacks, or a range outside the control's: refused as
