@@ -372,17 +372,25 @@ def jack_ports(env, client):
     return ports
 
 
-def segfault_library(pid):
-    """The library the kernel log names for a segfault of `pid` (`... segfault at ... in libfoo.so[...]`), if any."""
+def threads(pid):
+    try:
+        return {int(t) for t in os.listdir("/proc/%d/task" % pid)}
+    except OSError:
+        return set()
+
+
+def segfault_library(tids):
+    """The library the kernel log names for a segfault of one of the threads `tids` (`NAME[TID]: segfault at ... in
+    libfoo.so[...]`: the kernel names the thread, not the process), if the log can be read."""
     try:
         text = subprocess.run(["dmesg"], capture_output=True, text=True, timeout=5).stdout
     except (OSError, subprocess.TimeoutExpired):
         return None
     found = None
     for line in text.splitlines():
-        m = re.search(r"\[%d\]: (?:segfault|trap|general protection).*? in ([^\s\[]+)" % pid, line)
-        if m:
-            found = m.group(1)
+        m = re.search(r"\[(\d+)\]: (?:segfault|trap|general protection).*? in ([^\s\[]+)", line)
+        if m and int(m.group(1)) in tids:
+            found = m.group(2)
     return found
 
 
@@ -402,7 +410,7 @@ class HostRun:
         self.ports = []
         self.stderr = ""
         self.segfault_in = None
-        self.pid = None
+        self.tids = set()
 
     # One verdict per host: ran, refused, failed, crashed, hung, nan, error.
     def verdict(self):
@@ -420,7 +428,7 @@ class HostRun:
             return "error", "%s while running" % describe_exit(self.code)
         if self.stop == "ignored-sigterm":
             return "hung", "SIGTERM not honoured (killed)"
-        if self.code is not None and self.code < 0:
+        if self.code is not None and self.code < 0 and not (self.host == "jalv" and self.code == -signal.SIGTERM):
             return "crashed", "%s on SIGTERM" % describe_exit(self.code)
         if self.probe and not self.probe.get("complete"):
             return "hung", "the graph stopped: %d of %d frames in %.1f s" % (
@@ -467,13 +475,12 @@ def run_host(host, uri, server, work, args):
         p = spawn(["jalv", "-x", "-n", REF, uri], env, out, stdin=subprocess.PIPE, err_path=err)
         seen = {"ports": None, "since": time.monotonic()}
 
-        def ready():   # its ports are there and have not changed for 0.3 s (or it has none after 5 s)
+        def ready():   # its ports are there (registered once the plugin is instantiated) and stay for 0.3 s
             names = [q["name"] for q in jack_ports(env, REF)]
             if names != seen["ports"]:
                 seen["ports"], seen["since"] = names, time.monotonic()
                 return False
-            return time.monotonic() - seen["since"] >= (0.3 if names else 5)
-    r.pid = p.pid
+            return bool(names) and time.monotonic() - seen["since"] >= 0.3
     t0 = time.monotonic()
     ok = wait_until(lambda: p.poll() is not None or ready(), args.start_timeout, step=0.1)
     r.start_s = round(time.monotonic() - t0, 2)
@@ -486,7 +493,9 @@ def run_host(host, uri, server, work, args):
     else:
         r.start = "ready"
         r.ports = jack_ports(env, client)
+        r.tids = threads(p.pid)
         r.probe = run_probe(r.ports, server, work, host, args)
+        r.tids |= threads(p.pid)
         if p.poll() is not None:
             r.stop, r.code = "died", p.returncode
             reap(p)
@@ -499,7 +508,7 @@ def run_host(host, uri, server, work, args):
         p.stdin.close()
     r.stderr = read(err)
     if r.code is not None and r.code == -signal.SIGSEGV:
-        r.segfault_in = segfault_library(p.pid)
+        r.segfault_in = segfault_library(r.tids | {p.pid})
     return r
 
 
@@ -592,8 +601,11 @@ def quiet_note(t):
     outs = (t.probe or {}).get("ports", [])
     if not outs:
         return "no audio outputs"
-    if all(p["peak"] == 0 for p in outs):
+    peak = max(p["peak"] for p in outs)
+    if peak == 0:
         return "silent output"
+    if peak > 10:
+        return "output peak %.3g (finite)" % peak
     return ""
 
 

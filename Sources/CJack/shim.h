@@ -19,4 +19,13 @@ static inline jack_client_t *tandem_jack_client_open(const char *client_name, ja
     return jack_client_open(client_name, options, status);
 }
 
+#include <sys/prctl.h>
+#include <signal.h>
+
+/// `prctl` is variadic too. Asks the kernel to send this process `sig` when the thread that started it ends (a
+/// child of the session: see `ChildProcess.endWithParent`). Returns prctl's result.
+static inline int tandem_set_parent_death_signal(int sig) {
+    return prctl(PR_SET_PDEATHSIG, (unsigned long)sig, 0UL, 0UL, 0UL);
+}
+
 #endif

@@ -1,3 +1,4 @@
+import CJack
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,6 +11,13 @@ import Foundation
 ///
 /// Threads: one owner (control side). Not thread-safe.
 public final class ChildProcess: @unchecked Sendable {
+    /// Called by a child early: it gets `signal` when the process that started it ends, however that ends (SIGKILL
+    /// included). False when the parent is gone already (the child was orphaned before it asked).
+    public static func endWithParent(signal: Int32 = SIGTERM) -> Bool {
+        _ = tandem_set_parent_death_signal(signal)
+        return getppid() != 1
+    }
+
     public let pid: pid_t
     public let arguments: [String]
     private var exitStatus: Int32?

@@ -204,6 +204,11 @@ struct RackCommand: ParsableCommand {
     }
 
     func run() throws {
+        if child {
+            // A rack process ends with the session that started it, however that ends (even SIGKILL): its client
+            // must not outlive the session's.
+            if !ChildProcess.endWithParent() { fail(.failure, "the session that started this rack is gone") }
+        }
         let runner = SessionRunner(server: server, json: controlOptions.json, noView: controlOptions.noView,
                                    liveViewOnPipes: false)
         var preset = makePreset()

@@ -149,4 +149,50 @@ import TestSupport
             #expect(r.code == 2 && r.output.contains(fragment) && r.output.contains("--map '"), "\(map): \(r.output)")
         }
     }
+
+    /// A plugin that aborts in a one-shot `tandem rack` (in process) costs its process, fast: it is gone in well
+    /// under a second (the Swift backtracer used to hold every thread, and the server with them, for 32 s), and the
+    /// server answers other clients at once.
+    @Test(.enabled(if: TestPlugins.canBuild))
+    func anAbortingPluginEndsItsProcessAtOnce() throws {
+        let lv2 = try TestPlugins.lv2Path()
+        let server = try TestEnvironment.server("racktrust-abort")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("racktrust-abort")
+        let port = 42000 + Int(getpid() % 20000)
+        let aborting = try TandemProcess(["rack", "--no-view", "--control-port", "\(port)", "--plugin",
+                                          "\(TestPlugins.crash),name=crash,mode=0"], server: server,
+                                         extraEnvironment: ["LV2_PATH": lv2], log: dir.appendingPathComponent("abort.log").path)
+        #expect(aborting.waitFor("ready"), "\(aborting.output)")
+        // Told to abort in run(), on the process thread of an active client.
+        let t0 = Date()
+        _ = try? RackControlTests.ctl(port, ["/tandem/plugin/set", "rack", "crash", "mode", "2"])
+        let code = aborting.process.wait(timeout: 40)
+        let seconds = Date().timeIntervalSince(t0)
+        #expect(code == 134, "aborted: \(String(describing: code))\n\(aborting.output)")
+        #expect(seconds < 2, "gone in \(seconds) s")
+        let lsp = try TestEnvironment.run(["jack_lsp", "-s", server.name], timeout: 5)
+        #expect(lsp.code == 0, "the server answers: \(lsp.output)")
+        print("an aborting plugin's process ended in \(String(format: "%.2f", seconds)) s")
+    }
+
+    /// A rack's process ends with the session that started it, even when the session is killed.
+    @Test(.enabled(if: RackTests.hasSWH))
+    func aRackProcessEndsWithItsSession() throws {
+        let server = try TestEnvironment.server("racktrust-orphan")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("racktrust-orphan")
+        let port = 43000 + Int(getpid() % 20000)
+        let path = try RackIsolationTests.isolatedRackPreset("orphan", dir: dir, port: port, plugin: "uri = \"\(RackTests.amp)\"")
+        let run = try TandemProcess(["run", "--no-view", path], server: server, log: dir.appendingPathComponent("run.log").path)
+        #expect(run.waitFor("rack process started"), "\(run.output)")
+        var pid: pid_t = 0
+        #expect(TestEnvironment.waitUntil(timeout: 10) {
+            pid = RackIsolationTests.rackPid(port)
+            return pid > 0
+        })
+        run.process.signal(SIGKILL)
+        _ = run.process.wait(timeout: 5)
+        #expect(TestEnvironment.waitUntil(timeout: 5) { kill(pid, 0) != 0 }, "rack process \(pid) outlived its session")
+    }
 }
