@@ -535,8 +535,9 @@ def run_probe(ports, server, work, host, args):
                 "errors": ["probe failed: " + (r.stderr.strip()[-300:] or describe_exit(r.returncode))], "ports": []}
 
 
-def run_isolated(uri, server, work, args):
-    """The plugin in an isolated rack under `tandem run`: does the session outlive it? (incidents, its exit)"""
+def run_isolated(uri, server, work, args, seconds):
+    """The plugin in an isolated rack under `tandem run` for `seconds`: does the session outlive it? (incidents, its
+    exit)"""
     d = os.path.join(work, "isolated")
     os.makedirs(d, exist_ok=True)
     preset = os.path.join(d, "sweep.toml")
@@ -550,7 +551,7 @@ def run_isolated(uri, server, work, args):
     err = os.path.join(d, "run.err")
     p = spawn([args.tandem, "run", preset, "--no-view", "--control-port", str(port)], env,
               os.path.join(d, "run.out"), err_path=err)
-    time.sleep(args.seconds + 2)
+    time.sleep(seconds)
     alive = p.poll() is None
     code, honoured = stop(p, args.stop_timeout)
     text = read(err)
@@ -708,7 +709,8 @@ def sweep_one(plugin, slot, workroot, args):
                 if not server.alive():
                     server.stop()
                     server = Server("plugin-sweep-%d" % slot, work)
-                iso = run_isolated(uri, server, work, args)
+                # One stuck while starting is killed by the session after 10 s: long enough to see that.
+                iso = run_isolated(uri, server, work, args, 13 if t.start == "timeout" else args.seconds + 2)
     finally:
         server.stop()
     outcome, whose, message = classify(t, jalv, iso)

@@ -337,6 +337,9 @@ final class DiskWriter: @unchecked Sendable {
                 files.correctSkip(by: -frames)
                 skipEnteredAt = nil
             }
+        case .repeatedCycle(_, let frames):
+            files.noteGap(at: streamPosition, frames: frames, cause: .repeatedCycle, silence: false)
+            skipEnteredAt = nil
         case .overrun(let at, let frames):
             let remaining = at + frames - streamPosition
             guard remaining > 0 else { return true }

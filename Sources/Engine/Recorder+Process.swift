@@ -36,12 +36,18 @@ extension RecorderState {
         // Cycles the server ran without us: their frames are lost upstream, the take goes on without a gap and the
         // report notes where time jumped (a negative jump corrects the one before; see `SkippedCycles`).
         let jump = SkippedCycles.frames(frameTime: frameTime, expected: counters.load(Counter.nextFrameTime.rawValue))
-        if jump != 0 {
+        if jump < 0 && repeatsLastCycle(s, frames: n) {
+            // Not a late clock but a repeated period: the jump before stands (that period was lost) and this one is
+            // counted as recorded twice.
+            counters.add(Counter.repeatedFrames.rawValue, -jump)
+            if pendingFrames == 0 { _ = s.drops.push(GapNote.repeatedCycle(at: position, frames: -jump)) }
+        } else if jump != 0 {
             counters.add(Counter.missedFrames.rawValue, jump)
             // In stream order (so not while a gap is pending, nor when the message ring is full: then only the
             // count has it).
             if pendingFrames == 0 { _ = s.drops.push(GapNote.skippedCycles(at: position, frames: jump)) }
         }
+        keepProbe(s, frames: n)
         counters.store(Counter.nextFrameTime.rawValue, Int(frameTime &+ UInt32(truncatingIfNeeded: n)))
         counters.store(Counter.cycleStamp.rawValue, Int(frameTime) << 32 | (position & 0xFFFF_FFFF))
 
@@ -82,6 +88,31 @@ extension RecorderState {
         if !written || s.ring.fill >= s.wakeFrames { s.wakeup.post() }
 
         s.cycleCost.record(nanoseconds: monotonicNanoseconds() - began)
+    }
+
+    /// Whether this cycle's input begins with the very samples the last cycle's began with, and they are not all
+    /// silence (a repeated silent period cannot be told from a late clock; it repeats nothing audible). Only asked
+    /// on a cycle whose frame time stepped back. Realtime: safe.
+    @inline(__always)
+    static func repeatsLastCycle(_ s: RecorderState, frames n: Int) -> Bool {
+        let k = min(n, RecorderState.probeFrames)
+        guard k > 0 else { return false }
+        var sound = false
+        for c in 0..<s.channels {
+            let input = s.inputs.buffers[c], last = s.probe + c * RecorderState.probeFrames
+            for i in 0..<k {
+                if input[i].bitPattern != last[i].bitPattern { return false }
+                if input[i] != 0 { sound = true }
+            }
+        }
+        return sound
+    }
+
+    /// Keeps the first frames of this cycle's input for `repeatsLastCycle`. Realtime: safe.
+    @inline(__always)
+    static func keepProbe(_ s: RecorderState, frames n: Int) {
+        let k = min(n, RecorderState.probeFrames)
+        for c in 0..<s.channels { (s.probe + c * RecorderState.probeFrames).update(from: s.inputs.buffers[c], count: k) }
     }
 
     /// The dry channels: this cycle's input goes into the history at its stream position, and what is recorded is

@@ -29,6 +29,10 @@ struct RecorderState: EngineState {
         /// channels at ring position p are the chain's output for the input of p - latency, and the dry channels
         /// are delayed by as much (see `GapNote.latency`).
         case latency
+        /// Frames of cycles that repeated the cycle before them: a callback woken late read a source's buffer after
+        /// the source had already written its next period into it (the period before was lost, the next one is
+        /// recorded twice). The frame time then steps back; see `RecorderState.repeatsLastCycle`.
+        case repeatedFrames
     }
 
     /// The JACK client (for the frame time the glue in `process` hands the cycle); `.none` without a server.
@@ -70,6 +74,10 @@ struct RecorderState: EngineState {
     let latencyLimit: Int
     /// MIDI input ports and the ring of their events (see `RecorderMIDI`).
     let midi: RecorderMIDI
+    /// The first `probeFrames` input frames of the last cycle, per channel (`channels * probeFrames`): a cycle whose
+    /// frame time steps back and whose input starts with the same samples repeats the cycle before it.
+    let probe: UnsafeMutablePointer<Float>
+    static let probeFrames = 16
 
     /// The latency a recorder compensates at most, at this rate: a little over a second.
     static func latencyLimit(sampleRate: Int) -> Int { historyFrames(sampleRate: sampleRate) - Period.maxFrames }
@@ -117,6 +125,8 @@ struct RecorderState: EngineState {
             d.initialize(repeating: 0, count: recordDry ? Period.maxFrames : 1)
             (dryDelayed + c).initialize(to: d)
         }
+        let probe = UnsafeMutablePointer<Float>.allocate(capacity: max(1, channels) * probeFrames)
+        probe.initialize(repeating: 0, count: max(1, channels) * probeFrames)
         let state = UnsafeMutablePointer<RecorderState>.allocate(capacity: 1)
         state.initialize(to: RecorderState(
             client: client, inputs: inputs, channels: channels, recordedChannels: recordedChannels,
@@ -127,7 +137,7 @@ struct RecorderState: EngineState {
             peaks: .allocate(count: channels), sumSquares: .allocate(count: channels),
             wakeup: .allocate(), cycleCost: .allocate(), wakeFrames: wakeFrames,
             dryHistory: dryHistory, dryHistoryFrames: historyFrames, dryDelayed: dryDelayed,
-            latencyLimit: latencyLimit(sampleRate: sampleRate), midi: .allocate(ports: midiPorts)))
+            latencyLimit: latencyLimit(sampleRate: sampleRate), midi: .allocate(ports: midiPorts), probe: probe))
         return state
     }
 
@@ -152,6 +162,7 @@ struct RecorderState: EngineState {
         s.dryHistory.deallocate()
         s.dryDelayed.deallocate()
         s.midi.deallocate()
+        s.probe.deallocate()
         state.deallocate()
     }
 
@@ -163,6 +174,7 @@ struct RecorderState: EngineState {
         midi.reset()
         for i in 0..<counters.count { counters.store(i, 0) }
         counters.store(Counter.nextFrameTime.rawValue, -1)
+        probe.update(repeating: 0, count: max(1, channels) * Self.probeFrames)
         for c in 0..<channels {
             peaks.store(c, 0)
             sumSquares.store(c, 0)
@@ -173,6 +185,7 @@ struct RecorderState: EngineState {
     func counter(_ c: Counter) -> Int { counters.load(c.rawValue) }
     var cyclesRun: Int { counter(.cycles) }
     var missedFrames: Int { counter(.missedFrames) }
+    var repeatedFrames: Int { counter(.repeatedFrames) }
 }
 
 /// What the process callback tells the disk writer about the stream between its frames, carried through the
@@ -191,10 +204,14 @@ enum GapNote: Equatable {
     /// the callback only when no gap is pending (so notes stay in stream order); when it cannot be sent the old
     /// value stays in force, so the writer always knows exactly which latency each ring frame carries.
     case latency(at: Int, frames: Int)
+    /// The cycle at stream position `at` repeated the `frames` before it (see `Counter.repeatedFrames`); the
+    /// skipped-cycle jump before it stands (a period was lost).
+    case repeatedCycle(at: Int, frames: Int)
 
     static let overrunKind: Int32 = 1
     static let skippedCyclesKind: Int32 = 3
     static let latencyKind: Int32 = 4
+    static let repeatedCycleKind: Int32 = 5
 
     /// The ring message. Realtime: safe.
     @inline(__always)
@@ -203,6 +220,8 @@ enum GapNote: Equatable {
         case .overrun(let at, let frames): return RTMessage(kind: Self.overrunKind, a: Int64(at), b: Int64(frames))
         case .skippedCycles(let at, let frames): return RTMessage(kind: Self.skippedCyclesKind, a: Int64(at), b: Int64(frames))
         case .latency(let at, let frames): return RTMessage(kind: Self.latencyKind, a: Int64(at), b: Int64(frames))
+        case .repeatedCycle(let at, let frames):
+            return RTMessage(kind: Self.repeatedCycleKind, a: Int64(at), b: Int64(frames))
         }
     }
 
@@ -211,6 +230,7 @@ enum GapNote: Equatable {
         case Self.overrunKind: self = .overrun(at: Int(m.a), frames: Int(m.b))
         case Self.skippedCyclesKind: self = .skippedCycles(at: Int(m.a), frames: Int(m.b))
         case Self.latencyKind: self = .latency(at: Int(m.a), frames: Int(m.b))
+        case Self.repeatedCycleKind: self = .repeatedCycle(at: Int(m.a), frames: Int(m.b))
         default: return nil
         }
     }
@@ -218,7 +238,7 @@ enum GapNote: Equatable {
     /// The stream position the note belongs to.
     var at: Int {
         switch self {
-        case .overrun(let at, _), .skippedCycles(let at, _), .latency(let at, _): return at
+        case .overrun(let at, _), .skippedCycles(let at, _), .latency(let at, _), .repeatedCycle(let at, _): return at
         }
     }
 }

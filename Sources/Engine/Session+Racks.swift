@@ -202,6 +202,8 @@ extension Session {
                 case .hung(let seconds): what = "hung for \(String(format: "%.1f", seconds)) s"
                 case .hungStarting(let seconds):
                     what = "hung while starting (not ready after \(String(format: "%.1f", seconds)) s)"
+                case .frozen(let seconds):
+                    what = "frozen (its process stopped for \(String(format: "%.2f", seconds)) s): killed"
                 case .refused(let why):
                     what = "refused to start: \(why) (tried again in \(Int(RackSupervisor.refusedRetrySeconds)) s)"
                 }

@@ -3,9 +3,12 @@ import Presets
 
 /// What the stall check remembers between polls.
 struct StallWatch {
-    /// The recorder's cycles at the last poll, and when they last moved.
+    /// The recorder's cycles at the last poll, and when they last moved (and the server's cycle frame time then).
     var cycles = -1
     var movedAt = Date()
+    var frameAtMove: UInt32 = 0
+    /// The recorder's cycles stopped while the server's went on: a client before it in the graph holds it up.
+    var heldUp = false
     /// Since when no cycle has run (nil: cycles run).
     var stalledSince: Date?
     /// Whether a take was running when the cycles stopped (it was finalized; a new one starts when they run again).
@@ -39,14 +42,32 @@ extension Session {
             stallWatch.resumeNote = nil
             r.startTake(atFrameTime: r.client.frameTime, notes: [note])
         }
+        let frame = recorder?.client.cycleFrameTime ?? 0
         if sum != stallWatch.cycles {
             if let since = stallWatch.stalledSince { cyclesBack(after: now.timeIntervalSince(since), since: since) }
+            if stallWatch.heldUp {
+                stallWatch.heldUp = false
+                logger.info("the recorder runs again", metadata: [
+                    "after": "\(String(format: "%.2f", now.timeIntervalSince(stallWatch.movedAt))) s"])
+            }
             stallWatch.cycles = sum
             stallWatch.movedAt = now
+            stallWatch.frameAtMove = frame
             stallWatch.stalledSince = nil
             return
         }
-        guard stallWatch.stalledSince == nil, now.timeIntervalSince(stallWatch.movedAt) > Self.stallSeconds else { return }
+        guard stallWatch.stalledSince == nil, !stallWatch.heldUp,
+              now.timeIntervalSince(stallWatch.movedAt) > Self.stallSeconds else { return }
+        let period = UInt32(max(1, recorder?.client.bufferSize ?? 1))
+        if frame &- stallWatch.frameAtMove > 2 * period && frame &- stallWatch.frameAtMove < UInt32(Int32.max) {
+            // The server runs its cycles but not the recorder's: a client before it in the graph is frozen (an
+            // isolated rack's process stopped, a plugin hung). The take goes on; what the recorder misses meanwhile
+            // is counted as skipped cycles when it runs again, and a frozen rack is killed by its supervisor.
+            stallWatch.heldUp = true
+            logger.warning("the recorder is held up by a client before it in the graph (the server runs its cycles)",
+                           metadata: ["seconds": "\(String(format: "%.2f", now.timeIntervalSince(stallWatch.movedAt)))"])
+            return
+        }
         cyclesStopped(since: stallWatch.movedAt)
     }
 

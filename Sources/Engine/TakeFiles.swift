@@ -307,6 +307,7 @@ final class TakeFiles: @unchecked Sendable {
         switch cause {
         case .overrun: t.report.droppedFrames += counted
         case .missedCycles: t.report.missedFrames = (t.report.missedFrames ?? 0) + counted
+        case .repeatedCycle: t.report.repeatedFrames = (t.report.repeatedFrames ?? 0) + counted
         }
         return true
     }

@@ -55,6 +55,10 @@ public struct TakeReport: Codable, Sendable {
         /// The JACK server ran cycles without calling the recorder (a late client before it, an xrun): the audio
         /// of those cycles never reached Tandem. Counted in `missedFrames`.
         case missedCycles = "missed-cycles"
+        /// The recorder's callback, woken late, read a source's buffer after the source had written its next
+        /// period into it: the period before `atFrame` is lost (the missed-cycles note before it) and these
+        /// `frames` repeat it. Counted in `repeatedFrames`; `silence` is false.
+        case repeatedCycle = "repeated-cycle"
     }
 
     public var tandemVersion: String
@@ -83,6 +87,9 @@ public struct TakeReport: Codable, Sendable {
     /// Frames of cycles the server skipped for the recorder (they take no room in the file; absent in older
     /// reports).
     public var missedFrames: Int? = nil
+    /// Frames recorded twice because a late cycle repeated the one before it (see `GapCause.repeatedCycle`; absent
+    /// when none).
+    public var repeatedFrames: Int? = nil
     public var ended: TakeEnd
     /// Human-readable detail on how it ended (the disk error's message, for example).
     public var endDetail: String?

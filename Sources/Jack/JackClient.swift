@@ -102,6 +102,9 @@ public final class JackClient: @unchecked Sendable {
     public var bufferSize: Int { handle.map { Int(jack_get_buffer_size($0)) } ?? 0 }
     /// JACK's frame time now (an estimate, for the control side).
     public var frameTime: UInt32 { handle.map { jack_frame_time($0) } ?? 0 }
+    /// The frame time at the start of the server's current cycle: unlike `frameTime` (extrapolated from the clock),
+    /// it stands still while the server runs no cycle. Any thread (JACK2 reads it from the server's shared state).
+    public var cycleFrameTime: UInt32 { handle.map { jack_last_frame_time($0) } ?? 0 }
     /// Whether the server runs with real-time scheduling.
     public var isRealtime: Bool { handle.map { jack_is_realtime($0) != 0 } ?? false }
     /// Whether JACK transport is rolling (starting counts as not yet).

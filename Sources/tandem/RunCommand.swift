@@ -276,7 +276,7 @@ final class EventPrinter {
             let seconds = Double(r.frames) / Double(max(1, r.sampleRate))
             return "take \(r.take) \(r.ended.rawValue): \(r.frames) frames (\(String(format: "%.3f", seconds)) s), "
                 + "\(r.chunks.count) chunk(s), dropped \(r.droppedFrames), missed \(r.missedFrames ?? 0), "
-                + "xruns \(r.xruns); report \(sidecar)"
+                + (r.repeatedFrames.map { "repeated \($0), " } ?? "") + "xruns \(r.xruns); report \(sidecar)"
         case .diskError(let take, let message):
             Console.err("tandem: take \(take) ended by a disk error: \(message)\n")
             return nil

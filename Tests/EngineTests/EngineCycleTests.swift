@@ -147,6 +147,35 @@ import TestSupport
         #expect(got.count == 3 * n * 2 && got[2 * (3 * n - 1)] == Input.value(3 * n - 1, 0))
     }
 
+    /// A late cycle that read its source's next period (one lost) and a cycle after it that reads that period again
+    /// with the frame time stepping back: not a late clock to correct, but a repeated period, counted and noted; the
+    /// lost period's jump stands. (Netted against each other, as they were, the pair went uncounted.)
+    @Test func aRepeatedPeriodIsCountedNotCorrectedAway() throws {
+        let slot = ChainSlot.allocate()
+        defer { slot.deallocate() }
+        let state = try Self.recorderState(chain: slot)
+        defer { RecorderState.free(state) }
+        let s = state.pointee
+        let input = Input(channels: 2)
+        let n = 128
+        input.cycle(s, at: 0, frames: n)
+        RecorderState.cycle(s, frames: n, frameTime: 5_000)
+        // Late: the source has run on, so this cycle holds the period after the one it should have (n lost).
+        input.cycle(s, at: 2 * n, frames: n)
+        RecorderState.cycle(s, frames: n, frameTime: 5_000 + UInt32(2 * n))
+        // The next cycle reads the same buffer again, and the frame time steps back.
+        input.cycle(s, at: 2 * n, frames: n)
+        RecorderState.cycle(s, frames: n, frameTime: 5_000 + UInt32(2 * n))
+        #expect(s.counter(.missedFrames) == n && s.counter(.repeatedFrames) == n)
+        #expect(Self.notes(s.drops) == [.skippedCycles(at: n, frames: n), .repeatedCycle(at: 2 * n, frames: n)])
+        // A late clock over fresh samples stays a correction.
+        input.cycle(s, at: 3 * n, frames: n)
+        RecorderState.cycle(s, frames: n, frameTime: 5_000 + UInt32(4 * n))
+        input.cycle(s, at: 4 * n, frames: n)
+        RecorderState.cycle(s, frames: n, frameTime: 5_000 + UInt32(4 * n))
+        #expect(s.counter(.missedFrames) == n && s.counter(.repeatedFrames) == n)
+    }
+
     /// `SkippedCycles`: nothing before the first cycle, jumps and steps back across the 32-bit wrap, and a clock that
     /// jumps too far (a new server) is not taken for skipped cycles.
     @Test func skippedCyclesReadsJumpsAcrossTheWrap() {

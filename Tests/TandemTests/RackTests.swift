@@ -364,7 +364,7 @@ extension RackTests {
             #expect(run.waitFor("rack fx back after", timeout: 5, occurrence: round), "round \(round): \(run.output)")
             let after = Self.rack(try Self.status(port))
             if let t = after["lastRecoverySeconds"] as? Double { recoveries.append(t) }
-            #expect((after["crashes"] as? Int) == round, "\(after)")
+            #expect((after["crashes"] as? Int ?? 0) + (after["hangs"] as? Int ?? 0) == round, "\(after)")
         }
         #expect(run.waitFor("connected src:out_1 -> fx:in_1", occurrence: 4), "reconnected after the third crash: \(run.output)")
         usleep(500_000)
@@ -414,6 +414,28 @@ extension RackTests {
                 "\(check), missed \(r.report.missedFrames ?? 0), xruns \(r.report.xruns)")
         try? "\(check), missed \(r.report.missedFrames ?? 0), xruns \(r.report.xruns)\n"
             .write(toFile: "/tmp/tandem-rack-note-check.txt", atomically: true, encoding: .utf8)
+    }
+
+    /// A rack whose whole process is stopped (SIGSTOP) holds up the take that records its output: the supervisor
+    /// kills it within a tenth of a second, so the take goes on (one take, never ended as a server stall), each
+    /// freeze is in its report with the rack named, and what the take missed meanwhile is counted.
+    @Test(.enabled(if: RackTests.hasSWH))
+    func aFrozenRackIsCutOutAndTheTakeGoesOn() throws {
+        let r = try crashThreeTimes("rackfrozen", channels: 3, signal: SIGSTOP)
+        #expect(TakeCheck.reports(in: r.dir.path).count == 1, "one take: \(TakeCheck.reports(in: r.dir.path))")
+        #expect(r.report.ended == .stopped, "\(r.report.ended)")
+        let incidents = r.report.rackIncidents ?? []
+        #expect(incidents.count == 3 && incidents.allSatisfy { $0.rack == "fx" && $0.what.hasPrefix("frozen") }, "\(incidents)")
+        let file = try #require(r.report.chunks.first?.files.first)
+        let audio = try TestEnvironment.readAudio(file)
+        var straight: [Float] = []
+        for f in 0..<(audio.samples.count / 3) { straight += [audio.samples[3 * f], audio.samples[3 * f + 1]] }
+        let check = LoopedSourceCheck.check(recorded: straight, against: r.noise.index)
+        let missed = r.report.missedFrames ?? 0
+        #expect(check.foreignFrames == 0, "\(check)")
+        #expect(check.discontinuities == 0 || missed > 0, "a jump only where the report counts skipped cycles: \(check)")
+        print("frozen rack, 3 times: take missed \(missed) frames (\(String(format: "%.0f", Double(missed) / 3 / 48)) ms a freeze), "
+              + "\(check.discontinuities) jumps, recoveries \(r.recoveries.map { String(format: "%.2f", $0) })")
     }
 
     /// Tandem's own crash plugin in an isolated rack, told over the rack process's control port to segfault, abort
