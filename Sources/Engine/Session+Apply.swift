@@ -54,6 +54,11 @@ extension Session {
             }
             recorder = try Recorder(config: want, server: server, logger: Logger(label: "tandem.rec"),
                                     strictPlugins: strictPlugins)
+            if recorder?.client.isRealtime == false {
+                logger.warning("the JACK server runs without real-time scheduling (jackd -R, with rtprio allowed):"
+                               + " a cycle woken late can lose a period and record the next twice (counted in each"
+                               + " take's report as repeatedFrames)")
+            }
             want.firstTake = 1
             recorderConfig = want
             report.clientsOpened += 1
