@@ -55,9 +55,7 @@ extension Session {
             recorder = try Recorder(config: want, server: server, logger: Logger(label: "tandem.rec"),
                                     strictPlugins: strictPlugins)
             if recorder?.client.isRealtime == false {
-                logger.warning("the JACK server runs without real-time scheduling (jackd -R, with rtprio allowed):"
-                               + " a cycle woken late can lose a period and record the next twice (counted in each"
-                               + " take's report as repeatedFrames)")
+                logger.warning("\(Self.notRealtimeWarning)")
             }
             want.firstTake = 1
             recorderConfig = want
@@ -162,6 +160,10 @@ extension Session {
         workers.finish("take")
         workers.finish("playback")
     }
+
+    static let notRealtimeWarning = "the JACK server runs without real-time scheduling (jackd -R, with rtprio"
+        + " allowed): a cycle woken late can lose a period and record the next twice (counted in each take's report"
+        + " as repeatedFrames)"
 
     /// Record-while-playing: a take and the player start on the same frame, a few periods ahead.
     func startAligned(_ r: Recorder, _ p: Player, notes: [String]) {
