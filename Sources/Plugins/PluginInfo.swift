@@ -49,14 +49,23 @@ public struct PluginPortInfo: Sendable, Codable, Equatable {
     /// rsz:minimumSize: the bytes the plugin wants in this (atom) port's buffer, if it says.
     public var minimumSize: Int? = nil
 
-    /// This port's range and default at `sampleRate`.
+    /// This port's range and default at `sampleRate`. The range is scaled by the rate. The default is too when it
+    /// lies in the unscaled range (a fraction of the rate, as lv2:sampleRate says); a default outside it was written
+    /// in Hz (swh's single_para: range 0-0.4, default 440, "Frequency (Hz)"; 18 plugins of Debian's catalog do so)
+    /// and is taken as it is, clamped to the scaled range. Scaled blindly, 440 became 21,120,000 Hz and the plugin
+    /// put out NaN. jalv scales only the range and uses the default as written (440 Hz here: the same value);
+    /// Carla clamps the default into the unscaled range first and scales it (0.4 × the rate: 19,200 Hz).
     func at(sampleRate: Int) -> PluginPortInfo {
         guard scalesWithRate else { return self }
         var p = self
         let r = Float(sampleRate)
         p.minimum = minimum.map { $0 * r }
         p.maximum = maximum.map { $0 * r }
-        p.defaultValue = defaultValue.map { $0 * r }
+        if let d = defaultValue {
+            let fraction = d >= (minimum ?? -.infinity) && d <= (maximum ?? .infinity)
+            let hz = fraction ? d * r : d
+            p.defaultValue = min(max(hz, p.minimum ?? -.infinity), p.maximum ?? .infinity)
+        }
         return p
     }
 }

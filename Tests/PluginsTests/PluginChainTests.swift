@@ -1,5 +1,5 @@
 import Foundation
-import Plugins
+@testable import Plugins
 import Presets
 import Testing
 
@@ -50,6 +50,28 @@ import Testing
         #expect(worst <= 1e-7, "largest difference \(worst)")
         // A mono plugin on a stereo path runs one instance per channel.
         #expect(chain.status.first?.instances == 2)
+    }
+
+    /// lv2:sampleRate controls: the range is scaled by the rate; a default inside the unscaled range is a fraction of
+    /// it, one outside was written in Hz and stays (clamped to the scaled range). swh's single_para (range 0-0.4,
+    /// default 440) then starts at 440 Hz, as under jalv, and puts out finite samples (it gave NaN at 21,120,000 Hz).
+    @Test func aSampleRateControlsDefaultWrittenInHzStaysInHz() throws {
+        let port = { (lo: Float, hi: Float, d: Float) in
+            PluginPortInfo(index: 0, symbol: "fc", name: "fc", kind: .control, isInput: true, defaultValue: d,
+                           minimum: lo, maximum: hi, reportsLatency: false, isToggle: false, isInteger: false,
+                           isOptional: false, scalesWithRate: true)
+        }
+        #expect(port(0, 0.4, 440).at(sampleRate: 48000).defaultValue == 440)
+        #expect(port(0, 0.5, 0.1).at(sampleRate: 48000).defaultValue == 4800)
+        #expect(port(0, 0.4, 1e6).at(sampleRate: 48000).defaultValue == 19200)
+        #expect(port(0, 0.4, 440).at(sampleRate: 48000).maximum == 19200)
+        let uri = "http://plugin.org.uk/swh-plugins/singlePara"
+        guard PluginHost.shared.plugin(uri) != nil else { return }
+        let chain = PluginChain(specs: [PluginSpec(uri: uri)], channels: 1, sampleRate: 48000, period: 256, label: "test")
+        #expect(chain.problems.isEmpty, "\(chain.problems)")
+        #expect(try chain.value("singlepara", "fc") == 440)
+        let output = Self.run(chain, [Self.noise(48128, seed: 3)], period: 256)
+        #expect(output[0].allSatisfy { $0.isFinite }, "finite output")
     }
 
     @Test func aChangedControlAppliesFromTheNextCycle() throws {
