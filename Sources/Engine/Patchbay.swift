@@ -165,8 +165,9 @@ public struct Patchbay: Sendable, Equatable {
             expanded += matches.sorted(by: portOrder)
         }
         if expanded.count > ours.count {
-            throw PatchError(message: "\(expanded.count) \(towardUs ? "source" : "destination") ports for "
-                             + "\(ours.count) \(towardUs ? "inputs" : "outputs")")
+            let listed = expanded.prefix(6).joined(separator: ", ") + (expanded.count > 6 ? ", …" : "")
+            throw PatchError(message: "\(expanded.count) \(towardUs ? "source" : "destination") port(s) (\(listed)) for the "
+                             + "\(ours.count) \(towardUs ? "input" : "output")(s)")
         }
         return zip(expanded, ours).map { other, mine in
             towardUs ? ConnectionRule(from: .exact(other), to: .exact(mine))

@@ -67,6 +67,20 @@ extension RackState {
             let fed = s.sides > 0 && chain.pointee.sideInputs <= s.sides
             ChainState.run(chain.pointee, inputs: s.inputs.buffers, outputs: target, frames: n,
                            sides: fed ? UnsafePointer(s.inputs.buffers + main) : nil, midi: midi)
+            // Main outputs the chain does not write (a chain of CV modules only) are silent; the chain's CV outputs
+            // go onto the rack's last output ports (silent where the chain has fewer).
+            let mainOut = s.outputs.channels - s.sideOutputs
+            let c = chain.pointee
+            if c.outputChannels < mainOut {
+                for ch in c.outputChannels..<mainOut { target[ch].update(repeating: 0, count: n) }
+            }
+            for k in 0..<s.sideOutputs {
+                if k < c.sideOutputs {
+                    target[mainOut + k].update(from: c.sideOutputBuffers[k], count: n)
+                } else {
+                    target[mainOut + k].update(repeating: 0, count: n)
+                }
+            }
         } else {
             // No chain (none given, or every plugin bypassed at build): the inputs pass through, extra outputs
             // are silent, no MIDI leaves.

@@ -23,7 +23,9 @@ public final class Rack {
     /// The main inputs (the side inputs' ports follow them in `sidePorts`).
     public var inputs: [JackPort] { Array(engine.inputs.prefix(config.inputs.count)) }
     public var sidePorts: [JackPort] { Array(engine.inputs.dropFirst(config.inputs.count)) }
-    public var outputs: [JackPort] { engine.outputs }
+    /// The main outputs (the chain's CV outputs' ports follow them in `sideOutputPorts`).
+    public var outputs: [JackPort] { Array(engine.outputs.prefix(config.outputs.count)) }
+    public var sideOutputPorts: [JackPort] { Array(engine.outputs.dropFirst(config.outputs.count)) }
     public var plugins: ChainHolder { engine.plugins }
     public var name: String { config.name }
 
@@ -38,12 +40,16 @@ public final class Rack {
         }
         var config = config
         var engine = try Self.open(config, server: server, logger: logger, strictPlugins: strictPlugins)
-        if let sides = engine.plugins.chain?.sideInputs.map(\.name), sides != config.sideInputs {
-            // A plugin with a side input was left out: ports named from the preset would feed the wrong plugins.
-            logger.warning("a plugin with a side input was left out: the rack's side input ports follow its chain",
-                           metadata: ["rack": "\(config.name)", "chain": "\(sides)", "preset": "\(config.sideInputs)"])
+        if let chain = engine.plugins.chain, chain.sideInputs.map(\.name) != config.sideInputs
+            || chain.sideOutputs.map(\.name) != config.sideOutputs {
+            // A plugin with a side input or a CV output was left out: ports named from the preset would feed (or be
+            // fed by) the wrong plugins.
+            logger.warning("a plugin with a side input or CV output was left out: the rack's extra ports follow its chain",
+                           metadata: ["rack": "\(config.name)", "chain": "\(chain.sideInputs.map(\.name) + chain.sideOutputs.map(\.name))",
+                                      "preset": "\(config.sideInputs + config.sideOutputs)"])
             engine.close()
-            config.sideInputs = sides
+            config.sideInputs = chain.sideInputs.map(\.name)
+            config.sideOutputs = chain.sideOutputs.map(\.name)
             engine = try Self.open(config, server: server, logger: logger, strictPlugins: strictPlugins)
         }
         self.config = config
@@ -59,14 +65,15 @@ public final class Rack {
                              strictPlugins: Bool) throws(EngineError) -> EngineClient<RackState> {
         let setup = EngineClient<RackState>.Setup(
             clientName: config.clientName, server: server, inputs: config.inputs + config.sideInputs,
-            outputs: config.outputs, role: "rack \(config.name)", plugins: config.plugins,
+            outputs: config.outputs + config.sideOutputs, role: "rack \(config.name)", plugins: config.plugins,
             pluginState: config.pluginState, strictPlugins: strictPlugins,
             through: (config.inputs.count, config.outputs.count, config.mix, config.gainDB))
         let (ins, sides, outs) = (config.inputs.count, config.sideInputs.count, config.outputs.count)
+        let sideOuts = config.sideOutputs.count
         return try EngineClient(setup, logger: logger, allocate: { client, inputs, outputs, slot throws(EngineError) in
             let midi = try Self.registerMIDI(config, client: client)
             return RackState.allocate(client: client.cycleHandle, inputs: inputs, outputs: outputs,
-                                      channels: (ins, sides, outs), chain: slot, midi: midi)
+                                      channels: (ins, sides, outs, sideOuts), chain: slot, midi: midi)
         })
     }
 
@@ -97,7 +104,8 @@ public final class Rack {
         }
         let chain = ChainHolder.chain(specs, client: client, channels: engine.chainChannels, label: engine.role,
                                       savedState: savedState, through: through)
-        guard (chain?.sideInputs.map(\.name) ?? []) == config.sideInputs else { return false }
+        guard (chain?.sideInputs.map(\.name) ?? []) == config.sideInputs,
+              (chain?.sideOutputs.map(\.name) ?? []) == config.sideOutputs else { return false }
         let client = self.client
         plugins.replace(with: chain, isRunning: { client.isActive && !client.wasShutDown }, logger: logger)
         engine.refreshPluginLatency()

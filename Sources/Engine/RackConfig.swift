@@ -10,6 +10,9 @@ public struct RackConfig: Sendable, Equatable {
     /// Input ports for the chain's side inputs (a compressor's side chain: `<plugin>_<port symbol>`), after the
     /// inputs; silent while nothing is connected.
     public var sideInputs: [String] = []
+    /// Output ports for the chain's extra outputs (its plugins' CV outputs: `<plugin>_<port symbol>`), after the
+    /// outputs.
+    public var sideOutputs: [String] = []
     /// MIDI input ports (merged, they feed every plugin that takes MIDI) and MIDI output ports (the MIDI the plugins
     /// write); see `RackMIDI`.
     public var midiInputs: [String] = []
@@ -27,6 +30,6 @@ public struct RackConfig: Sendable, Equatable {
     /// Whether `other` can be applied without re-creating the JACK client (same name and ports).
     func sameClient(as other: RackConfig) -> Bool {
         clientName == other.clientName && inputs == other.inputs && outputs == other.outputs
-            && sideInputs == other.sideInputs && midiInputs == other.midiInputs && midiOutputs == other.midiOutputs
+            && sideInputs == other.sideInputs && sideOutputs == other.sideOutputs && midiInputs == other.midiInputs && midiOutputs == other.midiOutputs
     }
 }

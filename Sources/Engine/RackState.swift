@@ -20,7 +20,9 @@ struct RackState: EngineState {
     /// The main inputs, then the side inputs (`sides` of them, the last ones).
     let inputs: EnginePorts
     let sides: Int
+    /// The main outputs, then the chain's extra outputs (its plugins' CV outputs: `sideOutputs` of them, the last).
     let outputs: EnginePorts
+    let sideOutputs: Int
     /// The chain the callback runs from the inputs to the outputs (none: the inputs are passed through).
     let chain: ChainSlot
     let counters: AtomicCounterArray
@@ -31,16 +33,17 @@ struct RackState: EngineState {
     /// swap, faded out under the new one's.
     let fade: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
 
-    /// `inputs` (main, then side) and `outputs`: the client's ports, or none for state driven without a server;
-    /// `channels`: main inputs, side inputs, outputs. Control thread.
-    static func allocate(client: JackClientHandle, inputs: [JackPort], outputs: [JackPort], channels: (Int, Int, Int),
-                         chain: ChainSlot, midi: RackMIDI) -> UnsafeMutablePointer<RackState> {
+    /// `inputs` (main, then side) and `outputs` (main, then side): the client's ports, or none for state driven
+    /// without a server; `channels`: main inputs, side inputs, main outputs, side outputs. Control thread.
+    static func allocate(client: JackClientHandle, inputs: [JackPort], outputs: [JackPort],
+                         channels: (Int, Int, Int, Int), chain: ChainSlot, midi: RackMIDI) -> UnsafeMutablePointer<RackState> {
         let state = UnsafeMutablePointer<RackState>.allocate(capacity: 1)
+        let outs = channels.2 + channels.3
         state.initialize(to: RackState(
             client: client, inputs: EnginePorts.allocate(ports: inputs, channels: channels.0 + channels.1),
-            sides: channels.1, outputs: EnginePorts.allocate(ports: outputs, channels: channels.2), chain: chain,
-            counters: .allocate(count: Counter.allCases.count), cycleCost: .allocate(), midi: midi,
-            fade: allocateBuffers(channels.2)))
+            sides: channels.1, outputs: EnginePorts.allocate(ports: outputs, channels: outs), sideOutputs: channels.3,
+            chain: chain, counters: .allocate(count: Counter.allCases.count), cycleCost: .allocate(), midi: midi,
+            fade: allocateBuffers(outs)))
         state.pointee.resetAfterWarmUp()
         return state
     }

@@ -270,6 +270,12 @@ extension RackConfig {
             guard let stage else { return [] }
             return stage.sideInputs.map { "\(pair.0.name)_\(pair.1.ports[$0].symbol)" }
         }
+        sideOutputs = zip(infos, plan.stages).flatMap { pair, stage -> [String] in
+            guard let stage else { return [] }
+            return (0..<max(1, stage.instances)).flatMap { i in
+                stage.sideOutputs.map { "\(pair.0.name)_\(pair.1.ports[$0].symbol)" + (i > 0 ? "_\(i + 1)" : "") }
+            }
+        }
         (midiInputs, midiOutputs) = Self.midiPorts(r, infos: infos.map(\.1))
         tempo = session.tempo
         meter = session.meter

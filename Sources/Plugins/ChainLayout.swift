@@ -12,14 +12,19 @@ import Presets
 /// 3. `a == 0` and `b > 0` (an instrument: a synth, a sampler): one instance, sounding from MIDI, starts the path
 ///    anew with `b` channels (what came before it is its dry signal when bypassed; a rack without audio inputs starts
 ///    with one).
-/// 4. no audio port at all but MIDI (a MIDI effect: eg-fifths, x42 midifilter): one instance; the path goes past
-///    it unchanged.
+/// 4. no audio port at all but MIDI or CV (a MIDI effect: eg-fifths, x42 midifilter; a CV module: blop's envelopes
+///    and sequencers): one instance; the path goes past it unchanged.
 /// 5. anything else cannot be mapped and is refused with the plugin, its ports and both channel counts named.
 ///
 /// Side inputs are audio inputs flagged lv2:isSideChain or in a pg:sideChainOf group, and optional
 /// (lv2:connectionOptional) audio inputs, unless making them side inputs would leave the plugin without a main
 /// input. They never take the path: each becomes an extra input of the chain named `<plugin>_<port symbol>`
 /// (`comp_sidechain`), shared by every instance of that plugin, silent while nothing feeds it.
+///
+/// CV ports (lv2:CVPort: control signals at audio rate) never take the path either: a CV input is a side input of
+/// its own (`vco_freq`), a CV output an extra output of the chain (`adsr_out`; with several instances
+/// `adsr_out_2` and on for the second and later), which a rack gives JACK audio ports, as jalv, mod-host and Ingen
+/// do.
 ///
 /// Pure: no lilv, no allocation beyond the plan; unit-testable.
 public struct ChainLayout: Sendable, Equatable {
@@ -29,6 +34,8 @@ public struct ChainLayout: Sendable, Equatable {
         public var mainInputs: [Int]
         public var sideInputs: [Int]
         public var outputs: [Int]
+        /// CV outputs, per instance (see above).
+        public var sideOutputs: [Int] = []
         public var instances: Int
         /// Channels of the path before and after the plugin.
         public var widthIn: Int
@@ -44,14 +51,17 @@ public struct ChainLayout: Sendable, Equatable {
             side = audioIn.filter(\.isSideChain)   // optional inputs are its main inputs after all
         }
         let main = audioIn.filter { p in !side.contains { $0.index == p.index } }
+        let cvIn = info.ports.filter { $0.kind == .cv && $0.isInput }
+        let cvOut = info.ports.filter { $0.kind == .cv && !$0.isInput }
         let a = main.count, b = audioOut.count
         let stage: (Int, Int) -> Stage = { instances, widthOut in
-            Stage(mainInputs: main.map(\.index), sideInputs: side.map(\.index), outputs: audioOut.map(\.index),
-                  instances: instances, widthIn: width, widthOut: widthOut)
+            Stage(mainInputs: main.map(\.index), sideInputs: (side + cvIn).map(\.index), outputs: audioOut.map(\.index),
+                  sideOutputs: cvOut.map(\.index), instances: instances, widthIn: width, widthOut: widthOut)
         }
         if a > 0, a == b, width % a == 0 { return .success(stage(width / a, width)) }
         if a == 0, b > 0 { return .success(stage(1, b)) }
-        if a == 0, b == 0, side.isEmpty, info.ports.contains(where: { $0.kind == .atom && $0.supportsMIDI }) {
+        if a == 0, b == 0, (side.isEmpty && info.ports.contains(where: { $0.kind == .atom && $0.supportsMIDI }))
+            || !cvIn.isEmpty || !cvOut.isEmpty {
             return .success(stage(1, width))
         }
         if a == width, b > 0 { return .success(stage(1, b)) }
@@ -61,6 +71,7 @@ public struct ChainLayout: Sendable, Equatable {
         var ports = "inputs (\(names(main)))"
         if !side.isEmpty { ports += ", side inputs (\(names(side)))" }
         ports += " and outputs (\(names(audioOut)))"
+        if a == 0 && b == 0 && !side.isEmpty { ports += "; a plugin whose only audio ports are side inputs is no insert" }
         let why: String
         if b == 0 {
             why = "it has no audio output to continue the path with"

@@ -15,6 +15,10 @@ public struct ChainState: BitwiseCopyable {
     let between: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
     /// Side inputs of the chain (see `ChainLayout`), and a silent buffer for those nothing feeds.
     public let sideInputs: Int
+    /// Extra outputs of the chain (its plugins' CV outputs, see `PluginChain.sideOutputs`): after `run`, buffer k
+    /// holds output k for the cycle's frames. An engine copies them to ports of its own or leaves them.
+    public let sideOutputs: Int
+    public let sideOutputBuffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
     let silence: UnsafeMutablePointer<Float>
     /// Control thread writes, process thread reads: `Setting` cells (Float bits).
     let settings: AtomicCounterArray

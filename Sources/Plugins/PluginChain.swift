@@ -46,6 +46,9 @@ public final class PluginChain: @unchecked Sendable {
     /// the order `ChainState.run` takes their buffers. An engine may give each a port named `name`; an engine that
     /// does not leaves them silent.
     public private(set) var sideInputs: [SideInput] = []
+    /// The chain's extra outputs: its plugins' CV outputs, named `<plugin>_<port symbol>` (`_2`, `_3` for the
+    /// second and later instances), after its path's channels (see `ChainState.sideOutputBuffers`).
+    public private(set) var sideOutputs: [SideOutput] = []
     public let label: String
     /// The period the chain was built for, and whether it promised plugins one call per cycle of that length.
     public let period: Int
@@ -63,6 +66,14 @@ public final class PluginChain: @unchecked Sendable {
     private let logger: Logger
 
     /// An extra input of the chain: a side-chain or optional audio input of one plugin.
+    /// One extra output of the chain (a plugin's CV output).
+    public struct SideOutput: Sendable, Equatable {
+        /// `<plugin>_<port symbol>` (`_2`, `_3` for later instances), e.g. "adsr_out": what an engine names its port.
+        public var name: String
+        public var plugin: String
+        public var port: String
+    }
+
     public struct SideInput: Sendable, Equatable {
         /// `<plugin>_<port symbol>`, e.g. "sc2_sidechain": what an engine names its port.
         public var name: String
@@ -83,6 +94,8 @@ public final class PluginChain: @unchecked Sendable {
         let controls: [PluginPortInfo]
         let outputs: [PluginPortInfo]
         var rt: StageState!
+        /// The buffers its CV outputs write, per instance in port order (see `PluginChain.sideOutputs`).
+        var cvOutputs: [UnsafeMutablePointer<Float>] = []
 
         init(spec: PluginSpec, info: PluginInfo, plugin: OpaquePointer, layout: ChainLayout.Stage, sampleRate: Int) {
             self.spec = spec
@@ -224,6 +237,17 @@ public final class PluginChain: @unchecked Sendable {
             }
         }
         sideInputs = sides
+        var cvOutputs: [UnsafeMutablePointer<Float>] = []
+        sideOutputs = stages.flatMap { s -> [SideOutput] in
+            let symbols = s.layout.sideOutputs.map { index in s.info.ports.first { $0.index == index }?.symbol ?? "port\(index)" }
+            cvOutputs += s.cvOutputs
+            return (0..<max(1, s.rt.instanceCount)).flatMap { i in
+                symbols.map { SideOutput(name: "\(s.spec.name)_\($0)" + (i > 0 ? "_\(i + 1)" : ""), plugin: s.spec.name, port: $0) }
+            }
+        }
+        let sideOutputBuffers = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: max(1, cvOutputs.count))
+        for (k, b) in cvOutputs.enumerated() { (sideOutputBuffers + k).initialize(to: b) }
+        cleanups.append { sideOutputBuffers.deallocate() }
         let width = max(1, ([inputs, outputChannels] + stages.flatMap { [$0.layout.widthIn, $0.layout.widthOut] }).max() ?? 1)
         let between = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: 2 * width)
         for i in 0..<(2 * width) { (between + i).initialize(to: zeroed(Self.maxBlock)) }
@@ -249,7 +273,8 @@ public final class PluginChain: @unchecked Sendable {
         current[1] = 1
         state.initialize(to: ChainState(stages: stagePointer, stageCount: stages.count, inputChannels: inputs,
                                         outputChannels: outputChannels, width: width, between: between,
-                                        sideInputs: sides.count, silence: zeroed(Self.maxBlock), settings: settings,
+                                        sideInputs: sides.count, sideOutputs: cvOutputs.count,
+                                        sideOutputBuffers: sideOutputBuffers, silence: zeroed(Self.maxBlock), settings: settings,
                                         current: current, dry: delayLines(channels: outputChannels), counts: counts,
                                         sequenceURID: host.urid(LV2.atomSequence), midiURID: host.urid(LV2.midiEvent),
                                         timeURIDs: timeURIDs, timeSent: timeSent,
@@ -504,7 +529,10 @@ public final class PluginChain: @unchecked Sendable {
                     lilv_instance_connect_port(instance, index, outputValues + k)
                 }
             case .cv:
-                lilv_instance_connect_port(instance, index, zeroed(Self.maxBlock))
+                // Inputs: silence until a side input connects them each cycle; outputs: a buffer of their own.
+                let buffer = zeroed(Self.maxBlock)
+                lilv_instance_connect_port(instance, index, buffer)
+                if !port.isInput { stage.cvOutputs.append(buffer) }
             case .atom:
                 let k = atomPorts.firstIndex { $0.index == port.index }!
                 let buffer = UnsafeMutableRawPointer.allocate(byteCount: atomSize, alignment: 8)

@@ -155,7 +155,8 @@ struct PlayCommand: ParsableCommand {
                         + "are not connected: the sound goes nowhere until a patchbay or jack_connect connects them "
                         + "(or give --connect 'system:playback_.*')\n")
         } else {
-            preset.connections = runner.rules(connect, ports: player.ports, towardUs: false)
+            preset.connections = runner.rules(connect, ports: player.ports, towardUs: false, option: "--connect",
+                                              owner: "the player \(player.client.name)")
             preset.player?.start = start ?? .immediately
             runner.reapply(preset)
             if start == .immediately && startAt == nil { runner.session.play() }

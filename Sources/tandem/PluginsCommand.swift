@@ -84,11 +84,42 @@ struct PluginsCommand: ParsableCommand {
             if !p.missingFeatures.isEmpty { say("  cannot run here: Tandem does not provide \(p.missingFeatures.joined(separator: ", "))") }
             say("  presets:" + (p.presets.isEmpty ? " none" : ""))
             for preset in p.presets { say("    \(preset.uri)  \"\(preset.label)\"") }
-            let ins = p.audioInputs
-            let fit = ins > 0 && ins == p.audioOutputs
-                ? "as an insert: \(ins) channel(s) per instance (a \(ins * 2)-channel path runs 2 instances)"
-                : "not usable as an insert (needs as many audio outputs as inputs)"
-            say("  \(fit)")
+            for line in Self.shape(p) { say("  \(line)") }
+        }
+    }
+}
+
+extension PluginsCommand.Show {
+    /// How the plugin sits in a chain, as `ChainLayout` plans it (docs/PRESETS.md, "Channel shapes"): its channels,
+    /// and the extra ports a rack gives it (side inputs, CV inputs and outputs).
+    static func shape(_ p: PluginInfo) -> [String] {
+        let spec = PluginSpec(uri: p.uri)
+        let main = p.ports.filter { $0.kind == .audio && $0.isInput && !$0.isSideChain && !$0.isOptional }.count
+        let width = max(1, main)
+        switch ChainLayout.plan(spec, p, width: width) {
+        case .failure(let e):
+            return ["not usable in a chain: \(e.message)"]
+        case .success(let s):
+            let name = PluginSpec.uniqueNames([spec])[0].name
+            var out: [String]
+            let a = s.mainInputs.count, b = s.outputs.count
+            if a > 0 && a == b {
+                out = ["in a chain: \(a) channel(s) per instance (a \(2 * a)-channel path runs 2 instances)"]
+            } else if a > 0 {
+                out = ["in a chain: takes the whole \(a)-channel path and gives \(b) channel(s)"]
+            } else if b > 0 {
+                out = ["in a chain: starts the path anew with \(b) channel(s) (an instrument or a generator)"]
+            } else {
+                out = ["in a chain: the path goes past it unchanged (a MIDI effect or a CV module)"]
+            }
+            let symbol = { (i: Int) in p.ports.first { $0.index == i }?.symbol ?? "port\(i)" }
+            if !s.sideInputs.isEmpty {
+                out.append("extra inputs (a rack's ports): " + s.sideInputs.map { "\(name)_\(symbol($0))" }.joined(separator: ", "))
+            }
+            if !s.sideOutputs.isEmpty {
+                out.append("extra outputs (a rack's ports): " + s.sideOutputs.map { "\(name)_\(symbol($0))" }.joined(separator: ", "))
+            }
+            return out
         }
     }
 }

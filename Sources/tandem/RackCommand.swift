@@ -231,10 +231,13 @@ struct RackCommand: ParsableCommand {
                         + "output(s), not connected: a patchbay or jack_connect connects them (or give --connect-in/--connect-out)\n")
         }
         if !connectIn.isEmpty || !connectOut.isEmpty || !connectMidiIn.isEmpty || !connectMidiOut.isEmpty {
-            preset.connections = runner.rules(connectIn, ports: rack.inputs, towardUs: true)
-                + runner.rules(connectOut, ports: rack.outputs, towardUs: false)
-                + runner.rules(connectMidiIn, names: rack.midiInputNames, towardUs: true, type: .midi)
-                + runner.rules(connectMidiOut, names: rack.midiOutputNames, towardUs: false, type: .midi)
+            let owner = "rack \(rack.client.name)"
+            preset.connections = runner.rules(connectIn, ports: rack.inputs, towardUs: true, option: "--connect-in", owner: owner)
+                + runner.rules(connectOut, ports: rack.outputs, towardUs: false, option: "--connect-out", owner: owner)
+                + runner.rules(connectMidiIn, names: rack.midiInputNames, towardUs: true, type: .midi,
+                               option: "--connect-midi-in", owner: owner)
+                + runner.rules(connectMidiOut, names: rack.midiOutputNames, towardUs: false, type: .midi,
+                               option: "--connect-midi-out", owner: owner)
             runner.reapply(preset)
         }
         runner.openControl(explicit: controlOptions.controlPort, fallback: nil)

@@ -280,7 +280,8 @@ struct RecordCommand: ParsableCommand {
                         + "are not connected: silence is recorded until a patchbay or jack_connect connects them "
                         + "(or give --connect 'system:capture_.*')\n")
         } else {
-            preset.connections = runner.rules(connect, ports: recorder.ports, towardUs: true)
+            preset.connections = runner.rules(connect, ports: recorder.ports, towardUs: true, option: "--connect",
+                                              owner: "the recorder \(recorder.client.name)")
             preset.recorder?.start = start ?? .immediately
             runner.reapply(preset)
             if start == .immediately && !selfRunning { runner.session.startTake() }

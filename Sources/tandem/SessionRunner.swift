@@ -146,18 +146,20 @@ final class SessionRunner {
 
     /// Exact connection rules for a one-shot command's `--connect` patterns (see `Session.orderedRules`); a pattern
     /// that names nothing, or too many ports, closes the session and exits 2 in words.
-    func rules(_ patterns: [String], ports: [JackPort], towardUs: Bool) -> [ConnectionRule] {
-        rules(patterns, names: ports.map(\.name), towardUs: towardUs, type: .audio)
+    func rules(_ patterns: [String], ports: [JackPort], towardUs: Bool, option: String, owner: String) -> [ConnectionRule] {
+        rules(patterns, names: ports.map(\.name), towardUs: towardUs, type: .audio, option: option, owner: owner)
     }
 
-    /// `names`: full names of the engine's ports of kind `type`.
-    func rules(_ patterns: [String], names: [String], towardUs: Bool, type: PortType) -> [ConnectionRule] {
+    /// `names`: full names of the engine's ports of kind `type`. A problem names the option, its patterns and the
+    /// engine (`owner`, e.g. "rack fx"), and is exit 2.
+    func rules(_ patterns: [String], names: [String], towardUs: Bool, type: PortType, option: String,
+               owner: String) -> [ConnectionRule] {
         guard !patterns.isEmpty else { return [] }
         do {
             return try session.orderedRules(patterns, ports: names, towardUs: towardUs, type: type)
         } catch {
             session.close()
-            fail(.badInput, "\(error)")
+            fail(.badInput, "\(option) " + patterns.map { "'\($0)'" }.joined(separator: " ") + ": \(error) of \(owner)")
         }
     }
 

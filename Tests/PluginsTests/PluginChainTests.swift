@@ -74,6 +74,38 @@ import Testing
         #expect(output[0].allSatisfy { $0.isFinite }, "finite output")
     }
 
+    /// CV ports: blop's ADSR (CV in, CV out, no audio) runs; its gate is a side input of the chain (`adsr_drive`)
+    /// and its envelope an extra output (`adsr_out`) that rises while the gate is high; the path goes past it.
+    /// (Refused before as "0 → 0 channel(s) cannot follow a 0-channel path".)
+    @Test func cvPortsAreSideInputsAndOutputs() throws {
+        let uri = "http://drobilla.net/plugins/blop/adsr"
+        guard PluginHost.shared.plugin(uri) != nil else { return }
+        let chain = PluginChain(specs: [PluginSpec(uri: uri)], channels: 1, sampleRate: 48000, period: 256, label: "test")
+        #expect(chain.problems.isEmpty, "\(chain.problems)")
+        #expect(chain.sideInputs.map(\.name) == ["adsr_drive"] && chain.sideOutputs.map(\.name) == ["adsr_out"])
+        let n = 256
+        let input = UnsafeMutablePointer<Float>.allocate(capacity: n), output = UnsafeMutablePointer<Float>.allocate(capacity: n)
+        let gate = UnsafeMutablePointer<Float>.allocate(capacity: n)
+        defer { [input, output, gate].forEach { $0.deallocate() } }
+        for i in 0..<n { input[i] = Float(i) / Float(n) }
+        gate.initialize(repeating: 0, count: n)
+        var envelope: [Float] = []
+        for cycle in 0..<200 {
+            if cycle == 20 { gate.update(repeating: 1, count: n) }
+            withUnsafePointer(to: input) { i in
+                withUnsafePointer(to: output) { o in
+                    withUnsafePointer(to: gate) { g in
+                        ChainState.run(chain.state.pointee, inputs: i, outputs: o, frames: n, sides: g)
+                    }
+                }
+            }
+            envelope += UnsafeBufferPointer(start: chain.state.pointee.sideOutputBuffers[0], count: n)
+            #expect((0..<n).allSatisfy { output[$0] == input[$0] }, "the path goes past a CV module unchanged")
+        }
+        #expect(envelope.allSatisfy { $0.isFinite } && (envelope.prefix(20 * n).max() ?? 1) < 0.01
+                && (envelope.max() ?? 0) > 0.5, "silent with the gate low, rising once it is high")
+    }
+
     @Test func aChangedControlAppliesFromTheNextCycle() throws {
         let chain = PluginChain(specs: [PluginSpec(uri: Self.highpass), PluginSpec(uri: Self.amp)],
                                 channels: 1, sampleRate: 48000, period: 64, label: "test")

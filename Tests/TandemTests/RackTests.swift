@@ -578,3 +578,69 @@ extension RackTests {
         #expect(run.process.wait(timeout: 15) == 0, "\(run.output)")
     }
 }
+
+extension RackTests {
+    static let hasCVPlugins = FileManager.default.fileExists(atPath: "/usr/lib/lv2/fomp.lv2")
+        && FileManager.default.fileExists(atPath: "/usr/lib/lv2/blop.lv2")
+
+    /// CV ports are JACK ports: fomp's saw VCO (CV inputs `freq`, `exp_fm`, …, an audio output) gets an input port
+    /// per CV input and sounds at the pitch its `freq` port is given; blop's ADSR (CV only) gets `adsr_drive` and `adsr_out`, and the envelope it writes
+    /// on `adsr_out` rises while a source holds its gate high. (Both were refused with "0 → 0 channel(s) cannot
+    /// follow a 0-channel path".)
+    @Test(.enabled(if: hasCVPlugins))
+    func cvPortsAreJackPortsAndCarryTheirSignals() throws {
+        let server = try TestEnvironment.server("rackcv")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("rackcv")
+        let gate = dir.appendingPathComponent("gate.wav").path
+        try TestEnvironment.writeWAV([Float](repeating: 1, count: 48000), channels: 1, path: gate, sample: .float32)
+        let src = try TandemProcess(["play", "--client", "gate", "--loop", "item", gate], server: server,
+                                    log: dir.appendingPathComponent("gate.log").path)
+        defer { src.process.signal(SIGTERM); _ = src.process.wait(timeout: 10) }
+        let vco = try TandemProcess(["rack", "--name", "vco", "--no-view", "--plugin", "http://drobilla.net/plugins/fomp/saw_vco"],
+                                    server: server, log: dir.appendingPathComponent("vco.log").path)
+        defer { vco.process.signal(SIGTERM); _ = vco.process.wait(timeout: 10) }
+        // Its gate is a CV input, not one of its (no) audio inputs: --connect-in says so.
+        let wrong = try TestEnvironment.run([TestEnvironment.product("tandem"), "rack", "--server", server.name, "--name", "env",
+                                             "--no-view", "--plugin", "http://drobilla.net/plugins/blop/adsr",
+                                             "--connect-in", "gate:out_1"], timeout: 20)
+        #expect(wrong.code == 2 && wrong.output.contains(
+            "--connect-in 'gate:out_1': 1 source port(s) (gate:out_1) for the 0 input(s) of rack env"), "\(wrong.output)")
+        let env = try TandemProcess(["rack", "--name", "env", "--no-view", "--plugin", "http://drobilla.net/plugins/blop/adsr"],
+                                    server: server, log: dir.appendingPathComponent("env.log").path)
+        defer { env.process.signal(SIGTERM); _ = env.process.wait(timeout: 10) }
+        #expect(vco.waitFor("ready") && env.waitFor("ready"), "\(vco.output)\n\(env.output)")
+        let ports = try TestEnvironment.run(["jack_lsp", "-s", server.name]).output
+        for p in ["vco:saw_vco_freq", "vco:saw_vco_exp_fm", "vco:out_1", "env:adsr_drive", "env:adsr_out"] {
+            #expect(ports.contains(p), "\(p) in \(ports)")
+        }
+        // The gate's constant 1 drives the envelope and sets the VCO's pitch (fomp's VCO stands still at 0).
+        _ = try TestEnvironment.run(["jack_connect", "-s", server.name, "gate:out_1", "env:adsr_drive"])
+        _ = try TestEnvironment.run(["jack_connect", "-s", server.name, "gate:out_1", "vco:saw_vco_freq"])
+        let rec = try TandemProcess(["record", "-c", "2", "-d", dir.path, "--session", "cv", "-t", "1",
+                                     "--connect", "vco:out_1", "--connect", "env:adsr_out"],
+                                    server: server, log: dir.appendingPathComponent("rec.log").path)
+        #expect(rec.process.wait(timeout: 15) == 0, "\(rec.output)")
+        let take = try #require(TakeCheck.reports(in: dir.path).first)
+        let audio = try TestEnvironment.readAudio(try TakeReport.read(from: take).chunks[0].files[0])
+        let saw = stride(from: 0, to: audio.samples.count, by: 2).map { audio.samples[$0] }
+        let envelope = stride(from: 1, to: audio.samples.count, by: 2).map { audio.samples[$0] }
+        #expect(saw.allSatisfy { $0.isFinite } && (saw.max() ?? 0) - (saw.min() ?? 0) > 0.2, "the VCO sounds")
+        #expect(envelope.allSatisfy { $0.isFinite } && (envelope.max() ?? 0) > 0.5, "the envelope rises with the gate")
+    }
+
+    /// `plugins show` says how a plugin sits in a chain and which extra ports a rack gives it (it called swh's sc2
+    /// "not usable as an insert" while a rack of it works).
+    @Test(.enabled(if: hasCVPlugins && hasSWH))
+    func pluginsShowTellsHowAPluginSitsInAChain() throws {
+        let tandem = TestEnvironment.product("tandem")
+        for (uri, lines) in [
+            ("http://plugin.org.uk/swh-plugins/sc2", ["in a chain: 1 channel(s) per instance", "extra inputs (a rack's ports): sc2_sidechain"]),
+            ("http://drobilla.net/plugins/blop/adsr", ["the path goes past it unchanged", "extra outputs (a rack's ports): adsr_out"]),
+        ] {
+            let out = try TestEnvironment.run([tandem, "plugins", "show", uri]).output
+            for l in lines { #expect(out.contains(l), "\(uri): \(l)\n\(out)") }
+            #expect(!out.contains("not usable"), "\(out)")
+        }
+    }
+}
