@@ -419,8 +419,7 @@ public final class PluginChain: @unchecked Sendable {
                 if let worker { lv2host_worker_free(worker) }
                 stage.free(activated: false)
                 throw PluginError(.instantiateFailed, plugin: spec.name,
-                                  "<\(spec.uri)> failed to instantiate (the plugin's library refused; its own messages,"
-                                  + " if any, are above)")
+                                  "<\(spec.uri)> failed to instantiate: " + Self.whyNoInstance(plugin, uri: spec.uri))
             }
             stage.instances.append(instance)
             stage.features.append(features)
@@ -458,6 +457,37 @@ public final class PluginChain: @unchecked Sendable {
                               takesTime: info.ports.contains { $0.kind == .atom && $0.isInput && $0.supportsTime },
                               midiBypassed: midiBypassed)
         return stage
+    }
+
+    /// What went wrong when lilv gave no instance: the library could not be loaded (the dynamic loader's own
+    /// words: an undefined symbol, a missing dependency), it holds no descriptor for the URI, or the plugin's
+    /// instantiate returned nothing. Asked only after a failure, under the host's lock (the library is opened
+    /// again here, which the loader answers from what it already has or with the same error).
+    static func whyNoInstance(_ plugin: OpaquePointer, uri: String) -> String {
+        guard let libraryURI = lilv_plugin_get_library_uri(plugin),
+              let raw = lilv_file_uri_parse(lilv_node_as_uri(libraryURI), nil) else {
+            return "its library's location is not known"
+        }
+        let path = String(cString: raw)
+        lilv_free(raw)
+        guard let handle = dlopen(path, RTLD_NOW | RTLD_LOCAL) else {
+            let why = dlerror().map { String(cString: $0) } ?? "unknown reason"
+            return "its library \(path) cannot be loaded: \(why)"
+        }
+        defer { dlclose(handle) }
+        typealias Descriptor = @convention(c) (UInt32) -> UnsafePointer<LV2_Descriptor>?
+        guard let symbol = dlsym(handle, "lv2_descriptor") else {
+            return "its library \(path) has no lv2_descriptor function"
+        }
+        let descriptor = unsafeBitCast(symbol, to: Descriptor.self)
+        var index: UInt32 = 0
+        while let d = descriptor(index), index < 4096 {
+            if String(cString: d.pointee.URI) == uri {
+                return "the plugin's instantiate refused (its own messages, if any, are above)"
+            }
+            index += 1
+        }
+        return "its library \(path) holds no plugin <\(uri)> (\(index) other(s))"
     }
 
     /// Why a plugin cannot run here at all (a feature Tandem lacks or cannot promise at this period, a port type

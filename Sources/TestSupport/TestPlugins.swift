@@ -7,6 +7,10 @@ public enum TestPlugins {
     public static let fixedBlock = "http://tandem.test/lv2/fixedblock"
     /// Control `mode`: 0 passes audio, 1 segfaults in run(), 2 aborts, 3 hangs.
     public static let crash = "http://tandem.test/lv2/crash"
+    /// Described by the bundle, not held by its library.
+    public static let absent = "http://tandem.test/lv2/absent"
+    /// Its library needs an undefined symbol: the loader refuses it.
+    public static let broken = "http://tandem.test/lv2/broken"
 
     /// Whether the bundle can be built here (a C compiler and the LV2 headers).
     public static var canBuild: Bool {
@@ -24,11 +28,13 @@ public enum TestPlugins {
                 try FileManager.default.copyItem(at: source.appendingPathComponent(file),
                                                  to: bundle.appendingPathComponent(file))
             }
-            let (code, output) = try TestEnvironment.run(
-                ["/usr/bin/env", "cc", "-shared", "-fPIC", "-O2", "-Wall", "-o",
-                 bundle.appendingPathComponent("tandem-test.so").path,
-                 source.appendingPathComponent("tandem-test.c").path], timeout: 60)
-            guard code == 0 else { return .failure(TestPluginError(description: "cc failed: \(output)")) }
+            for name in ["tandem-test", "tandem-broken"] {
+                let (code, output) = try TestEnvironment.run(
+                    ["/usr/bin/env", "cc", "-shared", "-fPIC", "-O2", "-Wall", "-o",
+                     bundle.appendingPathComponent("\(name).so").path,
+                     source.appendingPathComponent("\(name).c").path], timeout: 60)
+                guard code == 0 else { return .failure(TestPluginError(description: "cc failed: \(output)")) }
+            }
             return .success(bundle.path)
         } catch {
             return .failure(TestPluginError(description: "\(error)"))

@@ -84,4 +84,24 @@ import TestSupport
         #expect(chain.problems.isEmpty && chain.status.first?.instances == 2, "\(chain.problems)")
         #expect(try chain.value("crash", "mode") == 0)
     }
+
+    /// A plugin that gives no instance is told apart by why: its library cannot be loaded (the loader's words), it
+    /// holds no such plugin, or its instantiate refused (it used to be "the plugin's library refused" for all three).
+    @Test(.enabled(if: ready))
+    func anInstantiateFailureSaysWhy() {
+        let problem = { (uri: String) -> String in
+            let chain = PluginChain(specs: [PluginSpec(uri: uri)], channels: 1, sampleRate: 48000, period: 256, label: "t")
+            return chain.problems.first?.message ?? "no problem"
+        }
+        let broken = problem(TestPlugins.broken)
+        #expect(broken.contains("tandem-broken.so cannot be loaded") && broken.contains("undefined symbol: tandem_test_nowhere"),
+                "\(broken)")
+        let absent = problem(TestPlugins.absent)
+        #expect(absent.contains("tandem-test.so holds no plugin <\(TestPlugins.absent)>"), "\(absent)")
+        // fixedblock refuses without the fixed-block promise (its instantiate returns nothing).
+        let chain = PluginChain(specs: [PluginSpec(uri: TestPlugins.fixedBlock)], channels: 1, sampleRate: 48000, period: 256,
+                                label: "t", fixedBlock: false)
+        let refused = chain.problems.first?.message ?? ""
+        #expect(refused.contains("instantiate refused") || refused.contains("fixed block"), "\(refused)")
+    }
 }
