@@ -278,7 +278,7 @@ public final class ControlProtocol {
             }
         case "/tandem/plugin/bypass":
             // ENGINE PLUGIN [ON]: sets (1 bypassed, 0 running) or, without ON, reads the plugin's bypass.
-            let usage = "/tandem/plugin/bypass takes ENGINE (recorder|player), PLUGIN (its name), and optionally 1 or 0"
+            let usage = "/tandem/plugin/bypass takes ENGINE (recorder, player or a rack name), PLUGIN (its name), and optionally 1 or 0"
             guard m.arguments.count == 2 || m.arguments.count == 3 else { return error(usage) }
             let e = m.arguments[0].string ?? m.arguments[0].description
             guard session.hasEngine(e) else { return error("unknown engine '\(e)' (recorder, player or a rack's name)") }
@@ -297,7 +297,8 @@ public final class ControlProtocol {
         case "/tandem/plugin/mix", "/tandem/plugin/gain":
             // ENGINE [VALUE]: the chain's dry/wet mix (0 dry ... 1 wet) or its output gain in dB; without VALUE, read.
             let isMix = m.path.hasSuffix("mix")
-            let usage = "\(m.path) takes ENGINE (recorder|player) and optionally " + (isMix ? "MIX (0 dry to 1 wet)" : "GAIN (dB)")
+            let usage = "\(m.path) takes ENGINE (recorder, player or a rack name) and optionally "
+                + (isMix ? "MIX (0 dry to 1 wet)" : "GAIN (dB, \(Limits.describe(Limits.gainDB, unit: " dB")))")
             guard m.arguments.count == 1 || m.arguments.count == 2 else { return error(usage) }
             let e = m.arguments[0].string ?? m.arguments[0].description
             guard session.hasEngine(e) else { return error("unknown engine '\(e)' (recorder, player or a rack's name)") }
@@ -305,6 +306,12 @@ public final class ControlProtocol {
             guard let chain = runningChain(engine) else { return error("the \(e) has no plugin chain") }
             if m.arguments.count == 2 {
                 guard let v = m.arguments[1].number, v.isFinite else { return error(usage) }
+                // Out of range is refused, as a preset's `mix` and `gain` and the command line's are.
+                let range = isMix ? Limits.mix : Limits.gainDB
+                guard Limits.contains(range, v) else {
+                    return error("\(isMix ? "mix" : "gain") \(Limits.number(v)) is out of range ("
+                                 + (isMix ? "0 to 1" : Limits.describe(Limits.gainDB, unit: " dB")) + ")")
+                }
                 if isMix { chain.mix = v } else { chain.gainDB = v }
             }
             return ok("\(isMix ? chain.mix : chain.gainDB)")

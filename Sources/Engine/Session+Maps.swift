@@ -154,7 +154,7 @@ extension Session {
             let range = controlRange(engine, plugin: plugin, symbol: symbol)
             let value = map.value(x, lo: map.minimum ?? range.lowerBound, hi: map.maximum ?? range.upperBound)
             do {
-                try setPluginControl(engine, plugin: plugin, symbol: symbol, value: value, source: "midi")
+                try setPluginControl(engine, plugin: plugin, symbol: symbol, value: value, source: "midi", clamp: true)
             } catch {
                 failOnce(map, "\(error)")
             }

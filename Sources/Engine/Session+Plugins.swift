@@ -62,13 +62,13 @@ extension Session {
     /// Subscribers hear of it (`controlChanged`, from `source`: osc, midi, preset).
     @discardableResult
     public func setPluginControl(_ engine: ChainEngine, plugin: String, symbol: String, value: Double,
-                                 source: String = "osc") throws(PluginError) -> Float {
+                                 source: String = "osc", clamp: Bool = false) throws(PluginError) -> Float {
         guard let c = chain(engine) else {
             throw PluginError(.unknownPlugin, plugin: plugin, "the \(engine.rawValue) has no plugin chain"
                               + (supervisors[engine.rawValue].map { " in this process (the rack runs isolated: its own control port is "
                                   + ($0.controlPort.map(String.init) ?? "not open") + ")" } ?? ""))
         }
-        let set = try c.set(plugin, symbol, value)
+        let set = try c.set(plugin, symbol, value, clamp: clamp)
         events.append(.controlChanged(engine: engine.rawValue, plugin: plugin, symbol: symbol, value: set, source: source))
         return set
     }

@@ -34,9 +34,9 @@ extension PluginChain {
     /// Sets a control by symbol (clamped to the port's range), effective from the next process cycle. Returns the
     /// value set.
     @discardableResult
-    public func set(_ plugin: String, _ symbol: String, _ value: Double) throws(PluginError) -> Float {
+    public func set(_ plugin: String, _ symbol: String, _ value: Double, clamp: Bool = false) throws(PluginError) -> Float {
         let s = try stage(plugin)
-        let v = try checkedValue(s, symbol, value)
+        let v = try checkedValue(s, symbol, value, clamp: clamp)
         guard let index = s.controlIndex(symbol) else {   // checkedValue has refused unknown symbols already
             throw PluginError(.unknownControl, plugin: plugin, "no control '\(symbol)'")
         }
@@ -57,14 +57,22 @@ extension PluginChain {
                     + (s.controls.isEmpty ? "none" : s.controls.map(\.symbol).joined(separator: ", ")) + ")")
     }
 
-    /// The value a control would take: an error for an unknown symbol or a non-number, clamped to the range.
-    func checkedValue(_ s: Stage, _ symbol: String, _ value: Double) throws(PluginError) -> Float {
+    /// The value a control would take: an error for an unknown symbol, a non-number, or (unless `clamp`: a control
+    /// map's scaled value, which rounding may take a hair past an end) a value outside the control's range, in the
+    /// words `preset check` uses for the same value in a preset.
+    func checkedValue(_ s: Stage, _ symbol: String, _ value: Double, clamp: Bool = false) throws(PluginError) -> Float {
         guard let k = s.controlIndex(symbol) else { throw unknownControl(s, symbol) }
         guard value.isFinite else { throw PluginError(.badValue, plugin: s.spec.name, "control '\(symbol)': \(value) is not a number") }
         let port = s.controls[k]
-        var v = Float(value)
-        if let lo = port.minimum, v < lo { v = lo }
-        if let hi = port.maximum, v > hi { v = hi }
+        let lo = Double(port.minimum ?? -.infinity), hi = Double(port.maximum ?? .infinity)
+        if !clamp && !(value >= lo && value <= hi) {
+            // A value that came as a 32-bit float (OSC) is shown as one (1e+30, not 1.0000000150474662e+30).
+            let shown = Double(Float(value)) == value ? "\(Float(value))" : "\(value)"
+            throw PluginError(.badValue, plugin: s.spec.name, "control '\(symbol)' = \(shown) is outside its range"
+                              + " \(port.minimum ?? -.infinity) to \(port.maximum ?? .infinity)")
+        }
+        var v = Float(min(max(value, lo), hi))
+        if !v.isFinite { v = value < 0 ? -Float.greatestFiniteMagnitude : .greatestFiniteMagnitude }
         return v
     }
 

@@ -195,4 +195,32 @@ import TestSupport
         _ = run.process.wait(timeout: 5)
         #expect(TestEnvironment.waitUntil(timeout: 5) { kill(pid, 0) != 0 }, "rack process \(pid) outlived its session")
     }
+
+    /// Over OSC a value out of its range is refused with the range, for a control as for the chain's mix and gain
+    /// (`plugin set … 1e30` was clamped while `plugin gain … 1e300` was refused), and the error words name racks.
+    @Test(.enabled(if: RackTests.hasSWH))
+    func outOfRangeValuesAreRefusedAlikeOverOSC() throws {
+        let server = try TestEnvironment.server("racktrust-range")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("racktrust-range")
+        let port = 44000 + Int(getpid() % 20000)
+        let rack = try TandemProcess(["rack", "--name", "fx", "--no-view", "--control-port", "\(port)", "--plugin",
+                                      "\(RackTests.amp),name=amp"], server: server, log: dir.appendingPathComponent("rack.log").path)
+        defer { rack.process.signal(SIGTERM); _ = rack.process.wait(timeout: 10) }
+        #expect(rack.waitFor("ready"), "\(rack.output)")
+        for (words, fragment) in [
+            (["/tandem/plugin/set", "fx", "amp", "gain", "1e30"], "control 'gain' = 1e+30 is outside its range -70.0 to 70.0"),
+            // OSC carries 32-bit floats: 1e300 arrives as infinity, which is no number at all.
+            (["/tandem/plugin/set", "fx", "amp", "gain", "-71"], "is outside its range"),
+            (["/tandem/plugin/gain", "fx", "1e300"], "GAIN (dB, -120 to 24 dB)"),
+            (["/tandem/plugin/gain", "fx", "30"], "gain 30 is out of range (-120 to 24 dB)"),
+            (["/tandem/plugin/mix", "fx", "1.5"], "out of range (0 to 1)"),
+            (["/tandem/plugin/bypass", "fx"], "0"),
+            (["/tandem/plugin/bypass", "fx", "amp", "2"], "ENGINE (recorder, player or a rack name)"),
+        ] {
+            let r = try RackControlTests.ctl(port, words)
+            #expect(r.text.contains(fragment), "\(words): \(r)")
+        }
+        #expect(try RackControlTests.ctl(port, ["/tandem/plugin/get", "fx", "amp", "gain"]).text == "0.0", "unchanged")
+    }
 }
