@@ -39,6 +39,9 @@ public final class Player: @unchecked Sendable {
     public var plugins: ChainHolder { engine.plugins }
     var state: UnsafeMutablePointer<PlayerState> { engine.state }
 
+    /// Full names of the MIDI output ports (those the MIDI files of the queue play to).
+    public var midiOutputNames: [String] { config.resolvedMIDIPorts.map { "\(client.name):\($0)" } }
+
     /// Opens the client, registers the ports, starts the reader thread and activates. Loads `config.queue`, and
     /// starts playing at once when `config.startImmediately` is set. `notify` is posted when there are events to
     /// drain (a failure, the end of the queue), so a control loop can sleep long between looks.
@@ -100,7 +103,10 @@ public final class Player: @unchecked Sendable {
         while Date() < deadline {
             let fresh = s.ring.totalWritten - max(s.ring.totalRead, s.counter(.skipTo))
             let room = max(PlayerState.minimumWakeSpace, s.wakeSpace) + DiskReader.chunkFrames
-            if s.ring.capacity - fresh < room || s.counter(.drainedAt) != PlayerState.notDrained {
+            // Filled: the audio ring, or (a dense MIDI file) the MIDI ring, which holds the reader back as well;
+            // waiting on the audio ring then cost the whole timeout and held the control loop for it.
+            if s.ring.capacity - fresh < room || s.counter(.drainedAt) != PlayerState.notDrained
+                || s.midi.ring.space == 0 {
                 return true
             }
             usleep(2_000)

@@ -155,8 +155,16 @@ struct PlayCommand: ParsableCommand {
                         + "are not connected: the sound goes nowhere until a patchbay or jack_connect connects them "
                         + "(or give --connect 'system:playback_.*')\n")
         } else {
-            preset.connections = runner.rules(connect, ports: player.ports, towardUs: false, option: "--connect",
-                                              owner: "the player \(player.client.name)")
+            // A pattern that names no audio input but a MIDI input (a synth's `midi_in`) is for the MIDI ports.
+            let audioNames = player.ports.map(\.name), midiNames = player.midiOutputNames
+            let fits = { (p: String, names: [String], type: PortType) in
+                (try? runner.session.orderedRules([p], ports: names, towardUs: false, type: type)) != nil
+            }
+            let midi = connect.filter { !midiNames.isEmpty && !fits($0, audioNames, .audio) && fits($0, midiNames, .midi) }
+            let audio = connect.filter { !midi.contains($0) }
+            let owner = "the player \(player.client.name)"
+            preset.connections = runner.rules(audio, ports: player.ports, towardUs: false, option: "--connect", owner: owner)
+                + runner.rules(midi, names: midiNames, towardUs: false, type: .midi, option: "--connect", owner: owner)
             preset.player?.start = start ?? .immediately
             runner.reapply(preset)
             if start == .immediately && startAt == nil { runner.session.play() }

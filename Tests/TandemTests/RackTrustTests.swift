@@ -223,4 +223,36 @@ import TestSupport
         }
         #expect(try RackControlTests.ctl(port, ["/tandem/plugin/get", "fx", "amp", "gain"]).text == "0.0", "unchanged")
     }
+
+    /// `tandem play song.mid --connect RACK:midi_in` connects the player's MIDI port (it said no input port matched),
+    /// and a dense MIDI file (40,000 events in 3 s) starts at once on `play` (the player waited 5 s for an audio ring
+    /// the full MIDI ring held back, and the control loop with it: `ctl` timed out).
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: "/usr/lib/lv2/eg-fifths.lv2")))
+    func aDenseMidiFilePlaysToAMidiPortAtOnce() throws {
+        let server = try TestEnvironment.server("racktrust-midi")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("racktrust-midi")
+        let song = dir.appendingPathComponent("dense.mid").path
+        _ = try Mido.run("""
+            import sys, mido
+            f = mido.MidiFile(type=0, ticks_per_beat=9600); t = mido.MidiTrack(); f.tracks.append(t)
+            for i in range(20000):
+                t.append(mido.Message('note_on', note=40 + i % 40, velocity=64, time=0 if i == 0 else 2))
+                t.append(mido.Message('note_off', note=40 + i % 40, velocity=0, time=1))
+            f.save(sys.argv[1])
+            """, [song])
+        let rack = try TandemProcess(["rack", "--name", "rmid", "--no-view", "--plugin", "http://lv2plug.in/plugins/eg-fifths"],
+                                     server: server, log: dir.appendingPathComponent("rack.log").path)
+        defer { rack.process.signal(SIGTERM); _ = rack.process.wait(timeout: 10) }
+        #expect(rack.waitFor("ready"), "\(rack.output)")
+        let port = 45000 + Int(getpid() % 20000)
+        let play = try TandemProcess(["play", "--wait", "--no-view", "--control-port", "\(port)", "--connect", "rmid:midi_in", song],
+                                     server: server, log: dir.appendingPathComponent("play.log").path)
+        defer { play.process.signal(SIGTERM); _ = play.process.wait(timeout: 10) }
+        #expect(play.waitFor("connected tandem-play:midi_out -> rmid:midi_in"), "\(play.output)")
+        let t0 = Date()
+        let r = try RackControlTests.ctl(port, ["play", "play"])
+        let seconds = Date().timeIntervalSince(t0)
+        #expect(r.code == 0 && seconds < 1, "play answered in \(seconds) s: \(r)")
+    }
 }
