@@ -4,7 +4,7 @@ import Prometheus
 
 /// The session's counters and gauges in the Prometheus text format (swift-prometheus writes the format), for an
 /// operator's alerts: frames recorded, dropped (overruns: the disk too slow), missed (cycles the server ran without
-/// Tandem), xruns, underruns, ring fill, cycle cost quantiles, disk free and the recording time it leaves, takes.
+/// Tandem), xruns, underruns, ring fill, cycle cost percentiles, disk free and the recording time it leaves, takes.
 /// An engine's metrics appear from the first scrape that finds the engine (a session without a player shows none
 /// of the player's).
 ///
@@ -82,9 +82,11 @@ public final class SessionMetrics {
             xruns: r.makeCounter(descriptor: Self.name("xruns_total", "Xruns the JACK server reported."), labels: label),
             ringFill: r.makeGauge(descriptor: Self.name("ring_fill_frames", "Frames in the engine's ring now."), labels: label),
             ringCapacity: r.makeGauge(descriptor: Self.name("ring_capacity_frames", "Frames the engine's ring holds."), labels: label),
-            cycle: ["0.5", "0.99", "1"].map {
-                r.makeGauge(descriptor: Self.name("cycle_cost_seconds", "Time the process callback took, quantiles over the engine's cycles (1: the longest)."),
-                            labels: label + [("quantile", $0)])
+            // Gauges, not a summary (there is no sum and count), so the label is not `quantile`, which the
+            // exposition format keeps for summaries (promtool refuses it on a gauge).
+            cycle: ["p50", "p99", "max"].map {
+                r.makeGauge(descriptor: Self.name("cycle_cost_seconds", "Time the process callback took over the engine's cycles: the median (p50), 99th percentile (p99) and longest (max)."),
+                            labels: label + [("stat", $0)])
             })
     }
 
