@@ -53,6 +53,74 @@ import TestSupport
         return text
     }
 
+    /// The second base: what the first does not have. An in-process and an isolated rack with plugin controls, MIDI
+    /// maps onto them, a level trigger inside an all-day schedule, and retention: `preset check` must refuse what
+    /// `run` refuses for these tables too (a rack's missing plugin or bad control, a map naming a control the plugin
+    /// lacks, a trigger or retention value out of range).
+    static func unattendedRackPreset(session: String, server: String) -> String {
+        var text = """
+            [session]
+            name = "pg"
+            server = "\(server)"
+            directory = "\(session)"
+            on_server_loss = "stop"
+            [recorder]
+            client = "pg-rec"
+            channels = 2
+            start = "level"
+            preroll = 0.5
+            rotate = 60
+            schedule = ["daily 00:00-24:00"]
+            [recorder.trigger]
+            threshold = -40
+            stop_threshold = -50
+            attack = 0.05
+            hold = 2
+            postroll = 0.5
+            [recorder.retention]
+            keep_days = 30
+            min_free = "1M"
+            guard = 3600
+
+            """
+        if lv2Amp {
+            text += """
+                [[rack]]
+                name = "fx"
+                isolate = false
+                inputs = 1
+                [[rack.plugins]]
+                uri = "http://plugin.org.uk/swh-plugins/amp"
+                name = "amp"
+                controls = { gain = -6 }
+                [[rack]]
+                name = "iso"
+                isolate = true
+                inputs = 1
+                [[rack.plugins]]
+                uri = "http://plugin.org.uk/swh-plugins/amp"
+                name = "lift"
+                controls = { gain = 3 }
+                [[map]]
+                cc = 11
+                channel = 1
+                engine = "fx"
+                plugin = "amp"
+                control = "gain"
+                min = -40.0
+                max = 0.0
+                [[map]]
+                note = 36
+                marker = "cue"
+                [[connect]]
+                from = "fx:out_1"
+                to = "pg-rec:in_1"
+
+                """
+        }
+        return text
+    }
+
     /// Single changes to the base preset, tried before the random ones: values from issue 17's findings and ones
     /// the fuzzer found (a plugin URI that is not a URI trapped `run` after `preset check` passed it).
     static let directed: [(key: String, value: String)] = [
@@ -64,7 +132,15 @@ import TestSupport
         ("seek", "1e15"),
         ("rotate", "1e-300"),
         ("server", "\"no-such-server\""),
+        // The second base's tables (applied to it below).
+        ("controls", "{ gain = 500 }"),
+        ("control", "\"gian\""),
+        ("threshold", "-500"),
+        ("keep_days", "-1"),
+        ("min_free", "\"lots\""),
     ]
+    /// Which base a directed change is for.
+    static let secondBaseKeys: Set<String> = ["controls", "control", "threshold", "keep_days", "min_free"]
 
     static func applying(_ change: (key: String, value: String), to text: String) -> String {
         text.split(separator: "\n", omittingEmptySubsequences: false).map { line in
@@ -90,13 +166,18 @@ import TestSupport
         let audio = base.appendingPathComponent("tone.wav").path
         try TestEnvironment.writeWAV(Signals.noise(frames: 24000, channels: 2), channels: 2, path: audio)
         let original = Self.basePreset(session: session.path, audio: audio, server: server.name)
+        let second = Self.unattendedRackPreset(session: session.path, server: server.name)
         var mutator = PresetMutator(seed: Self.seed, valuesFirst: true)
         var tally: [String: Int] = [:]
         var lines: [String] = []
         let started = Date()
-        let directed = Self.lv2Amp ? Self.directed : Self.directed.filter { $0.key != "uri" }
+        let directed = Self.lv2Amp ? Self.directed
+            : Self.directed.filter { $0.key != "uri" && $0.key != "controls" && $0.key != "control" }
         for i in 0..<(directed.count + Self.count) {
-            let text = i < directed.count ? Self.applying(directed[i], to: original) : mutator.mutate(original)
+            // After the directed changes, the two bases take turns.
+            let text = i < directed.count
+                ? Self.applying(directed[i], to: Self.secondBaseKeys.contains(directed[i].key) ? second : original)
+                : mutator.mutate((i - directed.count) % 2 == 0 ? original : second)
             let file = presets.appendingPathComponent("m\(i).toml").path
             try text.write(toFile: file, atomically: true, encoding: .utf8)
             let shown = text.count > 3000 ? String(text.prefix(1500)) + "…(\(text.count) chars)" : text
