@@ -56,6 +56,7 @@ struct RackMIDI: BitwiseCopyable {
     static let capacity = 32768
 
     static func allocate(inputs: [JackPort], outputs: [JackPort], sequenceURID: UInt32, midiURID: UInt32) -> RackMIDI {
+        _ = cycleFrame(7, frames: 4)   // what it needs built, built here (see `cycleFrame`)
         let ins = UnsafeMutablePointer<JackPort>.allocate(capacity: max(1, inputs.count))
         ins.initialize(from: inputs, count: inputs.count)
         let outs = UnsafeMutablePointer<JackPort>.allocate(capacity: max(1, outputs.count))
@@ -183,8 +184,7 @@ struct RackMIDI: BitwiseCopyable {
             var cursor: UInt32 = 0
             while let e = AtomSequence.next(output, capacity: capacity, cursor: &cursor) {
                 guard e.type == midiURID, e.size > 0 else { continue }
-                // A plugin's frame outside the cycle is kept in the cycle (JACK refuses it otherwise).
-                let at = UInt32(clamping: max(0, min(Int64(frames) - 1, e.frame)))
+                let at = Self.cycleFrame(e.frame, frames: frames)
                 if buffer.write(frame: at, bytes: e.body, size: Int(e.size)) {
                     if p == 0 { sent += 1 }
                 } else if p == 0 {
@@ -197,6 +197,15 @@ struct RackMIDI: BitwiseCopyable {
     }
 
     func count(_ c: Counter) -> Int { counters.load(c.rawValue) }
+
+    /// The frame of the cycle an event the chain wrote at `frame` goes out at: a plugin's frame outside the cycle
+    /// is kept in it (JACK refuses it otherwise). Realtime: safe once `allocate` has run it (an unoptimized build
+    /// builds the integer conversion's witness table at its first use: the interposer saw a malloc at a rack's
+    /// first MIDI output).
+    @inline(__always)
+    static func cycleFrame(_ frame: Int64, frames: UInt32) -> UInt32 {
+        UInt32(clamping: max(0, min(Int64(frames) - 1, frame)))
+    }
 }
 
 extension Rack {

@@ -42,8 +42,8 @@ public struct RetentionPolicy: Sendable, Equatable {
 /// - a chunk that ended, or whose file was modified, less than `guardSeconds` ago;
 /// - a report while any file it lists is still there: a finished take's report goes only in the pass that deleted
 ///   its last chunk, so a report whose files were lost some other way stays (it is all that is left of the take).
-/// Every deletion (or, in a dry run, every deletion it would make) is appended to `<session>.retention.log` in the
-/// folder as it happens, one line each, and every chunk kept for a failed proof is logged once per pass.
+/// Every deletion (or, in a dry run, every deletion it would make), and every chunk kept for a failed proof, is a
+/// line in `<session>.retention.log` in the folder, written at the end of the pass (when its deletions made room).
 ///
 /// Threads: one pass at a time per folder; blocks on the file system. Call it from a worker or the disk writer
 /// after a chunk or take is closed, never from the RT thread or the cooperative pool.
@@ -93,8 +93,10 @@ public struct Retention {
         public var reportsDeleted: [String] = []
         /// Chunks the policy wanted gone that were kept because they could not be proven Tandem's, with why.
         public var kept: [String] = []
-        /// Files that could not be removed, and log lines that could not be written, with why.
+        /// Files that could not be removed, and a log that could not be written, with why.
         public var failures: [String] = []
+        /// The pass's log lines when the log could not be written (the recorder logs them instead).
+        public var unlogged: [String] = []
         /// The free-space target could not be reached with what may be deleted.
         public var freeSpaceShort = false
         public var dryRun = false
@@ -173,9 +175,11 @@ public struct Retention {
         var freed: Int64 = 0
         let action = policy.dryRun ? "would-delete" : "deleted"
 
-        func log(_ line: String) {
-            if let failure = appendLog("\(stamp)\t\(line)\n") { outcome.failures.append(failure) }
-        }
+        // The pass's lines go into the log in one write at its end, when its deletions have made room (a line per
+        // deletion as it happened took the disk's freed room bit by bit, so more had to go). A log that cannot be
+        // written is a failure of the outcome, which the recorder logs with every line.
+        var lines: [String] = []
+        func log(_ line: String) { lines.append("\(stamp)\t\(line)\n") }
 
         /// Deletes chunk `i` if it may go; false when it is protected.
         func delete(_ i: Int, _ reason: String) -> Bool {
@@ -247,6 +251,10 @@ public struct Retention {
         }
         if outcome.freeSpaceShort, let target = policy.minFreeBytes {
             log("short\tfree space stays under \(Self.describe(bytes: target)): nothing else may be deleted")
+        }
+        if !lines.isEmpty, let failure = appendLog(lines.joined()) {
+            outcome.failures.append(failure)
+            outcome.unlogged = lines
         }
         return outcome
     }

@@ -75,7 +75,8 @@ extension TakeFiles {
                                    "files": "\(d.chunk.files.joined(separator: " "))"])
         }
         for k in outcome.kept { logger.warning("retention kept a chunk it cannot prove Tandem wrote", metadata: ["why": "\(k)"]) }
-        for f in outcome.failures { logger.warning("retention could not delete", metadata: ["file": "\(f)"]) }
+        for f in outcome.failures { logger.warning("retention could not delete or log", metadata: ["what": "\(f)"]) }
+        for line in outcome.unlogged { logger.warning("retention (not in its log)", metadata: ["line": "\(line)"]) }
         if outcome.freeSpaceShort { logger.warning("retention: free space stays under the target; nothing else may go") }
     }
 

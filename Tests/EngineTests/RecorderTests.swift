@@ -294,10 +294,24 @@ import TestSupport
                 jumps.append((i, step))
             }
         }
+        // A late cycle of the client writes the labels of the cycle after it, and the next cycle writes them again:
+        // the recorder counts that pair as a lost period and a repeated one (`repeated-cycle`); the data's labels,
+        // netted, show neither. Net the report's notes the same way.
+        var net: [TakeReport.Drop] = []
+        for d in report.drops where d.cause == .missedCycles || d.cause == .repeatedCycle {
+            if d.cause == .repeatedCycle, let last = net.last, d.atFrame - last.atFrame <= period {
+                net[net.count - 1].frames -= d.frames
+                if net[net.count - 1].frames == 0 { net.removeLast() }
+            } else if d.cause == .missedCycles {
+                net.append(d)
+            }
+        }
+        let repeated = report.repeatedFrames ?? 0
         #expect(jumps.count >= 3, "the late client made the server skip cycles: \(jumps)")
-        #expect(jumps.map(\.frames).reduce(0, +) == report.missedFrames, "every skipped frame counted: \(jumps) vs \(missed)")
-        #expect(jumps.count == missed.count, "one note per jump: \(jumps) vs \(missed)")
-        for (j, d) in zip(jumps, missed) {
+        #expect(jumps.map(\.frames).reduce(0, +) == (report.missedFrames ?? 0) - repeated,
+                "every skipped frame counted: \(jumps) vs \(missed), repeated \(repeated)")
+        #expect(jumps.count == net.count, "one note per jump: \(jumps) vs \(net)")
+        for (j, d) in zip(jumps, net) {
             #expect(j.frames == d.frames && j.at >= d.atFrame && j.at <= d.atFrame + period,
                     "data jumps \(j.frames) at \(j.at), noted \(d.frames) at \(d.atFrame)")
         }

@@ -507,7 +507,7 @@ extension RackTests {
 
     /// A session of an isolated rack alone sleeps 2 s between turns (`Session.idleTurn`), yet sees its rack's
     /// process end at once: the heartbeat pipe's end wakes it. And a process stopped whole (SIGSTOP: its own hang
-    /// check cannot run either) is caught by the supervisor's backstop, killed and started again.
+    /// check cannot run either) is seen stopped at the loop's next turn, killed as frozen and started again.
     @Test(.enabled(if: RackTests.hasSWH))
     func aQuietSessionSeesItsRackEndAtOnceAndStopsAFrozenOne() throws {
         let server = try TestEnvironment.server("rackquiet")
@@ -535,12 +535,12 @@ extension RackTests {
             #expect(run.waitFor("rack fx back after", timeout: 5, occurrence: round), "round \(round): \(run.output)")
         }
         #expect(seen.allSatisfy { $0 < 0.7 }, "each crash seen at once: \(seen)")
-        // Frozen whole: no beat, no own check. The backstop (6 s without a moving count) kills it.
+        // Frozen whole: no beat, no own check. The supervisor sees the process stopped and kills it.
         usleep(2_500_000)
         let pid = Self.rackPid(port)
         #expect(pid > 0)
         kill(pid, SIGSTOP)
-        #expect(run.waitFor("rack fx hung for", timeout: 15), "\(run.output)")
+        #expect(run.waitFor("rack fx frozen", timeout: 15), "\(run.output)")
         #expect(run.waitFor("rack fx back after", timeout: 5, occurrence: 4), "\(run.output)")
         let rack = Self.rack(try Self.status(port))
         #expect(rack["crashes"] as? Int == 3 && rack["hangs"] as? Int == 1, "\(rack)")
