@@ -38,21 +38,24 @@ let package = Package(
         // Standard MIDI Files: reader (format 0 and 1, tempo map) and the recorder's crash-safe writer. Pure Swift.
         .target(name: "MIDIFile"),
         .target(name: "Presets", dependencies: ["SoundFile", "Realtime"]),
+        // The one model of commands under every surface (OSC, ctl, control maps, HTTP): names, arguments, ranges,
+        // help, parsing. Pure.
+        .target(name: "Commands", dependencies: ["Presets"]),
         .target(name: "Plugins", dependencies: [
             "CLilv", "LV2Host", "Realtime", "Presets",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "Engine", dependencies: [
-            "Realtime", "Jack", "SoundFile", "Presets", "Plugins", "MIDIFile",
+            "Realtime", "Jack", "SoundFile", "Presets", "Plugins", "MIDIFile", "Commands",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "Control", dependencies: [
-            "CLo", "Engine", "Presets", "Plugins",
+            "CLo", "Engine", "Presets", "Plugins", "Commands",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
         .executableTarget(name: "tandem", dependencies: [
-            "Engine", "Control", "Jack", "SoundFile", "Presets", "Realtime", "Plugins",
+            "Engine", "Control", "Jack", "SoundFile", "Presets", "Realtime", "Plugins", "Commands",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -60,11 +63,12 @@ let package = Package(
         // Test support: the interposer, a probe with a deliberately bad callback, and shared fixtures.
         .target(name: "RTCheck"),
         .executableTarget(name: "rtcheck-probe", dependencies: ["Jack", "Realtime"]),
-        .target(name: "TestSupport", dependencies: ["Jack", "Realtime", "SoundFile"]),
+        .target(name: "TestSupport", dependencies: ["Jack", "Realtime", "SoundFile", "Commands"]),
         // An NSM server written from the published API, for tests of Tandem as an NSM client.
         .target(name: "NSMServerFixture", dependencies: ["Control"]),
 
         .testTarget(name: "RealtimeTests", dependencies: ["Realtime"]),
+        .testTarget(name: "CommandsTests", dependencies: ["Commands", "Presets"]),
         .testTarget(name: "JackTests", dependencies: ["Jack", "Realtime", "TestSupport"]),
         .testTarget(name: "SoundFileTests", dependencies: ["SoundFile", "TestSupport"]),
         .testTarget(name: "MIDIFileTests", dependencies: ["MIDIFile", "TestSupport"]),
@@ -73,8 +77,8 @@ let package = Package(
         .testTarget(name: "PluginsTests", dependencies: ["Plugins", "Presets", "TestSupport",
                                                         .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "TandemTests", dependencies: ["TestSupport", "SoundFile", "Engine", "Jack", "Control", "Plugins",
-                                                       "NSMServerFixture"]),
-        .testTarget(name: "ControlTests", dependencies: ["Control", "Engine", "Presets", "TestSupport"]),
+                                                       "NSMServerFixture", "Commands"]),
+        .testTarget(name: "ControlTests", dependencies: ["Control", "Engine", "Presets", "TestSupport", "Commands"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,3 +1,4 @@
+import Commands
 import Engine
 import Foundation
 
@@ -14,11 +15,10 @@ extension ControlProtocol {
     /// How long the control loop waits for the child's reply (the child answers within one pass of its loop).
     static let rackReplySeconds = 1.0
 
-    /// The child's reply to `m` when `m` is a plugin message for an isolated rack of this session; nil when it is
-    /// not (the message is handled here). Control thread; blocks at most `rackReplySeconds`.
-    func relayToIsolatedRack(_ m: OSCMessage) -> [OSCValue]? {
-        guard Self.rackRelayed.contains(m.path), let first = m.arguments.first else { return nil }
-        let name = first.string ?? first.description
+    /// The child's reply to `m` when it is a plugin command (`command`) for an isolated rack of this session; nil
+    /// when it is not (the session carries it out). Control thread; blocks at most `rackReplySeconds`.
+    func relayToIsolatedRack(_ m: OSCMessage, command: Command) -> [OSCValue]? {
+        guard Self.rackRelayed.contains(m.path), let name = command.engine else { return nil }
         guard session.racks[name] == nil, let rack = session.supervisors[name] else { return nil }
         func error(_ why: String) -> [OSCValue] { [.string("error"), .string(m.path), .string(why)] }
         guard rack.isRunning, rack.ready, let port = rack.controlPort else {

@@ -79,9 +79,10 @@ public enum PresetPluginCheck {
                 let lo = Double(port.minimum ?? -.infinity), hi = Double(port.maximum ?? .infinity)
                 for (key, v) in [("min", map.minimum), ("max", map.maximum)] {
                     guard let v, v < lo || v > hi else { continue }
+                    // The words `plugin set` and `map add` use for the same value.
                     problems.append(PresetProblem(file: file, line: map.line, key: "map.\(key)",
-                                                  message: "\(Limits.number(v)) is outside the range of control '\(symbol)' "
-                                                      + "(\(Limits.number(lo)) to \(Limits.number(hi)))"))
+                                                  message: "control '\(symbol)' = \(v) is outside its range"
+                                                      + " \(port.minimum ?? -.infinity) to \(port.maximum ?? .infinity)"))
                 }
                 if map.curve == .log, map.minimum == nil || map.maximum == nil,
                    !((map.minimum ?? lo) * (map.maximum ?? hi) > 0) {

@@ -1,3 +1,4 @@
+import Commands
 import Foundation
 import Plugins
 import Presets
@@ -145,45 +146,37 @@ extension Session {
     }
 
     /// Does what one map says for one message (`x`: the value over its range, the program number for program
-    /// change). Returns a preset file to apply.
+    /// change), as a command of the command model (`execute`, the same path as OSC and HTTP; the value is clamped to
+    /// the control's range, as a map's scaling may take it a hair past an end). Returns a preset file to apply.
     private func fire(_ map: ControlMap, x: Double, high: Bool, press: Bool, isCC: Bool, program: Int,
                        frameTime: UInt32) -> String? {
+        let context = CommandContext(source: "midi", clamp: true, frameTime: frameTime)
+        var command: Command?
         switch map.target {
         case .control(let e, let plugin, let symbol):
-            let engine = ChainEngine(rawValue: e)
-            let range = controlRange(engine, plugin: plugin, symbol: symbol)
+            let range = controlRange(ChainEngine(rawValue: e), plugin: plugin, symbol: symbol)
             let value = map.value(x, lo: map.minimum ?? range.lowerBound, hi: map.maximum ?? range.upperBound)
-            do {
-                try setPluginControl(engine, plugin: plugin, symbol: symbol, value: value, source: "midi", clamp: true)
-            } catch {
-                failOnce(map, "\(error)")
-            }
+            command = .pluginSet(engine: e, plugin: plugin, symbol: symbol, value: value)
         case .bypass(let e, let plugin, let toggle):
-            let engine = ChainEngine(rawValue: e)
-            do {
-                if toggle || !isCC {
-                    guard press, let c = chain(engine) else { break }
-                    let on = try c.isBypassed(plugin)
-                    try setPluginBypass(engine, plugin: plugin, !on, source: "midi")
-                } else {
-                    try setPluginBypass(engine, plugin: plugin, high, source: "midi")
+            if toggle || !isCC {
+                guard press, let c = chain(ChainEngine(rawValue: e)) else { break }
+                guard let on = try? c.isBypassed(plugin) else {
+                    failOnce(map, "no plugin '\(plugin)' in the \(e)")
+                    break
                 }
-            } catch {
-                failOnce(map, "\(error)")
+                command = .pluginBypass(engine: e, plugin: plugin, on: !on)
+            } else {
+                command = .pluginBypass(engine: e, plugin: plugin, on: high)
             }
         case .pluginPreset(let e, let plugin, let presets):
-            let engine = ChainEngine(rawValue: e)
-            let list = presets.isEmpty ? pluginPresets(engine, plugin: plugin) : presets
+            let list = presets.isEmpty ? pluginPresets(ChainEngine(rawValue: e), plugin: plugin) : presets
             guard list.indices.contains(program) else {
                 events.append(.mapFailed("\(map): program \(program) has no preset (\(list.count) listed, programs 0 to "
                                          + "\(max(0, list.count - 1)))"))
                 break
             }
-            do {
-                try loadPluginPreset(engine, plugin: plugin, preset: list[program], source: "midi")
-            } catch {
-                events.append(.mapFailed("\(map): \(error)"))
-            }
+            let reply = execute(.pluginPreset(engine: e, plugin: plugin, uri: list[program]), context: context)
+            if !reply.ok { events.append(.mapFailed("\(map): \(reply.detail)")) }
         case .presetFile(let files):
             guard files.indices.contains(program) else {
                 events.append(.mapFailed("\(map): program \(program) has no preset file (\(files.count) listed)"))
@@ -196,9 +189,12 @@ extension Session {
                 relay(label, frameTime)   // an isolated rack's process: the session's recorder marks it
                 break
             }
-            if !markFromMap(label: label, frameTime: frameTime) {
-                events.append(.mapFailed("\(map): no take is running: marker not kept"))
-            }
+            let reply = execute(.recordMark(label: label), context: context)
+            if !reply.ok { events.append(.mapFailed("\(map): \(reply.detail)")) }
+        }
+        if let command {
+            let reply = execute(command, context: context)
+            if !reply.ok { failOnce(map, reply.detail) }
         }
         return nil
     }

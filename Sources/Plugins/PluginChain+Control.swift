@@ -45,6 +45,11 @@ extension PluginChain {
         return v
     }
 
+    /// Whether `value` may be set on the control (the same check and words as `set`, nothing set).
+    public func check(_ plugin: String, _ symbol: String, _ value: Double) throws(PluginError) {
+        _ = try checkedValue(try stage(plugin), symbol, value)
+    }
+
     /// The current target of a control.
     public func value(_ plugin: String, _ symbol: String) throws(PluginError) -> Float {
         let s = try stage(plugin)

@@ -1,3 +1,4 @@
+import Commands
 import Foundation
 import Realtime
 #if canImport(Glibc)
@@ -157,20 +158,11 @@ public enum OSCWire {
 /// leave the session folder, subscriptions to the session's own port), plus raw garbage, truncated, bit-flipped,
 /// oversized packets and bundles. The same seed gives the same packets.
 public struct OSCFuzzer {
-    /// Every command of the protocol and the argument types it takes (the same notation as
-    /// `ControlProtocol.commands`; a test checks the two lists are equal, so a new command gets fuzzed too).
-    public static let commands: [String: String] = [
-        "/tandem/ping": "", "/tandem/status": "", "/tandem/record/start": "", "/tandem/record/stop": "",
-        "/tandem/record/arm": "", "/tandem/record/rotate": "", "/tandem/play/play": "", "/tandem/play/pause": "",
-        "/tandem/play/stop": "", "/tandem/play/next": "", "/tandem/play/seek": "f", "/tandem/play/gain": "f",
-        "/tandem/play/load": "s...", "/tandem/preset/apply": "s", "/tandem/subscribe": "[s] [f]",
-        "/tandem/unsubscribe": "[s]", "/tandem/plugin/set": "sssf", "/tandem/plugin/get": "sss",
-        "/tandem/plugin/save": "", "/tandem/engines": "", "/tandem/plugin/list": "[s]",
-        "/tandem/plugin/preset": "sss", "/tandem/preset/save": "s", "/tandem/takes": "",
-        "/tandem/plugin/bypass": "ss[f]", "/tandem/plugin/mix": "s[f]", "/tandem/plugin/gain": "s[f]",
-        "/tandem/record/mark": "[s]",
-        "/tandem/map/learn": "[sss] [f f] [s]", "/tandem/map/add": "s", "/tandem/map/list": "", "/tandem/map/clear": "[f]",
-    ]
+    /// Every command of the protocol and the argument types it takes: the command model's (`CommandSpec.all`) and
+    /// OSC's own subscription messages (a test checks this is the protocol's table, so a new command gets fuzzed).
+    public static let commands: [String: String] = Dictionary(uniqueKeysWithValues: CommandSpec.all.map {
+        ($0.address, $0.signature)
+    }).merging(["/tandem/subscribe": "[s][f]", "/tandem/unsubscribe": "[s]"]) { a, _ in a }
 
     /// What the fuzzer knows about its target.
     public struct Target: Sendable {
@@ -320,7 +312,22 @@ public struct OSCFuzzer {
             let e = target.plugins.isEmpty || random.chance(0.3) ? random.pick(["recorder", "player", text()])
                 : random.pick(target.plugins).engine
             return random.chance(0.7) ? [.string(e), numeric()] : [.string(e)]
-        default: return []
+        default:
+            // Any other command: each parameter of its spec given a value of its kind, chosen to hurt.
+            guard let spec = CommandSpec.named[address] else { return [] }
+            var args: [OSCArgument] = []
+            for p in spec.parameters {
+                if p.optional && random.chance(0.4) { break }
+                let count = p.repeats ? 1 + random.below(3) : 1
+                for _ in 0..<count {
+                    switch p.kind {
+                    case .name: args.append(.string(text()))
+                    case .number, .value, .index: args.append(numeric())
+                    case .flag: args.append(random.chance(0.7) ? .int(Int32(random.below(2))) : numeric())
+                    }
+                }
+            }
+            return args
         }
     }
 

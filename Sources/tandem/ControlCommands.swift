@@ -1,4 +1,5 @@
 import ArgumentParser
+import Commands
 import Control
 import Engine
 import Foundation
@@ -73,22 +74,20 @@ struct CtlCommand: ParsableCommand {
     var words: [String]
 
     func run() throws {
-        guard let first = words.first else { fail(.badInput, "give a command, e.g. 'record start'") }
-        var rest = Array(words.dropFirst())
-        var path = first
-        if !first.hasPrefix("/") {
-            path = "/tandem/" + first
-            if let verb = rest.first, ControlProtocol.commands[path + "/" + verb] != nil {
-                path += "/" + verb
-                rest.removeFirst()
+        guard !words.isEmpty else { fail(.badInput, "give a command, e.g. 'record start'") }
+        let message: OSCMessage
+        let first = words[0]
+        if let transport = ["subscribe", "unsubscribe"].first(where: { first == $0 || first == "/tandem/\($0)" }) {
+            // The subscription messages belong to OSC, not to the command model.
+            message = OSCMessage("/tandem/" + transport, words.dropFirst().map { Self.oscValue(CommandValue(word: $0)) })
+        } else {
+            // Checked here by the same parser the session uses: a bad command is refused in the same words.
+            switch Command.parse(words: words) {
+            case .failure(let e): fail(.badInput, e.message)
+            case .success(let command): message = OSCMessage(command.address, command.values.map(Self.oscValue))
             }
         }
-        let args: [OSCValue] = rest.map { w in
-            if let i = Int32(w) { return .int(i) }
-            if let f = Float(w) { return .float(f) }
-            return .string(w)
-        }
-        guard let reply = controlRequest(port: port, OSCMessage(path, args)) else {
+        guard let reply = controlRequest(port: port, message) else {
             fail(.jackUnavailable, "no Tandem answered on 127.0.0.1:\(port)")
         }
         let detail = reply.count > 2 ? reply[2].string ?? "" : ""
@@ -96,6 +95,17 @@ struct CtlCommand: ParsableCommand {
             say(detail.isEmpty ? "ok" : "ok: \(detail)")
         } else {
             fail(.badInput, detail)
+        }
+    }
+
+    /// A whole number that fits goes as an OSC int, another as a double (a float would round 0.1 and turn 1e300
+    /// into infinity), a text as a string.
+    static func oscValue(_ v: CommandValue) -> OSCValue {
+        switch v {
+        case .text(let s): return .string(s)
+        case .number(let d):
+            if d == d.rounded(), abs(d) < 2e9 { return .int(Int32(d)) }
+            return .double(d)
         }
     }
 }

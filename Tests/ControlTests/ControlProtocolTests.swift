@@ -129,9 +129,9 @@ import TestSupport
             return nil
         }
         let cases: [([UInt8], String)] = [
-            (OSCMessage("/tandem/play/seek", [.string("soon")]).encode(), "takes one number"),
-            (OSCMessage("/tandem/play/seek").encode(), "takes one number"),
-            (OSCMessage("/tandem/play/gain", [.float(99)]).encode(), "gain must be"),
+            (OSCMessage("/tandem/play/seek", [.string("soon")]).encode(), "/tandem/play/seek takes SECONDS (0 to"),
+            (OSCMessage("/tandem/play/seek").encode(), "takes SECONDS"),
+            (OSCMessage("/tandem/play/gain", [.float(99)]).encode(), "gain 99 is out of range (-120 to 24 dB)"),
             (OSCMessage("/tandem/record/start", [.int(1)]).encode(), "takes no arguments"),
             (OSCMessage("/tandem/nope").encode(), "unknown command"),
             (OSCMessage("/tandem/preset/apply", [.string("../../../../etc/hostname")]).encode(), "outside the session directory"),

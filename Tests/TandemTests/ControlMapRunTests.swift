@@ -396,7 +396,7 @@ import TestSupport
         let r = try TestEnvironment.run([TestEnvironment.product("tandem"), "preset", "check", path], timeout: 30)
         #expect(r.code == 2, "\(r.output)")
         for line in ["check.toml:12: map.control: <\(Self.amp)> has no control 'volume' (controls: gain)",
-                     "check.toml:17: map.min: -100 is outside the range of control 'gain' (-70 to 70)",
+                     "check.toml:17: map.min: control 'gain' = -100.0 is outside its range -70.0 to 70.0",
                      "check.toml:24: map.presets: <\(Self.detune)> has no preset 'http://example.org/no-such-preset'",
                      "check.toml:29: map.program: <\(Self.amp)> has no LV2 presets to choose by program"] {
             #expect(r.output.contains(line), "\(line)\n\(r.output)")

@@ -1,0 +1,200 @@
+import Presets
+
+/// One thing a surface asks a running session to do or tell: the one model of commands under every surface (OSC,
+/// `tandem ctl`, control maps, HTTP). Each has a spec (`CommandSpec.all`: its address, its words, its arguments with
+/// their kinds and ranges, its help); every surface parses into a `Command` through `Command.parse`, so the same
+/// input gets the same checks and the same error words wherever it comes from. The session carries it out
+/// (`Session.execute`) and answers with a `CommandReply`.
+///
+/// Pure: no JACK, no session; any thread.
+public enum Command: Sendable, Equatable {
+    case ping
+    case status
+    case engines
+    case takes
+    case recordStart
+    case recordStop
+    case recordArm
+    case recordRotate
+    case recordMark(label: String)
+    case play
+    case pause
+    case stop
+    case next
+    case seek(seconds: Double)
+    case playerGain(dB: Double)
+    case load(paths: [String])
+    case presetApply(path: String)
+    case presetSave(name: String)
+    case pluginSet(engine: String, plugin: String, symbol: String, value: Double)
+    case pluginGet(engine: String, plugin: String, symbol: String)
+    /// `on` nil: read only.
+    case pluginBypass(engine: String, plugin: String, on: Bool?)
+    case pluginMix(engine: String, mix: Double?)
+    case pluginGain(engine: String, dB: Double?)
+    case pluginPreset(engine: String, plugin: String, uri: String)
+    case pluginList(engine: String?)
+    case pluginSave
+    /// nil: cancel a waiting learn.
+    case mapLearn(MapLearn?)
+    case mapAdd(text: String)
+    case mapList
+    /// nil: every map (and a waiting learn).
+    case mapClear(index: Int?)
+
+    /// What `/tandem/map/learn` asks for: the control a CC is to drive, over an optional range and curve.
+    public struct MapLearn: Sendable, Equatable {
+        public var engine: String
+        public var plugin: String
+        public var symbol: String
+        public var minimum: Double?
+        public var maximum: Double?
+        public var curve: ControlMap.Curve?
+
+        public init(engine: String, plugin: String, symbol: String, minimum: Double? = nil, maximum: Double? = nil,
+                    curve: ControlMap.Curve? = nil) {
+            self.engine = engine
+            self.plugin = plugin
+            self.symbol = symbol
+            self.minimum = minimum
+            self.maximum = maximum
+            self.curve = curve
+        }
+    }
+
+    /// The command's spec.
+    public var spec: CommandSpec { CommandSpec.named[address]! }
+
+    /// The OSC address it has (its identity on every surface).
+    public var address: String {
+        switch self {
+        case .ping: "/tandem/ping"
+        case .status: "/tandem/status"
+        case .engines: "/tandem/engines"
+        case .takes: "/tandem/takes"
+        case .recordStart: "/tandem/record/start"
+        case .recordStop: "/tandem/record/stop"
+        case .recordArm: "/tandem/record/arm"
+        case .recordRotate: "/tandem/record/rotate"
+        case .recordMark: "/tandem/record/mark"
+        case .play: "/tandem/play/play"
+        case .pause: "/tandem/play/pause"
+        case .stop: "/tandem/play/stop"
+        case .next: "/tandem/play/next"
+        case .seek: "/tandem/play/seek"
+        case .playerGain: "/tandem/play/gain"
+        case .load: "/tandem/play/load"
+        case .presetApply: "/tandem/preset/apply"
+        case .presetSave: "/tandem/preset/save"
+        case .pluginSet: "/tandem/plugin/set"
+        case .pluginGet: "/tandem/plugin/get"
+        case .pluginBypass: "/tandem/plugin/bypass"
+        case .pluginMix: "/tandem/plugin/mix"
+        case .pluginGain: "/tandem/plugin/gain"
+        case .pluginPreset: "/tandem/plugin/preset"
+        case .pluginList: "/tandem/plugin/list"
+        case .pluginSave: "/tandem/plugin/save"
+        case .mapLearn: "/tandem/map/learn"
+        case .mapAdd: "/tandem/map/add"
+        case .mapList: "/tandem/map/list"
+        case .mapClear: "/tandem/map/clear"
+        }
+    }
+
+    /// The engine a plugin command names (the chain it acts on), or nil.
+    public var engine: String? {
+        switch self {
+        case .pluginSet(let e, _, _, _), .pluginGet(let e, _, _), .pluginBypass(let e, _, _), .pluginMix(let e, _),
+             .pluginGain(let e, _), .pluginPreset(let e, _, _):
+            return e
+        case .pluginList(let e): return e
+        default: return nil
+        }
+    }
+
+    /// The arguments as a surface would send them again (OSC's, the command line's words): `parse` of these gives
+    /// back this command.
+    public var values: [CommandValue] {
+        switch self {
+        case .recordMark(let label): return label.isEmpty ? [] : [.text(label)]
+        case .seek(let s): return [.number(s)]
+        case .playerGain(let d): return [.number(d)]
+        case .load(let paths): return paths.map { .text($0) }
+        case .presetApply(let p): return [.text(p)]
+        case .presetSave(let n): return [.text(n)]
+        case .pluginSet(let e, let p, let s, let v): return [.text(e), .text(p), .text(s), .number(v)]
+        case .pluginGet(let e, let p, let s): return [.text(e), .text(p), .text(s)]
+        case .pluginBypass(let e, let p, let on): return [.text(e), .text(p)] + (on.map { [.number($0 ? 1 : 0)] } ?? [])
+        case .pluginMix(let e, let m): return [.text(e)] + (m.map { [.number($0)] } ?? [])
+        case .pluginGain(let e, let d): return [.text(e)] + (d.map { [.number($0)] } ?? [])
+        case .pluginPreset(let e, let p, let u): return [.text(e), .text(p), .text(u)]
+        case .pluginList(let e): return e.map { [.text($0)] } ?? []
+        case .mapLearn(let l):
+            guard let l else { return [] }
+            var v: [CommandValue] = [.text(l.engine), .text(l.plugin), .text(l.symbol)]
+            if let lo = l.minimum, let hi = l.maximum { v += [.number(lo), .number(hi)] }
+            if let c = l.curve { v.append(.text(c.rawValue)) }
+            return v
+        case .mapAdd(let t): return [.text(t)]
+        case .mapClear(let i): return i.map { [.number(Double($0))] } ?? []
+        default: return []
+        }
+    }
+}
+
+/// One argument as a surface hands it over: OSC's strings, symbols and numbers of every width, a command line's
+/// words (a word that reads as a number is a number), JSON's strings and numbers.
+public enum CommandValue: Sendable, Equatable, CustomStringConvertible {
+    case text(String)
+    case number(Double)
+
+    /// A command line's word: a number when it reads as one.
+    public init(word: String) {
+        if let d = Double(word), !word.isEmpty, word.first != "+", word.lowercased() != "nan", !word.lowercased().contains("inf") {
+            self = .number(d)
+        } else {
+            self = .text(word)
+        }
+    }
+
+    /// As a name: a number is taken as its text (`ctl plugin set fx 2 …` names a plugin "2").
+    public var name: String {
+        switch self {
+        case .text(let s): return s
+        case .number(let d): return Limits.number(d)
+        }
+    }
+
+    public var number: Double? {
+        if case .number(let d) = self { return d }
+        return nil
+    }
+
+    public var description: String {
+        switch self {
+        case .text(let s): return "'\(s)'"
+        case .number(let d): return Limits.number(d)
+        }
+    }
+}
+
+/// What a command answered: done or refused, and a detail for a person (the status JSON, a value, why not).
+public struct CommandReply: Sendable, Equatable {
+    public var ok: Bool
+    public var detail: String
+
+    public init(ok: Bool, detail: String = "") {
+        self.ok = ok
+        self.detail = detail
+    }
+
+    public static func done(_ detail: String = "") -> CommandReply { CommandReply(ok: true, detail: detail) }
+    public static func refused(_ why: String) -> CommandReply { CommandReply(ok: false, detail: why) }
+}
+
+/// Why a command could not be parsed: in the words every surface answers with.
+public struct CommandError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}

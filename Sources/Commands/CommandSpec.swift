@@ -1,0 +1,168 @@
+import Presets
+
+/// A command's name, arguments and help, once (see `Command`). `CommandSpec.all` lists every command; the OSC
+/// protocol's address table, `tandem ctl`'s words, the fuzzer's list, the HTTP API's routes and docs/CONTROL.md's
+/// table are all this list.
+public struct CommandSpec: Sendable {
+    public enum Kind: String, Sendable, Codable {
+        /// Changes something.
+        case action
+        /// Only tells (status, lists, a value).
+        case query
+    }
+
+    /// One argument.
+    public struct Parameter: Sendable {
+        public enum Kind: Sendable, Equatable {
+            /// A name, a label, a path or a text form (a number is taken as its text).
+            case name
+            /// A finite number in `range`, in `unit` (" dB", " s"; empty: none).
+            case number(ClosedRange<Double>, unit: String)
+            /// A finite number whose range is the target's (a plugin control's, checked where it is set).
+            case value
+            /// 1 or 0.
+            case flag
+            /// A whole number from 0.
+            case index
+        }
+        public let name: String
+        public let kind: Kind
+        /// May be left out (only trailing parameters are).
+        public let optional: Bool
+        /// Takes one or more values (only the last parameter does).
+        public let repeats: Bool
+        public let help: String
+
+        public init(_ name: String, _ kind: Kind, optional: Bool = false, repeats: Bool = false, help: String = "") {
+            self.name = name
+            self.kind = kind
+            self.optional = optional
+            self.repeats = repeats
+            self.help = help
+        }
+
+        /// "GAIN (dB, -120 to 24 dB)".
+        public var usage: String {
+            var parts: [String] = []
+            if !help.isEmpty { parts.append(help) }
+            switch kind {
+            case .number(let r, let unit): parts.append(Limits.describe(r, unit: unit))
+            case .flag: parts.append("1 or 0")
+            case .index: parts.append("a whole number from 0")
+            case .value: parts.append("a number")
+            case .name: break
+            }
+            return parts.isEmpty ? name : "\(name) (\(parts.joined(separator: ", ")))"
+        }
+    }
+
+    public let address: String
+    public let parameters: [Parameter]
+    public let kind: Kind
+    public let help: String
+
+    /// "record start", the words `tandem ctl` takes.
+    public var words: String { address.dropFirst("/tandem/".count).replacingOccurrences(of: "/", with: " ") }
+
+    /// "/tandem/plugin/set takes ENGINE (…), PLUGIN (…), SYMBOL and VALUE (a number)".
+    public var usage: String {
+        guard !parameters.isEmpty else { return "\(address) takes no arguments" }
+        let required = parameters.filter { !$0.optional }.map(\.usage)
+        let optional = parameters.filter(\.optional).map(\.usage)
+        var text = "\(address) takes"
+        if !required.isEmpty { text += " " + required.joined(separator: ", ") }
+        if !optional.isEmpty { text += (required.isEmpty ? " optionally " : " and optionally ") + optional.joined(separator: " ") }
+        if parameters.last?.repeats == true { text += " (one or more)" }
+        return text
+    }
+
+    /// The OSC type notation the protocol documents ("sssf", "ss[f]", "s..."), for the address table.
+    public var signature: String {
+        parameters.map { p -> String in
+            let t: String
+            switch p.kind {
+            case .name: t = "s"
+            case .number, .value, .flag, .index: t = "f"
+            }
+            return p.repeats ? t + "..." : p.optional ? "[\(t)]" : t
+        }.joined()
+    }
+
+    init(_ address: String, _ kind: Kind, _ parameters: [Parameter] = [], help: String) {
+        self.address = address
+        self.kind = kind
+        self.parameters = parameters
+        self.help = help
+    }
+
+    static let engine = Parameter("ENGINE", .name, help: "recorder, player or a rack name")
+    static let plugin = Parameter("PLUGIN", .name, help: "its name in the chain")
+    static let symbol = Parameter("SYMBOL", .name, help: "a control's symbol")
+
+    /// Every command, in the order the documentation lists them.
+    public static let all: [CommandSpec] = [
+        CommandSpec("/tandem/ping", .query, help: "replies pong"),
+        CommandSpec("/tandem/status", .query, help: "the session's status as JSON"),
+        CommandSpec("/tandem/record/start", .action, help: "starts a take now (with the pre-roll)"),
+        CommandSpec("/tandem/record/stop", .action, help: "ends the take after every captured frame"),
+        CommandSpec("/tandem/record/arm", .action, help: "ends a running take and stays armed"),
+        CommandSpec("/tandem/record/rotate", .action, help: "starts the next chunk file of the running take"),
+        CommandSpec("/tandem/record/mark", .action, [Parameter("LABEL", .name, optional: true)],
+                    help: "a marker in the running take at the frame the request arrived"),
+        CommandSpec("/tandem/play/play", .action, help: "plays or resumes"),
+        CommandSpec("/tandem/play/pause", .action, help: "pauses (ramped over one period)"),
+        CommandSpec("/tandem/play/stop", .action, help: "stops"),
+        CommandSpec("/tandem/play/next", .action, help: "skips to the next item"),
+        CommandSpec("/tandem/play/seek", .action, [Parameter("SECONDS", .number(Limits.seekSeconds, unit: " s"))],
+                    help: "jumps within the current item"),
+        CommandSpec("/tandem/play/gain", .action, [Parameter("GAIN", .number(Limits.gainDB, unit: " dB"), help: "dB")],
+                    help: "sets the player's gain"),
+        CommandSpec("/tandem/play/load", .action, [Parameter("PATH", .name, repeats: true, help: "in the session folder")],
+                    help: "replaces the queue"),
+        CommandSpec("/tandem/preset/apply", .action, [Parameter("PATH", .name, help: "a preset in the session folder")],
+                    help: "reads, checks and applies a preset by difference"),
+        CommandSpec("/tandem/preset/save", .action, [Parameter("NAME", .name, help: "the file NAME.toml in the session folder")],
+                    help: "writes the running setup as a preset"),
+        CommandSpec("/tandem/plugin/set", .action, [engine, plugin, symbol, Parameter("VALUE", .value, help: "in the control's range")],
+                    help: "sets a plugin control from the next cycle"),
+        CommandSpec("/tandem/plugin/get", .query, [engine, plugin, symbol], help: "a control's current value"),
+        CommandSpec("/tandem/plugin/bypass", .action, [engine, plugin, Parameter("ON", .flag, optional: true)],
+                    help: "bypasses a plugin (1) or brings it back (0); without ON, reads"),
+        CommandSpec("/tandem/plugin/mix", .action, [engine, Parameter("MIX", .number(Limits.mix, unit: ""), optional: true, help: "0 dry to 1 wet")],
+                    help: "the chain's dry/wet mix; without MIX, reads"),
+        CommandSpec("/tandem/plugin/gain", .action, [engine, Parameter("GAIN", .number(Limits.gainDB, unit: " dB"), optional: true, help: "dB")],
+                    help: "the chain's output gain; without GAIN, reads"),
+        CommandSpec("/tandem/plugin/preset", .action, [engine, plugin, Parameter("PRESET", .name, help: "a URI")],
+                    help: "loads an LV2 preset on a running plugin"),
+        CommandSpec("/tandem/plugin/list", .query, [Parameter("ENGINE", .name, optional: true, help: "recorder, player or a rack name")],
+                    help: "every plugin of every chain (or one engine's) with its controls and presets, as JSON"),
+        CommandSpec("/tandem/plugin/save", .action, help: "saves every chain's state into the session folder now"),
+        CommandSpec("/tandem/engines", .query, help: "every engine with its client and ports, as JSON"),
+        CommandSpec("/tandem/takes", .query, help: "the takes whose reports are in the session folder, as JSON"),
+        CommandSpec("/tandem/map/learn", .action,
+                    [Parameter("ENGINE", .name, optional: true, help: "recorder, player or a rack name"),
+                     Parameter("PLUGIN", .name, optional: true), Parameter("SYMBOL", .name, optional: true),
+                     Parameter("MIN", .number(ControlMap.values, unit: ""), optional: true),
+                     Parameter("MAX", .number(ControlMap.values, unit: ""), optional: true),
+                     Parameter("CURVE", .name, optional: true, help: "linear, log or exp")],
+                    help: "binds the next CC on a rack's MIDI input to a control; without arguments, cancels a waiting learn"),
+        CommandSpec("/tandem/map/add", .action, [Parameter("MAP", .name, help: "its one-line form, e.g. \"cc 1 7 -> rack:amp:gain -40..0\"")],
+                    help: "adds a control map"),
+        CommandSpec("/tandem/map/list", .query, help: "the control maps and a waiting learn, as JSON"),
+        CommandSpec("/tandem/map/clear", .action, [Parameter("INDEX", .index, optional: true, help: "as listed")],
+                    help: "removes one map, or every map and a waiting learn"),
+    ]
+
+    /// The specs by address.
+    public static let named: [String: CommandSpec] = Dictionary(uniqueKeysWithValues: all.map { ($0.address, $0) })
+
+    /// The spec `tandem ctl`'s words name ("record start", "plugin set") and the words left for arguments; nil when
+    /// none does.
+    public static func matching(words: [String]) -> (spec: CommandSpec, rest: [String])? {
+        for count in stride(from: min(2, words.count), through: 1, by: -1) {
+            let address = "/tandem/" + words.prefix(count).joined(separator: "/")
+            if let spec = named[address] { return (spec, Array(words.dropFirst(count))) }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,245 @@
+import Commands
+import Foundation
+import Plugins
+import Presets
+
+/// Where a command came from and what it may do: every surface (OSC, HTTP, control maps) hands the session a
+/// `Command` with one of these.
+public struct CommandContext: Sendable {
+    /// Who changed a control ("osc", "http", "midi"): the `controlChanged` events say it.
+    public var source: String
+    /// When the request arrived (a marker lands on its frame).
+    public var arrival: Date?
+    /// A control map's scaled value: clamped to the control's range (rounding may take it a hair past an end)
+    /// instead of refused.
+    public var clamp: Bool
+    /// The JACK frame time of the MIDI message a map fired on (a marker lands there).
+    public var frameTime: UInt32?
+
+    public init(source: String, arrival: Date? = nil, clamp: Bool = false, frameTime: UInt32? = nil) {
+        self.source = source
+        self.arrival = arrival
+        self.clamp = clamp
+        self.frameTime = frameTime
+    }
+}
+
+// The one place a command is carried out (docs/CONTROL.md): OSC, `tandem ctl` (through OSC), control maps and the
+// HTTP API all come here, so they get the same checks, the same effects and the same words. Paths a command names
+// must lie inside the session folder. Control thread.
+extension Session {
+    public func execute(_ command: Command, context: CommandContext) -> CommandReply {
+        switch command {
+        case .ping: return .done("pong")
+        case .status: return .done(status().json())
+        case .engines: return .done(introspectionJSON(describeEngines()))
+        case .takes: return .done(introspectionJSON(describeTakes()))
+        case .recordStart:
+            guard recorder != nil else { return .refused("this session has no recorder") }
+            return startTake() ? .done() : .refused("a take is already running")
+        case .recordStop, .recordArm:
+            guard recorder != nil else { return .refused("this session has no recorder") }
+            stopTake()
+            return .done(command == .recordArm ? "armed: metering, nothing written until started" : "")
+        case .recordMark(let label):
+            guard let r = recorder else { return .refused("this session has no recorder") }
+            if let frameTime = context.frameTime {
+                return markFromMap(label: label, frameTime: frameTime) ? .done("marker at frame time \(frameTime)")
+                    : .refused("no take is running: marker not kept")
+            }
+            guard r.isRecording, let at = mark(label: label, source: context.source, arrival: context.arrival ?? Date()) else {
+                return .refused("no take is running: marker not kept")
+            }
+            return .done("marker at stream frame \(at)")
+        case .recordRotate:
+            return rotate() ? .done() : .refused("no take is running")
+        case .play: return play() ? .done() : .refused("this session has no player")
+        case .pause: return pause() ? .done() : .refused("this session has no player")
+        case .stop: return stopPlayback() ? .done() : .refused("this session has no player")
+        case .next: return next() ? .done() : .refused("this session has no player")
+        case .seek(let seconds):
+            guard player != nil else { return .refused("this session has no player") }
+            return seek(seconds: seconds) ? .done() : .refused("cannot seek to \(Limits.number(seconds)) seconds")
+        case .playerGain(let dB):
+            return setGain(dB: dB) ? .done() : .refused("this session has no player")
+        case .load(let paths):
+            var files: [String] = []
+            for p in paths {
+                switch insideSession(p) {
+                case .success(let f): files.append(f)
+                case .failure(let why): return .refused(why.message)
+                }
+            }
+            return load(files) ? .done("\(files.count) file(s) queued") : .refused("this session has no player")
+        case .presetApply(let path):
+            let file: String
+            switch insideSession(path) {
+            case .success(let f): file = f
+            case .failure(let why): return .refused(why.message)
+            }
+            let (loaded, problems) = PresetLoader.load(path: file)
+            guard var p = loaded else { return .refused(problems.map(\.description).joined(separator: "; ")) }
+            p.session.server = preset?.session.server ?? p.session.server
+            do {
+                return .done(try apply(p).description)
+            } catch {
+                return .refused(error.message)
+            }
+        case .presetSave(let name):
+            do { return .done(try saveRunningPreset(name: name)) } catch { return .refused(error.message) }
+        case .pluginSet(let e, let plugin, let symbol, let value):
+            guard hasEngine(e) else { return .refused(Self.unknownEngine(e)) }
+            do {
+                let set = try setPluginControl(ChainEngine(rawValue: e), plugin: plugin, symbol: symbol, value: value,
+                                               source: context.source, clamp: context.clamp)
+                return .done("\(set)")
+            } catch {
+                return .refused(error.description)
+            }
+        case .pluginGet(let e, let plugin, let symbol):
+            guard hasEngine(e) else { return .refused(Self.unknownEngine(e)) }
+            do {
+                return .done("\(try pluginControl(ChainEngine(rawValue: e), plugin: plugin, symbol: symbol))")
+            } catch {
+                return .refused(error.description)
+            }
+        case .pluginBypass(let e, let plugin, let on):
+            guard hasEngine(e) else { return .refused(Self.unknownEngine(e)) }
+            let engine = ChainEngine(rawValue: e)
+            guard let chain = runningChain(engine) else { return .refused("the \(e) has no plugin chain") }
+            do {
+                if let on { try setPluginBypass(engine, plugin: plugin, on, source: context.source) }
+                return .done(try chain.isBypassed(plugin) ? "1" : "0")
+            } catch {
+                return .refused(error.description)
+            }
+        case .pluginMix(let e, let mix):
+            guard hasEngine(e) else { return .refused(Self.unknownEngine(e)) }
+            guard let chain = runningChain(ChainEngine(rawValue: e)) else { return .refused("the \(e) has no plugin chain") }
+            if let mix { chain.mix = mix }
+            return .done("\(chain.mix)")
+        case .pluginGain(let e, let dB):
+            guard hasEngine(e) else { return .refused(Self.unknownEngine(e)) }
+            guard let chain = runningChain(ChainEngine(rawValue: e)) else { return .refused("the \(e) has no plugin chain") }
+            if let dB { chain.gainDB = dB }
+            return .done("\(chain.gainDB)")
+        case .pluginPreset(let e, let plugin, let uri):
+            guard hasEngine(e) else { return .refused(Self.unknownEngine(e)) }
+            do {
+                try loadPluginPreset(ChainEngine(rawValue: e), plugin: plugin, preset: uri, source: context.source)
+                return .done("preset loaded: \(uri)")
+            } catch {
+                return .refused(error.description)
+            }
+        case .pluginList(let e):
+            if let e, !hasEngine(e) { return .refused(Self.unknownEngine(e)) }
+            return .done(introspectionJSON(describePlugins(e.map { ChainEngine(rawValue: $0) })))
+        case .pluginSave:
+            do {
+                let dirs = try savePlugins()
+                return dirs.isEmpty ? .refused("this session has no plugins") : .done(dirs.joined(separator: " "))
+            } catch {
+                return .refused(error.description)
+            }
+        case .mapLearn(let learn):
+            guard let learn else { return cancelLearn() ? .done("learn cancelled") : .refused("no learn is waiting") }
+            var map = ControlMap(source: .cc(0), target: .control(engine: learn.engine, plugin: learn.plugin,
+                                                                   symbol: learn.symbol))
+            if let c = learn.curve { map.curve = c }
+            (map.minimum, map.maximum) = (learn.minimum, learn.maximum)
+            if let why = map.problem ?? mapTargetProblem(map) { return .refused(why) }
+            self.learn(map)
+            return .done("waiting for the next CC on a rack's MIDI input for \(learn.engine) \(learn.plugin) \(learn.symbol)")
+        case .mapAdd(let text):
+            switch ControlMap.parse(text) {
+            case .failure(let why): return .refused(why.description)
+            case .success(var map):
+                if case .presetFile(let files) = map.target {
+                    var resolved: [String] = []
+                    for f in files {
+                        switch insideSession(f) {
+                        case .success(let p): resolved.append(p)
+                        case .failure(let why): return .refused(why.message)
+                        }
+                    }
+                    map.target = .presetFile(resolved)
+                }
+                if let why = mapTargetProblem(map) { return .refused(why) }
+                return .done("map \(addMap(map)): \(map)")
+            }
+        case .mapList:
+            return .done(introspectionJSON(MapList(maps: maps.enumerated().map { .init(index: $0, map: $1.description) },
+                                                   learning: learning?.description)))
+        case .mapClear(let index):
+            guard let index else {
+                let n = maps.count
+                clearMaps()
+                return .done("\(n) map(s) cleared")
+            }
+            guard index < maps.count else { return .refused("no map \(index) (there are \(maps.count); see /tandem/map/list)") }
+            clearMaps(index)
+            return .done("map \(index) cleared")
+        }
+    }
+
+    static func unknownEngine(_ e: String) -> String { "unknown engine '\(e)' (recorder, player or a rack's name)" }
+
+    /// The chain an engine runs now, if it has one with plugins.
+    func runningChain(_ engine: ChainEngine) -> PluginChain? {
+        chain(engine).flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// A path a command names: relative to the session folder, symlinks and ".." resolved, and refused unless it
+    /// stays inside that folder.
+    public func insideSession(_ path: String) -> Result<String, CommandError> {
+        guard let base = preset?.session.directory else { return .failure(CommandError("no session directory")) }
+        let root = URL(fileURLWithPath: base).standardizedFileURL.resolvingSymlinksInPath().path
+        let candidate = path.hasPrefix("/") ? path : (root as NSString).appendingPathComponent(path)
+        let resolved = URL(fileURLWithPath: candidate).standardizedFileURL.resolvingSymlinksInPath().path
+        guard resolved == root || resolved.hasPrefix(root + "/") else {
+            return .failure(CommandError("'\(path)' is outside the session directory '\(root)'"))
+        }
+        return .success(resolved)
+    }
+
+    /// What the session cannot reach for a map's target (nil: it can): an unknown engine, a rack running isolated,
+    /// a plugin or control not in the chain, a rack named as the source that is not in this process.
+    func mapTargetProblem(_ map: ControlMap) -> String? {
+        if let r = map.rack, racks[r] == nil {
+            return supervisors[r] != nil
+                ? "rack '\(r)' runs isolated: its MIDI is heard in its own process (maps for it go in the preset's [[map]])"
+                : "no rack '\(r)' in this session"
+        }
+        if racks.isEmpty { return "this session has no rack in this process: maps listen to a rack's MIDI inputs" }
+        if case .marker = map.target, recorder == nil { return "this session has no recorder (a marker goes into a take)" }
+        guard let (e, plugin) = map.plugin else { return nil }
+        guard hasEngine(e) else { return Self.unknownEngine(e) }
+        if supervisors[e] != nil && racks[e] == nil {
+            return "rack '\(e)' runs isolated: its controls are set in its own process (maps for it go in the preset's [[map]])"
+        }
+        guard let chain = chain(ChainEngine(rawValue: e)) else { return "the \(e) has no plugin chain" }
+        do {
+            if case .control(_, _, let symbol) = map.target {
+                _ = try chain.value(plugin, symbol)
+                // A range of its own must lie in the control's: the words plugin set uses for such a value.
+                for v in [map.minimum, map.maximum].compactMap({ $0 }) { try chain.check(plugin, symbol, v) }
+            } else {
+                _ = try chain.isBypassed(plugin)
+            }
+        } catch {
+            return "\(error)"
+        }
+        return nil
+    }
+}
+
+/// The reply to `/tandem/map/list`.
+struct MapList: Encodable {
+    struct Entry: Encodable {
+        let index: Int
+        let map: String
+    }
+    let maps: [Entry]
+    /// The map a learn waits to complete (its source is filled in by the CC that comes).
+    let learning: String?
+}
