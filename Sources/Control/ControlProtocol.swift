@@ -71,7 +71,7 @@ public final class ControlProtocol {
     /// Handles every waiting message, then pushes `events` and due meters to subscribers. Returns whether a message
     /// came in.
     @discardableResult
-    public func poll(events: [SessionEvent]) -> Bool {
+    public func poll(events: [SequencedEvent]) -> Bool {
         var handled = 0
         let budgetEnds = Date().addingTimeInterval(Self.pollBudgetSeconds)
         while handled < Self.maxRequestsPerPoll, handled == 0 || Date() < budgetEnds,
@@ -102,8 +102,9 @@ public final class ControlProtocol {
         }
         guard !subscribers.isEmpty else { return handled > 0 }
         for e in events {
-            let (kind, text) = Self.describe(e)
-            let m = OSCMessage("/tandem/event", [.string(kind), .string(text)]).encode()
+            let (kind, text) = Self.describe(e.event)
+            // The event's number in the session's stream: a subscriber that sees a gap knows it missed some.
+            let m = OSCMessage("/tandem/event", [.string(kind), .string(text), .long(Int64(e.sequence))]).encode()
             for key in subscribers.keys { sendToSubscriber(key, m) }
         }
         let now = Date()

@@ -40,6 +40,8 @@ public final class Session {
     var patchbay = Patchbay()
     var graphGeneration = -1
     var events: [SessionEvent] = []
+    /// Every event the session drained, numbered (subscribers catch up from it).
+    public let journal = EventJournal()
     let meterTap = MeterTap()
     var lost = false
     var lostAt: Date?
@@ -118,10 +120,13 @@ public final class Session {
         return report
     }
 
-    /// Events since the last call.
-    public func drainEvents() -> [SessionEvent] {
+    /// Events since the last call; each also goes into the numbered stream (`journal`).
+    public func drainEvents() -> [SessionEvent] { drainNumberedEvents().map(\.event) }
+
+    /// The same, with their numbers in the session's stream.
+    public func drainNumberedEvents() -> [SequencedEvent] {
         defer { events.removeAll() }
-        return events
+        return journal.record(events)
     }
 
     // MARK: Commands

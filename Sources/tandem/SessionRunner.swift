@@ -112,8 +112,9 @@ final class SessionRunner {
                 session.sampleMeters()
                 lastMeters = Date()
             }
-            let events = session.drainEvents()
-            let messages = control?.poll(events: events) ?? false
+            let numbered = session.drainNumberedEvents()
+            let events = numbered.map(\.event)
+            let messages = control?.poll(events: numbered) ?? false
             if !events.isEmpty || messages { lastActivity = Date() }
             if view.mode == .off {
                 printer.print(events, session: session)

@@ -49,7 +49,7 @@ import TestSupport
             while Date() < end {
                 _ = session.poll()
                 session.sampleMeters()
-                control.poll(events: session.drainEvents())
+                control.poll(events: session.drainNumberedEvents())
                 usleep(20_000)
             }
         }
@@ -93,13 +93,13 @@ import TestSupport
         let out = dumped()
         #expect(out.contains("\"ok\" \"/tandem/subscribe\""), "\(out.prefix(2000))")
         #expect(out.contains("\"ok\" \"/tandem/record/start\""))
-        #expect(out.contains("/tandem/event ss \"take-started\""))
+        #expect(out.contains("/tandem/event ssh \"take-started\""))
         #expect(out.contains("\"ok\" \"/tandem/status\"") && out.contains("\\\"recording\\\":true") || out.contains("\"recording\":true"))
         #expect(out.contains("\"error\" \"/tandem/bogus\" \"unknown command '/tandem/bogus'"))
         #expect(out.contains("\"error\" \"/tandem/play/load\" \"'/etc/passwd' is outside the session directory"))
         #expect(out.contains("\"error\" \"/tandem/play/load\" \"'../../etc/passwd' is outside the session directory"))
         #expect(out.contains("\"ok\" \"/tandem/record/stop\""))
-        #expect(out.contains("/tandem/event ss \"take-finished\""))
+        #expect(out.contains("/tandem/event ssh \"take-finished\""))
         // Meters: the -6 dBFS sine reads -6.0 peak and -9.0 RMS on its channel.
         let meterLines = out.split(separator: "\n").filter { $0.contains(" /tandem/meters ff ") }   // oscdump prefixes a timestamp
         #expect(meterLines.count >= 10, "meter pushes: \(meterLines.count)")

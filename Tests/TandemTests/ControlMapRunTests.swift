@@ -101,7 +101,7 @@ import TestSupport
         func receive(_ other: (OSCMessage) -> Void = { _ in }) {
             while let d = socket.receive(limit: 65536) {
                 guard case .success(let m) = OSCMessage.decode(bytes: d.bytes) else { continue }
-                if m.path == "/tandem/event", m.arguments.count == 2, let kind = m.arguments[0].string,
+                if m.path == "/tandem/event", m.arguments.count >= 2, let kind = m.arguments[0].string,
                    let text = m.arguments[1].string {
                     events.append((kind, text))
                 } else {
