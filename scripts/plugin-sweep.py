@@ -14,14 +14,20 @@ plugin gets one outcome:
                running the same plugin the same way: the plugin's crash
   hung         the rack never got ready, stopped the graph, or ignored SIGTERM, and so does jalv: the plugin's hang
   nan          NaN or infinity came out of the rack. `whose` says plugin when jalv's output has them too, tandem
-               when jalv's is finite (that counts as a failure of Tandem)
-  tandem-hurt  Tandem itself failed where the plugin is fine: it crashed, hung or exited non-zero while jalv ran
-               the plugin cleanly, it trapped (`Fatal error` on stderr), refused without a message, or, run as an
-               isolated rack (`[[rack]] isolate = true`), its session did not outlive the plugin
+               when jalv's is finite and a second run of the rack gives them again (a failure of Tandem's)
+  tandem-hurt  Tandem itself failed where the plugin is fine: it crashed, hung or gave NaN while jalv ran the plugin
+               cleanly, and did so again on a second run (once only, and jalv clean: `ran`, whose `flaky`); it
+               trapped (`Fatal error` on stderr), refused without a message, exited with a code other than 0 on
+               SIGTERM or 2 at start (docs/CLI.md), or, run as an isolated rack (`[[rack]] isolate = true`), its
+               session did not outlive the plugin
+  untested     the sweep's own JACK side failed three times (the server died, Tandem exit 3, the probe could not
+               join): nothing is known about the plugin
 For a plugin that crashed or hung, the same plugin is also run in an isolated rack under `tandem run`: the session
 must stay up, restart the rack's process, and exit 0 on SIGTERM (the table notes how many times it went down).
-Attribution by jalv is only done where Tandem failed, so a plain run costs one rack. `jalv -x` reads its console from
-a pipe that stays open. The kernel log (`dmesg`, where it can be read) names the library a segfault happened in.
+jalv (`jalv -x`, its console reading a pipe that stays open) runs the plugin only where Tandem failed, or where a
+clean run's output was silent or far over full scale (the report lists those whose output differs from jalv's: a
+control default read wrongly silences an oscillator), so a plain plugin costs one rack. The kernel log (`dmesg`,
+where it can be read) names the library a segfault happened in.
 
 The Swift runtime's crash backtracer is turned off in the rack (SWIFT_BACKTRACE=enable=no, as Tandem does for its own
 isolated racks and its tests): left on, a debug build spends about 30 s symbolicating before a crashed plugin's
@@ -35,8 +41,9 @@ Packages (Debian 12; `--install` apt-installs those that are missing, as root): 
     scripts/plugin-sweep.py --filter 'x42|zam' --limit 10 --jobs 2
     scripts/plugin-sweep.py --doc docs/RELIABILITY.md # splice the summary between the plugin-sweep markers
 
-Exit status: 0 when Tandem was never hurt (no tandem-hurt outcome, no NaN of Tandem's making), 1 otherwise, 3 when
-a tool it needs (jackd, jalv, jack_lsp, the tandem binary) is missing.
+Exit status: 0 when Tandem was never hurt (no tandem-hurt outcome, no NaN of Tandem's making) and every plugin was
+judged (no untested), 1 otherwise, 3 when a tool it needs (jackd, jack_lsp, jalv, setpriv, the tandem binary) is
+missing.
 """
 import argparse, concurrent.futures, ctypes, datetime, json, math, os, queue, random, re, shutil, signal, socket
 import statistics, subprocess, sys, tempfile, threading, time, urllib.parse
@@ -44,18 +51,19 @@ import statistics, subprocess, sys, tempfile, threading, time, urllib.parse
 ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 RATE, PERIOD = 48000, 256
 
-# Every Debian 12 package that installs LV2 plugins into /usr/lib/lv2 (681 plugins from these 33 packages; x42-plugins,
-# swh-lv2, mda-lv2 and lv2-examples are also in `make deps`).
+# Every Debian 12 package that installs LV2 plugins into /usr/lib/lv2 (681 plugins from these 31 packages; x42-plugins,
+# swh-lv2, mda-lv2 and lv2-examples are also in `make deps`). Not here: amsynth and tuxguitar-synth-lv2 (no LV2 bundle
+# in Debian 12's packages), carla (not in Debian 12).
 PACKAGES = [
-    "abgate", "amsynth", "ardour-lv2-plugins", "avldrums.lv2", "blop-lv2", "calf-plugins", "dpf-plugins-lv2",
+    "abgate", "ardour-lv2-plugins", "avldrums.lv2", "blop-lv2", "calf-plugins", "dpf-plugins-lv2",
     "dragonfly-reverb-lv2", "drumgizmo", "drumkv1-lv2", "eq10q", "fomp", "foo-yc20", "guitarix-lv2",
     "invada-studio-plugins-lv2", "ir.lv2", "lsp-plugins-lv2", "lv2-examples", "lv2vocoder", "mda-lv2",
     "padthv1-lv2", "rubberband-lv2", "samplv1-lv2", "setbfree", "so-synth-lv2", "swh-lv2", "synthv1-lv2",
-    "tuxguitar-synth-lv2", "vocproc", "x42-plugins", "yoshimi", "zam-plugins", "zynaddsubfx-lv2",
+    "vocproc", "x42-plugins", "yoshimi", "zam-plugins", "zynaddsubfx-lv2",
 ]
 # What the sweep itself runs.
 TOOLS = ["jackd", "jack_lsp", "jalv", "setpriv"]
-OUTCOMES = ["ran", "refused", "crashed", "hung", "nan", "tandem-hurt"]
+OUTCOMES = ["ran", "refused", "crashed", "hung", "nan", "tandem-hurt", "untested"]
 BEGIN, END = "<!-- plugin-sweep:begin -->", "<!-- plugin-sweep:end -->"
 RACK = "sweep"          # the rack's name and JACK client
 REF = "sweepref"        # jalv's JACK client
@@ -94,6 +102,7 @@ def libjack():
         "jack_get_sample_rate": (c.c_uint32, [c.c_void_p]),
         "jack_midi_clear_buffer": (None, [c.c_void_p]),
         "jack_midi_event_write": (c.c_int, [c.c_void_p, c.c_uint32, c.c_char_p, c.c_size_t]),
+        "jack_midi_get_event_count": (c.c_uint32, [c.c_void_p]),
     }
     for name, (res, args) in sig.items():
         f = getattr(j, name)
@@ -133,6 +142,8 @@ class Probe:
         self.j = libjack()
         self.seconds = spec["seconds"]
         self.feed, self.midi, self.watch = spec["feed"], spec["midi"], spec["watch"]
+        self.midi_watch = spec.get("midiWatch", [])
+        self.midi_events = 0
         rng = random.Random(1)
         noise = [rng.uniform(-0.5, 0.5) for _ in range(NOISE_FRAMES + 8192)]
         self.noise = (ctypes.c_float * len(noise))(*noise)
@@ -149,6 +160,8 @@ class Probe:
         self.note_port = self.register(self.gen, "notes", MIDI_TYPE, IS_OUTPUT) if self.midi else None
         self.watch_ports = [self.register(self.sink, "in_%d" % (i + 1), AUDIO_TYPE, IS_INPUT)
                             for i in range(len(self.watch))]
+        self.midi_watch_ports = [self.register(self.sink, "midi_in_%d" % (i + 1), MIDI_TYPE, IS_INPUT)
+                                 for i in range(len(self.midi_watch))]
         self.rate = self.j.jack_get_sample_rate(self.gen)
         # The callbacks must outlive the clients: kept as attributes.
         self.gen_cb, self.sink_cb = PROCESS(self.gen_cycle), PROCESS(self.sink_cycle)
@@ -167,6 +180,18 @@ class Probe:
         if not port:
             raise SystemExit("probe: cannot register port %s" % name)
         return port
+
+    def close(self):
+        """Deactivate and close both clients: a client that just vanishes leaves jackd unable to close the host's
+        client afterwards (the host then seems to ignore SIGTERM). Bounded: a host that hangs the graph can hold
+        jack_deactivate, and then the process exits without it (probe_main)."""
+        def run():
+            for c in (self.gen, self.sink):
+                self.j.jack_deactivate(c)
+                self.j.jack_client_close(c)
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        t.join(3)
 
     def notes(self, pos, n):
         """(offset, bytes) of the note-ons and note-offs that fall in the frames pos..pos+n."""
@@ -204,6 +229,8 @@ class Probe:
                 for st, port in zip(self.stats, self.watch_ports):
                     buf = self.j.jack_port_get_buffer(port, n)
                     st.take(memoryview(ctypes.string_at(buf, 4 * n)).cast("f"), self.sink_pos)
+                for port in self.midi_watch_ports:
+                    self.midi_events += self.j.jack_midi_get_event_count(self.j.jack_port_get_buffer(port, n))
                 self.sink_pos += n
                 if self.sink_pos >= self.seconds * self.rate:
                     self.done.set()
@@ -218,6 +245,7 @@ class Probe:
         pairs = [("sweep-gen:noise_%d" % (i + 1), p) for i, p in enumerate(self.feed)]
         pairs += [("sweep-gen:notes", p) for p in self.midi]
         pairs += [(p, "sweep-sink:in_%d" % (i + 1)) for i, p in enumerate(self.watch)]
+        pairs += [(p, "sweep-sink:midi_in_%d" % (i + 1)) for i, p in enumerate(self.midi_watch)]
         for a, b in pairs:
             if self.j.jack_connect(self.gen, a.encode(), b.encode()):
                 self.errors.append("cannot connect %s to %s" % (a, b))
@@ -226,16 +254,16 @@ class Probe:
         # Audio time, with a wall-clock bound: a graph stopped by a host that hangs never reaches it.
         self.done.wait(self.seconds * 2 + 3)
         wall = time.monotonic() - t0
-        for c in (self.gen, self.sink):
-            self.j.jack_deactivate(c)
-            self.j.jack_client_close(c)
+        self.close()
         return {"seconds": self.seconds, "wall": round(wall, 3), "frames": self.sink_pos, "genFrames": self.gen_pos,
                 "complete": self.sink_pos >= self.seconds * self.rate, "errors": self.errors,
-                "fed": self.feed, "notesTo": self.midi, "ports": [s.json() for s in self.stats]}
+                "fed": self.feed, "notesTo": self.midi, "ports": [s.json() for s in self.stats],
+                "midiOut": self.midi_events if self.midi_watch else None}
 
 
 def probe_main(spec_json):
     print(json.dumps(Probe(json.loads(spec_json)).run()), flush=True)
+    os._exit(0)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -318,19 +346,21 @@ def read(path, limit=200000):
 
 
 class Server:
-    """A private dummy JACK server named `name`, its log in `workdir`."""
-    def __init__(self, name, workdir):
+    """A private dummy JACK server named `name`, its log in `workdir` (`LABEL.jackd.log`)."""
+    def __init__(self, name, workdir, label="jackd"):
         self.name = name
         self.env = dict(os.environ, JACK_DEFAULT_SERVER=name, JACK_NO_START_SERVER="1", JACK_NO_AUDIO_RESERVATION="1")
         self.proc = None
         for attempt in range(3):
             self.proc = spawn(["jackd", "-n", name, "-r", "-p", "1024", "-d", "dummy", "-r", str(RATE),
-                               "-p", str(PERIOD)], self.env, os.path.join(workdir, "jackd.log"), death="TERM")
+                               "-p", str(PERIOD)], self.env, os.path.join(workdir, label + ".jackd.log"),
+                              death="TERM")
             if wait_until(lambda: self.proc.poll() is not None or self.lsp_ok(), 10) and self.proc.poll() is None:
                 return
             stop(self.proc, 5)
             time.sleep(0.5 * (attempt + 1))
-        raise RuntimeError("jackd %s did not start: %s" % (name, read(os.path.join(workdir, "jackd.log"))[-500:]))
+        raise RuntimeError("jackd %s did not start: %s" % (
+            name, read(os.path.join(workdir, label + ".jackd.log"))[-500:]))
 
     def lsp_ok(self):
         return subprocess.run(["jack_lsp"], env=self.env, capture_output=True).returncode == 0
@@ -404,6 +434,7 @@ class HostRun:
         self.host = host
         self.start = None        # "ready" | "exited" | "timeout"
         self.start_s = None
+        self.stop_s = None
         self.code = None         # Popen return code: -N for signal N
         self.stop = None         # "sigterm" | "died" | "ignored-sigterm"
         self.probe = None
@@ -412,8 +443,13 @@ class HostRun:
         self.segfault_in = None
         self.tids = set()
 
-    # One verdict per host: ran, refused, failed, crashed, hung, nan, error.
+    # One verdict per host: ran, refused, failed (exited before it was ready, not 2), crashed, hung, nan, error (an
+    # exit code Tandem should not give), harness (the sweep's JACK side failed).
     def verdict(self):
+        if self.host == "tandem" and self.code == 3:
+            return "harness", "exit 3 (the JACK server failed)" + tail_note(self)
+        if self.probe and self.probe.get("harness"):
+            return "harness", "; ".join(self.probe["errors"])
         if self.start == "timeout":
             return "hung", "not ready after the start timeout"
         if self.start == "exited":
@@ -447,8 +483,8 @@ class HostRun:
     def json(self):
         v, why = self.verdict()
         return {"host": self.host, "verdict": v, "why": why, "start": self.start, "startSeconds": self.start_s,
-                "exit": describe_exit(self.code), "stop": self.stop, "ports": self.ports, "probe": self.probe,
-                "segfaultIn": self.segfault_in, "stderrTail": self.stderr[-2000:]}
+                "stopSeconds": self.stop_s, "exit": describe_exit(self.code), "stop": self.stop, "ports": self.ports,
+                "probe": self.probe, "segfaultIn": self.segfault_in, "stderrTail": self.stderr[-2000:]}
 
 
 def refusal(stderr):
@@ -458,9 +494,10 @@ def refusal(stderr):
     return " / ".join(lines)
 
 
-def run_host(host, uri, server, work, args):
+def run_host(host, uri, server, work, args, label=None):
+    label = label or host
     r = HostRun(host)
-    out, err = os.path.join(work, host + ".out"), os.path.join(work, host + ".err")
+    out, err = os.path.join(work, label + ".out"), os.path.join(work, label + ".err")
     env = dict(server.env)
     if host == "tandem":
         if not args.backtrace:
@@ -494,7 +531,7 @@ def run_host(host, uri, server, work, args):
         r.start = "ready"
         r.ports = jack_ports(env, client)
         r.tids = threads(p.pid)
-        r.probe = run_probe(r.ports, server, work, host, args)
+        r.probe = run_probe(r.ports, server, work, label, args)
         r.tids |= threads(p.pid)
         if p.poll() is not None:
             r.stop, r.code = "died", p.returncode
@@ -502,7 +539,9 @@ def run_host(host, uri, server, work, args):
         else:
             if p.stdin:
                 p.stdin.close()
+            t1 = time.monotonic()
             r.code, honoured = stop(p, args.stop_timeout)
+            r.stop_s = round(time.monotonic() - t1, 2)
             r.stop = "sigterm" if honoured else "ignored-sigterm"
     if p.stdin and not p.stdin.closed:
         p.stdin.close()
@@ -512,27 +551,29 @@ def run_host(host, uri, server, work, args):
     return r
 
 
-def run_probe(ports, server, work, host, args):
+def run_probe(ports, server, work, label, args):
     """Noise into every audio (and CV) input, notes into every MIDI input, every audio output read."""
     feed = [q["name"] for q in ports if q["input"] and not q["midi"] and "other" not in q]
     midi = [q["name"] for q in ports if q["input"] and q["midi"]]
     watch = [q["name"] for q in ports if not q["input"] and not q["midi"] and "other" not in q]
-    spec = json.dumps({"seconds": args.seconds, "feed": feed, "midi": midi, "watch": watch})
-    path = os.path.join(work, host + ".probe")
+    midi_watch = [q["name"] for q in ports if not q["input"] and q["midi"]]
+    spec = json.dumps({"seconds": args.seconds, "feed": feed, "midi": midi, "watch": watch, "midiWatch": midi_watch})
+    path = os.path.join(work, label + ".probe")
     try:
         r = subprocess.run(["setpriv", "--pdeathsig", "KILL", "--", sys.executable, os.path.realpath(__file__),
                             "--probe", spec], env=server.env, capture_output=True, text=True,
                            timeout=args.seconds * 2 + 20)
     except subprocess.TimeoutExpired:
         return {"complete": False, "frames": 0, "seconds": args.seconds, "wall": args.seconds * 2 + 20,
-                "errors": ["probe timed out"], "ports": []}
+                "errors": ["the probe timed out"], "ports": [], "harness": True}
     with open(path, "w") as f:
         f.write(r.stdout + r.stderr)
     try:
         return json.loads(r.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
-        return {"complete": False, "frames": 0, "seconds": args.seconds, "wall": 0,
-                "errors": ["probe failed: " + (r.stderr.strip()[-300:] or describe_exit(r.returncode))], "ports": []}
+        return {"complete": False, "frames": 0, "seconds": args.seconds, "wall": 0, "harness": True,
+                "errors": ["the probe failed: " + (r.stderr.strip()[-300:] or describe_exit(r.returncode))],
+                "ports": []}
 
 
 def run_isolated(uri, server, work, args, seconds):
@@ -564,14 +605,19 @@ def run_isolated(uri, server, work, args, seconds):
 # Classification
 # ---------------------------------------------------------------------------------------------------------------------
 
-def classify(t, j, iso):
-    """(outcome, whose, message) from Tandem's run, jalv's run (None when not needed) and the isolated run (or None)."""
+def classify(t, j, iso, again=None):
+    """(outcome, whose, message) from Tandem's run, jalv's run, the isolated run and Tandem's second run (each None
+    when not made). A failure of Tandem's that a second run does not repeat is `ran`, whose `flaky`."""
     tv, twhy = t.verdict()
+    if tv == "harness":
+        return "untested", "harness", twhy + " (three times)"
+    if again is not None and again.verdict()[0] == "ran" and not TRAP.search(t.stderr):
+        return "ran", "flaky", "first run: %s%s; jalv and a second run were clean" % (twhy, tail_note(t))
     if TRAP.search(t.stderr):
         m = TRAP.search(t.stderr)
         return "tandem-hurt", "tandem", "trapped: " + t.stderr[m.start():].splitlines()[0][:200]
     if tv == "ran":
-        return "ran", "", quiet_note(t)
+        return ("ran",) + compare_output(t, j)
     if tv == "refused":
         if not twhy:
             return "tandem-hurt", "tandem", "exit 2 without a message"
@@ -581,8 +627,8 @@ def classify(t, j, iso):
         msg = twhy + t.crash_note() + tail_note(t)
         if jv == "ran":
             if tv == "nan":
-                return "nan", "tandem", msg + "; jalv's output is finite"
-            return "tandem-hurt", "tandem", msg + "; jalv ran it cleanly"
+                return "nan", "tandem", msg + "; jalv's output is finite" + again_note(again)
+            return "tandem-hurt", "tandem", msg + "; jalv ran it cleanly" + again_note(again)
         if iso is not None and not iso["ok"]:
             return "tandem-hurt", "tandem", msg + "; in an isolated rack the session did not survive it (%s)" % (
                 iso["exit"])
@@ -591,22 +637,57 @@ def classify(t, j, iso):
         if iso is not None:
             msg += "; isolated: session stayed up, rack down %d time(s), %s" % (iso["rackDown"], iso["exit"])
         return tv, whose, msg
-    # failed before it was ready (not a refusal), or a non-zero exit: Tandem's unless jalv fails too.
+    # An exit other than 0 on SIGTERM or 2 at start (docs/CLI.md, exit codes) is Tandem's, whatever jalv does.
     msg = twhy + tail_note(t)
     if jv == "ran":
-        return "tandem-hurt", "tandem", msg + "; jalv ran it cleanly"
-    return "tandem-hurt" if tv == "error" else "refused", "", msg + "; jalv: %s %s" % (jv, jwhy)
+        return "tandem-hurt", "tandem", msg + "; jalv ran it cleanly" + again_note(again)
+    return "tandem-hurt", "tandem", msg + "; jalv: %s %s" % (jv, jwhy)
+
+
+def peak(run):
+    outs = (run.probe or {}).get("ports", [])
+    return max(p["peak"] for p in outs) if outs else None
+
+
+def unusual(t, plugin):
+    """A clean run of a plugin with audio (or CV) outputs whose output was silent or far over full scale."""
+    p = peak(t)
+    return bool(plugin["audio"][1] or plugin["cv"][1]) and p is not None and (p == 0 or p > 10)
+
+
+def compare_output(t, j):
+    """(whose, message) of a clean run: what its output was like and, where jalv ran it too, whether jalv's was alike
+    (whose `differs from jalv` when one was silent or far over full scale and the other not)."""
+    note = quiet_note(t)
+    if j is None:
+        return "", note
+    jv, jwhy = j.verdict()
+    if jv != "ran":
+        return "", note + "; jalv: %s%s" % (jv, " (" + jwhy + ")" if jwhy else "")
+    tp, jp = peak(t), peak(j)
+    if jp is None:
+        return "", note + "; jalv: no audio outputs"
+    differs = (tp == 0) != (jp == 0) or (tp > 10) != (jp > 10)
+    return ("differs from jalv" if differs else ""), note + "; jalv: %s" % ("silent too" if jp == 0 and tp == 0
+                                                                          else "peak %.3g" % jp)
+
+
+def again_note(again):
+    return "; a second run: %s" % (again.verdict()[1] or again.verdict()[0]) if again else ""
 
 
 def quiet_note(t):
+    """What a clean run's output was like, when it was not plain audio: silence, no ports, only MIDI, very loud."""
     outs = (t.probe or {}).get("ports", [])
+    midi = (t.probe or {}).get("midiOut")
+    midi_note = "; %d MIDI event(s) out" % midi if midi is not None else ""
     if not outs:
-        return "no audio outputs"
-    peak = max(p["peak"] for p in outs)
-    if peak == 0:
-        return "silent output"
-    if peak > 10:
-        return "output peak %.3g (finite)" % peak
+        return "no audio outputs" + midi_note
+    top = peak(t)
+    if top == 0:
+        return "silent output" + midi_note
+    if top > 10:
+        return "output peak %.3g (finite)" % top
     return ""
 
 
@@ -634,7 +715,8 @@ def catalogue(tandem):
         def count(kind, inp):
             return sum(1 for q in ports if q["kind"] == kind and q["isInput"] == inp)
         out.append({"uri": p["uri"], "name": p.get("name", ""), "package": owner.get(bundle_path(p["bundle"]), "?"),
-                    "audio": (count("audio", True), count("audio", False)), "cv": (count("cv", True), count("cv", False)),
+                    "audio": (count("audio", True), count("audio", False)),
+                    "cv": (count("cv", True), count("cv", False)),
                     "midiIn": any(q["kind"] == "atom" and q["isInput"] and q.get("supportsMIDI") for q in ports),
                     "missing": p.get("missingFeatures", [])})
     return out
@@ -669,7 +751,7 @@ def select(plugins, args):
         wanted = []
         with open(args.list) as f:
             for line in f:
-                line = line.split("#", 1)[0].strip()
+                line = re.split(r"(?:^|\s)#", line, 1)[0].strip()     # a comment; a URI's own # stays
                 if line:
                     wanted.append(line)
         by = {p["uri"]: p for p in plugins}
@@ -689,38 +771,59 @@ def select(plugins, args):
 # The sweep
 # ---------------------------------------------------------------------------------------------------------------------
 
+def server_name(slot):
+    """One name per job of this sweep (another sweep beside it has its own); a name is used again for every plugin
+    of the job, so that a server that died without unregistering gives its slot in JACK2's registry back."""
+    return "plugin-sweep-%d-%d" % (os.getpid() % 100000, slot)
+
+
 def sweep_one(plugin, slot, workroot, args):
+    """One plugin: Tandem's rack; where it failed, jalv, Tandem once more (when jalv ran it), and an isolated rack
+    (when it crashed or hung). Each on a fresh server."""
     uri = plugin["uri"]
     work = os.path.join(workroot, re.sub(r"[^A-Za-z0-9]+", "-", uri).strip("-")[-80:])
     os.makedirs(work, exist_ok=True)
     t0 = time.monotonic()
-    server = Server("plugin-sweep-%d" % slot, work)
-    jalv = iso = None
-    try:
-        t = run_host("tandem", uri, server, work, args)
-        server_ok = server.alive()
-        tandem_s = time.monotonic() - t0
-        if t.verdict()[0] not in ("ran", "refused") and not args.no_reference:
-            if not server.alive():
-                server.stop()
-                server = Server("plugin-sweep-%d" % slot, work)
-            jalv = run_host("jalv", uri, server, work, args)
-            if t.verdict()[0] in ("crashed", "hung") and not args.no_isolated:
-                if not server.alive():
-                    server.stop()
-                    server = Server("plugin-sweep-%d" % slot, work)
-                # One stuck while starting is killed by the session after 10 s: long enough to see that.
-                iso = run_isolated(uri, server, work, args, 13 if t.start == "timeout" else args.seconds + 2)
-    finally:
-        server.stop()
-    outcome, whose, message = classify(t, jalv, iso)
+
+    def on_server(run, label):
+        server = Server(server_name(slot), work, label)
+        try:
+            return run(server), server.alive()
+        finally:
+            server.stop()
+
+    for attempt in range(1, 4):
+        # A JACK server that failed under the sweep (or a probe that could not join it) says nothing about the
+        # plugin: the whole run again, on a new server, up to three times.
+        t, server_ok = on_server(lambda s: run_host("tandem", uri, s, work, args), "tandem")
+        if t.verdict()[0] != "harness" and server_ok:
+            break
+        log("%s: the sweep's JACK side failed (%s), attempt %d of 3" % (
+            uri, t.verdict()[1] if server_ok else "the server died", attempt))
+    tandem_s = time.monotonic() - t0
+    jalv = again = iso = None
+    verdict = t.verdict()[0]
+    if verdict == "ran" and unusual(t, plugin) and not args.no_reference:
+        # Silent or very loud: is jalv's output so too? (A default read wrongly can silence an oscillator.)
+        jalv, _ = on_server(lambda s: run_host("jalv", uri, s, work, args), "jalv")
+    elif verdict not in ("ran", "refused", "harness") and not args.no_reference:
+        jalv, _ = on_server(lambda s: run_host("jalv", uri, s, work, args), "jalv")
+        if jalv.verdict()[0] == "ran":
+            # Before blaming Tandem, once more: a loaded machine can starve a cycle of any client.
+            again, _ = on_server(lambda s: run_host("tandem", uri, s, work, args, label="tandem-again"),
+                                 "tandem-again")
+        if verdict in ("crashed", "hung") and not args.no_isolated:
+            # One stuck while starting is killed by the session after 10 s: long enough to see that.
+            iso, _ = on_server(lambda s: run_isolated(uri, s, work, args,
+                                                      13 if t.start == "timeout" else args.seconds + 2), "isolated")
+    outcome, whose, message = classify(t, jalv, iso, again)
     if not server_ok:
         message += " (the JACK server died too)"
     rec = {"uri": uri, "name": plugin["name"], "package": plugin["package"], "ports": port_summary(plugin),
            "outcome": outcome, "whose": whose, "message": message, "seconds": round(time.monotonic() - t0, 2),
            "tandemSeconds": round(tandem_s, 2), "startSeconds": t.start_s, "tandem": t.json(),
-           "jalv": jalv.json() if jalv else None, "isolated": iso}
-    if outcome == "ran" and not args.keep_logs:
+           "jalv": jalv.json() if jalv else None, "tandemAgain": again.json() if again else None, "isolated": iso}
+    if outcome == "ran" and not whose and not args.keep_logs:
         shutil.rmtree(work, ignore_errors=True)
     else:
         rec["logs"] = work
@@ -744,7 +847,7 @@ def sweep(plugins, args):
             rec = sweep_one(p, slot, workroot, args)
         except Exception as e:  # noqa: BLE001  (one plugin's harness failure must not end the sweep)
             rec = {"uri": p["uri"], "name": p["name"], "package": p["package"], "ports": port_summary(p),
-                   "outcome": "tandem-hurt", "whose": "harness", "message": "the sweep itself failed: %r" % e,
+                   "outcome": "untested", "whose": "harness", "message": "the sweep itself failed: %r" % e,
                    "seconds": 0, "tandemSeconds": 0}
         finally:
             slots.put(slot)
@@ -766,8 +869,8 @@ def sweep(plugins, args):
 # ---------------------------------------------------------------------------------------------------------------------
 
 def failed(r):
-    """Tandem's own failures: what makes the sweep exit 1."""
-    return r["outcome"] == "tandem-hurt" or r["whose"] == "tandem"
+    """Tandem's own failures, and plugins the sweep could not judge: what makes it exit 1."""
+    return r["outcome"] in ("tandem-hurt", "untested") or r["whose"] == "tandem"
 
 
 def cell(text):
@@ -787,8 +890,8 @@ def group_refusals(results):
     return sorted(groups.items(), key=lambda kv: -len(kv[1]))
 
 
-def timing(results):
-    secs = sorted(r["seconds"] for r in results if r.get("seconds"))
+def timing(results, key="seconds"):
+    secs = sorted(r[key] for r in results if r.get(key))
     if not secs:
         return {}
     return {"mean": statistics.mean(secs), "median": statistics.median(secs),
@@ -801,25 +904,35 @@ def summary_lines(results, meta):
     t = timing(results)
     tandem_nan = sum(1 for r in results if r["outcome"] == "nan" and r["whose"] == "tandem")
     lines = [
-        "Swept by `make plugin-sweep` (`scripts/plugin-sweep.py`) on %s: %d plugins from %d packages, %g s of noise "
-        "and notes each on a private dummy server (48 kHz, period 256), %d job(s) on %d cores; %s in all (%.1f min). "
-        "Tandem: `%s`." % (meta["date"], len(results), len(pkgs), meta["seconds"], meta["jobs"], os.cpu_count(),
-                           "%.0f s" % meta["elapsed"], meta["elapsed"] / 60, meta["tandem"]),
+        "Swept by `scripts/plugin-sweep.py%s` on %s: %d plugins from %d packages, %g s of noise and notes each on a "
+        "private dummy server (48 kHz, period 256), %d job(s) on %d cores; %.0f s in all (%.1f min). Tandem: `%s`." % (
+            meta["selection"], meta["date"], len(results), len(pkgs), meta["seconds"], meta["jobs"], os.cpu_count(),
+            meta["elapsed"], meta["elapsed"] / 60, meta["tandem"]),
         "",
         "| outcome | plugins |",
         "|---|---|",
     ]
     lines += ["| %s | %d |" % (o, counts[o]) for o in OUTCOMES]
-    lines += ["", "Tandem died or hung where the plugin did not: %d. NaN/inf of Tandem's making: %d." % (
-        counts["tandem-hurt"], tandem_nan)]
+    flaky = sum(1 for r in results if r["whose"] == "flaky")
+    lines += ["", "Tandem died or hung where the plugin did not: %d. NaN/inf of Tandem's making: %d. Failed once "
+              "and then ran (jalv and a second run clean; counted as ran): %d." % (
+                  counts["tandem-hurt"], tandem_nan, flaky)]
     if t:
+        r = timing(results, "tandemSeconds")
         lines += ["Time per plugin (server start to stop, with jalv's and the isolated run where made): mean %.1f s, "
-                  "median %.1f s, 95th percentile %.1f s, max %.1f s." % (t["mean"], t["median"], t["p95"], t["max"])]
-    notable = [r for r in results if r["outcome"] not in ("ran", "refused")]
+                  "median %.1f s, 95th percentile %.1f s, max %.1f s; Tandem's rack alone: mean %.1f s, median %.1f s, "
+                  "max %.1f s." % (t["mean"], t["median"], t["p95"], t["max"], r["mean"], r["median"], r["max"])]
+    notable = [r for r in results if r["outcome"] not in ("ran", "refused") or r["whose"] == "flaky"]
     if notable:
         lines += ["", "| plugin | package | outcome | whose | what happened | s |", "|---|---|---|---|---|---|"]
         lines += ["| %s | %s | %s | %s | %s | %.1f |" % (cell(r["uri"]), r["package"], r["outcome"], r["whose"],
                                                         cell(r["message"]), r["seconds"]) for r in notable]
+    differ = [r for r in results if r["whose"] == "differs from jalv"]
+    if differ:
+        lines += ["", "Ran, but the output was silent or far over full scale under Tandem and not under jalv (or the "
+                  "other way round):", "", "| plugin | package | output | s |", "|---|---|---|---|"]
+        lines += ["| %s | %s | %s | %.1f |" % (cell(r["uri"]), r["package"], cell(r["message"]), r["seconds"])
+                  for r in differ]
     groups = group_refusals(results)
     if groups:
         lines += ["", "Refusals, by message:", "", "| plugins | message | which |", "|---|---|---|"]
@@ -836,11 +949,13 @@ def summary_lines(results, meta):
 
 def markdown(results, meta):
     lines = ["# Plugin sweep", ""] + summary_lines(results, meta)
-    lines += ["", "## Every plugin", "", "| plugin | package | ports | outcome | whose | message | s |",
-              "|---|---|---|---|---|---|---|"]
-    lines += ["| %s | %s | %s | %s | %s | %s | %.1f |" % (cell(r["uri"]), r["package"], r["ports"], r["outcome"],
-                                                         r["whose"], cell(r["message"]), r["seconds"])
-              for r in results]
+    lines += ["", "## Every plugin", "", "s: the plugin's whole time (with jalv's and the isolated run where made); "
+              "rack s: Tandem's rack alone, server start to stop.", "",
+              "| plugin | package | ports | outcome | whose | message | rack s | s |",
+              "|---|---|---|---|---|---|---|---|"]
+    lines += ["| %s | %s | %s | %s | %s | %s | %.1f | %.1f |" % (
+        cell(r["uri"]), r["package"], r["ports"], r["outcome"], r["whose"], cell(r["message"]), r["tandemSeconds"],
+        r["seconds"]) for r in results]
     return "\n".join(lines) + "\n"
 
 
@@ -880,7 +995,8 @@ def parse_args(argv):
     ap.add_argument("--install", action="store_true", help="apt-install the missing plugin packages first")
     ap.add_argument("--install-only", action="store_true", help="install and stop")
     ap.add_argument("--filter", help="only URIs matching this regular expression")
-    ap.add_argument("--list", help="only the URIs in this file (one a line, # comments), in its order")
+    ap.add_argument("--list", help="only the URIs in this file (one a line; # at the start or after a space begins "
+                    "a comment), in its order")
     ap.add_argument("--limit", type=int, help="at most N plugins")
     ap.add_argument("--jobs", type=int, default=1, help="plugins at once, each on its own server (JACK2: 8 at most)")
     ap.add_argument("--seconds", type=float, default=2.0, help="audio time each plugin is fed and read")
@@ -937,8 +1053,10 @@ def main(argv):
         stop_everything()
         log("interrupted")
         return 130
+    selection = "".join(" --%s %s" % (k, v) for k, v in (("list", args.list), ("filter", args.filter),
+                                                           ("limit", args.limit)) if v)
     meta = {"date": datetime.date.today().isoformat(), "tandem": args.tandem, "seconds": args.seconds,
-            "jobs": args.jobs, "elapsed": time.monotonic() - started}
+            "jobs": args.jobs, "elapsed": time.monotonic() - started, "selection": selection}
     report = markdown(results, meta)
     if args.out:
         with open(args.out, "w") as f:

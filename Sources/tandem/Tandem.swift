@@ -31,6 +31,7 @@ struct Tandem: ParsableCommand {
     /// Parses and runs, mapping every usage error to exit code 2 (ArgumentParser's own default is 64).
     static func main() {
         withoutBacktracer()
+        headlessToolkits()
         Console.ignoreBrokenPipes()
         do {
             // A session manager starts its clients with no arguments: `tandem` alone under NSM is `tandem run` (events
@@ -54,6 +55,15 @@ struct Tandem: ParsableCommand {
         guard getenv("SWIFT_BACKTRACE") == nil, setenv("SWIFT_BACKTRACE", "enable=no", 1) == 0 else { return }
         _ = execv("/proc/self/exe", CommandLine.unsafeArgv)
         // No exec (no /proc): the backtracer stays.
+    }
+
+    /// Tells Qt there is no display when there is none (`QT_QPA_PLATFORM=offscreen`, unless set): plugins built
+    /// on Qt (drumkv1, padthv1, samplv1, synthv1) otherwise abort in their instantiate on a headless box, looking
+    /// for an X server, and take their process with them (jalv aborts the same way). With it they run.
+    static func headlessToolkits() {
+        let env = ProcessInfo.processInfo.environment
+        guard env["QT_QPA_PLATFORM"] == nil, (env["DISPLAY"] ?? "").isEmpty, (env["WAYLAND_DISPLAY"] ?? "").isEmpty else { return }
+        setenv("QT_QPA_PLATFORM", "offscreen", 1)
     }
 
     static let configuration = CommandConfiguration(
