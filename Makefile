@@ -8,7 +8,8 @@ APT_PACKAGES := libjack-jackd2-dev jackd2 dpkg-dev man-db libsndfile1-dev libsox
 BENCH_PACKAGES := ecasound
 TEST_FLAGS ?=
 
-.PHONY: deps build release demo test test-tsan fuzz bench soak clean man completions install install-files uninstall deb deb-check
+.PHONY: deps build release demo test test-tsan fuzz bench soak clean man completions install install-files uninstall deb deb-check \
+        plugin-sweep plugin-sweep-ci
 
 # Installs what is missing with apt (idempotent). As non-root it prints the exact command instead.
 deps:
@@ -75,6 +76,18 @@ bench: release
 	scripts/bench_rack.py
 	@scripts/clean-jack-shm.sh
 	scripts/bench_midi.py
+
+# Every LV2 plugin this machine can install, through a rack (docs/RELIABILITY.md, "The plugin catalog"): installs the
+# plugin packages, writes .build/plugin-sweep.md (a line per plugin) and its summary into docs/RELIABILITY.md (about
+# 17 minutes on 2 cores). `plugin-sweep-ci` is the 35-plugin subset CI runs (about 2 minutes).
+plugin-sweep: build
+	@scripts/clean-jack-shm.sh
+	scripts/plugin-sweep.py --install --jobs 2 --out .build/plugin-sweep.md --json .build/plugin-sweep.json \
+	  --doc docs/RELIABILITY.md
+
+plugin-sweep-ci: build
+	@scripts/clean-jack-shm.sh
+	scripts/plugin-sweep.py --install --list scripts/plugin-sweep-ci.txt --out .build/plugin-sweep-ci.md
 
 # 16 channels recorded and 16 played for 10 minutes: memory, file handles, drops (writes docs/RELIABILITY.md).
 soak: release
