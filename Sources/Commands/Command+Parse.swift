@@ -20,6 +20,9 @@ extension Command {
         case "/tandem/status": return .success(.status)
         case "/tandem/engines": return .success(.engines)
         case "/tandem/takes": return .success(.takes)
+        case "/tandem/graph": return .success(.graph)
+        case "/tandem/graph/connect": return .success(.connect(from: name(0), to: name(1)))
+        case "/tandem/graph/disconnect": return .success(.disconnect(from: name(0), to: name(1)))
         case "/tandem/record/start": return .success(.recordStart)
         case "/tandem/record/stop": return .success(.recordStop)
         case "/tandem/record/arm": return .success(.recordArm)
@@ -35,7 +38,8 @@ extension Command {
         case "/tandem/preset/apply": return .success(.presetApply(path: name(0)))
         case "/tandem/preset/save": return .success(.presetSave(name: name(0)))
         case "/tandem/plugin/set":
-            return .success(.pluginSet(engine: name(0), plugin: name(1), symbol: name(2), value: number(3)!))
+            let setting: ControlSetting = number(3).map { .number($0) } ?? .text(name(3))
+            return .success(.pluginSet(engine: name(0), plugin: name(1), symbol: name(2), value: setting))
         case "/tandem/plugin/get": return .success(.pluginGet(engine: name(0), plugin: name(1), symbol: name(2)))
         case "/tandem/plugin/bypass": return .success(.pluginBypass(engine: name(0), plugin: name(1), on: number(2).map { $0 == 1 }))
         case "/tandem/plugin/mix": return .success(.pluginMix(engine: name(0), mix: number(1)))
@@ -84,8 +88,15 @@ extension Command {
             case .name:
                 out.append(Bound(name: v.name))
             case .value:
-                guard let d = v.number, d.isFinite else { return .failure(usage(got)) }
-                out.append(Bound(name: v.name, number: d))
+                // A number, or a text in the control's unit or one of its labels (read where it is set).
+                switch v {
+                case .number(let d):
+                    guard d.isFinite else { return .failure(usage(got)) }
+                    out.append(Bound(name: v.name, number: d))
+                case .text(let t):
+                    guard !t.trimmingCharacters(in: .whitespaces).isEmpty else { return .failure(usage(got)) }
+                    out.append(Bound(name: t, number: nil))
+                }
             case .number(let range, let unit):
                 guard let d = v.number, d.isFinite else { return .failure(usage(got)) }
                 guard Limits.contains(range, d) else {

@@ -12,6 +12,11 @@ public enum Command: Sendable, Equatable {
     case status
     case engines
     case takes
+    /// Every port of the JACK graph with its type, direction, latency and connections.
+    case graph
+    /// Connects or disconnects two ports of the graph (any clients', as a patchbay does).
+    case connect(from: String, to: String)
+    case disconnect(from: String, to: String)
     case recordStart
     case recordStop
     case recordArm
@@ -26,7 +31,7 @@ public enum Command: Sendable, Equatable {
     case load(paths: [String])
     case presetApply(path: String)
     case presetSave(name: String)
-    case pluginSet(engine: String, plugin: String, symbol: String, value: Double)
+    case pluginSet(engine: String, plugin: String, symbol: String, value: ControlSetting)
     case pluginGet(engine: String, plugin: String, symbol: String)
     /// `on` nil: read only.
     case pluginBypass(engine: String, plugin: String, on: Bool?)
@@ -72,6 +77,9 @@ public enum Command: Sendable, Equatable {
         case .status: "/tandem/status"
         case .engines: "/tandem/engines"
         case .takes: "/tandem/takes"
+        case .graph: "/tandem/graph"
+        case .connect: "/tandem/graph/connect"
+        case .disconnect: "/tandem/graph/disconnect"
         case .recordStart: "/tandem/record/start"
         case .recordStop: "/tandem/record/stop"
         case .recordArm: "/tandem/record/arm"
@@ -122,7 +130,11 @@ public enum Command: Sendable, Equatable {
         case .load(let paths): return paths.map { .text($0) }
         case .presetApply(let p): return [.text(p)]
         case .presetSave(let n): return [.text(n)]
-        case .pluginSet(let e, let p, let s, let v): return [.text(e), .text(p), .text(s), .number(v)]
+        case .pluginSet(let e, let p, let s, let v):
+            switch v {
+            case .number(let d): return [.text(e), .text(p), .text(s), .number(d)]
+            case .text(let t): return [.text(e), .text(p), .text(s), .text(t)]
+            }
         case .pluginGet(let e, let p, let s): return [.text(e), .text(p), .text(s)]
         case .pluginBypass(let e, let p, let on): return [.text(e), .text(p)] + (on.map { [.number($0 ? 1 : 0)] } ?? [])
         case .pluginMix(let e, let m): return [.text(e)] + (m.map { [.number($0)] } ?? [])
@@ -137,7 +149,23 @@ public enum Command: Sendable, Equatable {
             return v
         case .mapAdd(let t): return [.text(t)]
         case .mapClear(let i): return i.map { [.number(Double($0))] } ?? []
+        case .connect(let a, let b), .disconnect(let a, let b): return [.text(a), .text(b)]
         default: return []
+        }
+    }
+}
+
+/// A plugin control's value as a surface gives it: its number, or a text in the control's unit ("-7.5 dB",
+/// "1.2 kHz", "250 ms", "40 %") or one of its labels ("Lowpass"), which the session reads with the plugin's own
+/// metadata (`ControlUnits`).
+public enum ControlSetting: Sendable, Equatable, CustomStringConvertible {
+    case number(Double)
+    case text(String)
+
+    public var description: String {
+        switch self {
+        case .number(let d): return Limits.number(d)
+        case .text(let t): return "'\(t)'"
         }
     }
 }

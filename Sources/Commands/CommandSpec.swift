@@ -18,7 +18,8 @@ public struct CommandSpec: Sendable {
             case name
             /// A finite number in `range`, in `unit` (" dB", " s"; empty: none).
             case number(ClosedRange<Double>, unit: String)
-            /// A finite number whose range is the target's (a plugin control's, checked where it is set).
+            /// A plugin control's value: a finite number, or a text in its unit or one of its labels; its range is the
+            /// control's, checked where it is set.
             case value
             /// 1 or 0.
             case flag
@@ -49,7 +50,7 @@ public struct CommandSpec: Sendable {
             case .number(let r, let unit): parts.append(Limits.describe(r, unit: unit))
             case .flag: parts.append("1 or 0")
             case .index: parts.append("a whole number from 0")
-            case .value: parts.append("a number")
+            case .value: parts.append("a number, or in its unit (\"-7.5 dB\") or a label")
             case .name: break
             }
             return parts.isEmpty ? name : "\(name) (\(parts.joined(separator: ", ")))"
@@ -82,7 +83,8 @@ public struct CommandSpec: Sendable {
             let t: String
             switch p.kind {
             case .name: t = "s"
-            case .number, .value, .flag, .index: t = "f"
+            case .value: t = "f|s"
+            case .number, .flag, .index: t = "f"
             }
             return p.repeats ? t + "..." : p.optional ? "[\(t)]" : t
         }.joined()
@@ -139,6 +141,14 @@ public struct CommandSpec: Sendable {
         CommandSpec("/tandem/plugin/save", .action, help: "saves every chain's state into the session folder now"),
         CommandSpec("/tandem/engines", .query, help: "every engine with its client and ports, as JSON"),
         CommandSpec("/tandem/takes", .query, help: "the takes whose reports are in the session folder, as JSON"),
+        CommandSpec("/tandem/graph", .query,
+                    help: "every port of the JACK graph with its type, direction, latency and connections, as JSON"),
+        CommandSpec("/tandem/graph/connect", .action, [Parameter("FROM", .name, help: "an output port"),
+                                                       Parameter("TO", .name, help: "an input port")],
+                    help: "connects two ports of the graph"),
+        CommandSpec("/tandem/graph/disconnect", .action, [Parameter("FROM", .name, help: "an output port"),
+                                                          Parameter("TO", .name, help: "an input port")],
+                    help: "disconnects two ports of the graph"),
         CommandSpec("/tandem/map/learn", .action,
                     [Parameter("ENGINE", .name, optional: true, help: "recorder, player or a rack name"),
                      Parameter("PLUGIN", .name, optional: true), Parameter("SYMBOL", .name, optional: true),

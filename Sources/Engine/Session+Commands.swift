@@ -34,6 +34,21 @@ extension Session {
         case .status: return .done(status().json())
         case .engines: return .done(introspectionJSON(describeEngines()))
         case .takes: return .done(introspectionJSON(describeTakes()))
+        case .graph: return .done(introspectionJSON(describeGraph()))
+        case .connect(let from, let to), .disconnect(let from, let to):
+            guard let c = patchClient else { return .refused("no JACK client to change the graph with (the server is gone)") }
+            guard c.isOutput(from) == true else {
+                return .refused(c.portExists(from) ? "'\(from)' is an input; connect from an output" : "no port '\(from)'")
+            }
+            guard c.isOutput(to) == false else {
+                return .refused(c.portExists(to) ? "'\(to)' is an output; connect to an input" : "no port '\(to)'")
+            }
+            do {
+                if case .connect = command { try c.connect(from, to) } else { try c.disconnect(from, to) }
+            } catch {
+                return .refused("\(error)")
+            }
+            return .done("\(from) -> \(to)")
         case .recordStart:
             guard recorder != nil else { return .refused("this session has no recorder") }
             return startTake() ? .done() : .refused("a take is already running")
@@ -89,8 +104,16 @@ extension Session {
             do { return .done(try saveRunningPreset(name: name)) } catch { return .refused(error.message) }
         case .pluginSet(let e, let plugin, let symbol, let value):
             guard hasEngine(e) else { return .refused(Self.unknownEngine(e)) }
-            do {
-                let set = try setPluginControl(ChainEngine(rawValue: e), plugin: plugin, symbol: symbol, value: value,
+            let engine = ChainEngine(rawValue: e)
+            do throws(PluginError) {
+                var number: Double
+                switch value {
+                case .number(let d): number = d
+                case .text(let t):
+                    guard let c = chain(engine) else { throw PluginError(.unknownPlugin, plugin: plugin, "the \(e) has no plugin chain") }
+                    number = try c.number(plugin, symbol, from: t)
+                }
+                let set = try setPluginControl(engine, plugin: plugin, symbol: symbol, value: number,
                                                source: context.source, clamp: context.clamp)
                 return .done("\(set)")
             } catch {

@@ -74,6 +74,37 @@ extension Session {
         public var files: [String]
     }
 
+    /// One port of the JACK graph, any client's.
+    public struct GraphPort: Codable, Sendable, Equatable {
+        public var name: String
+        public var client: String
+        /// "audio" or "midi".
+        public var type: String
+        /// "output" (it sends) or "input" (it receives).
+        public var direction: String
+        /// JACK's latency range for it: capture latency (how old what it carries is), playback latency (how long
+        /// until it is heard), in frames.
+        public var captureLatency: [UInt32]?
+        public var playbackLatency: [UInt32]?
+        public var connections: [String]
+    }
+
+    /// Every port of the graph now, clients in name order, with its connections.
+    public func describeGraph() -> [GraphPort] {
+        guard let c = patchClient else { return [] }
+        var out: [GraphPort] = []
+        for type in PortType.allCases {
+            for name in c.ports(type: type) {
+                let output = c.isOutput(name) ?? false
+                let range = { (capture: Bool) in c.latency(of: name, capture: capture).map { [$0.min, $0.max] } }
+                out.append(GraphPort(name: name, client: String(name.prefix { $0 != ":" }), type: type.rawValue,
+                                     direction: output ? "output" : "input", captureLatency: range(true),
+                                     playbackLatency: range(false), connections: c.connections(of: name)))
+            }
+        }
+        return out.sorted { ($0.client, $0.name) < ($1.client, $1.name) }
+    }
+
     /// The engines and their ports, with each port's connections now.
     public func describeEngines() -> [EngineDescription] {
         var out: [EngineDescription] = []

@@ -156,7 +156,7 @@ extension Session {
         case .control(let e, let plugin, let symbol):
             let range = controlRange(ChainEngine(rawValue: e), plugin: plugin, symbol: symbol)
             let value = map.value(x, lo: map.minimum ?? range.lowerBound, hi: map.maximum ?? range.upperBound)
-            command = .pluginSet(engine: e, plugin: plugin, symbol: symbol, value: value)
+            command = .pluginSet(engine: e, plugin: plugin, symbol: symbol, value: .number(value))
         case .bypass(let e, let plugin, let toggle):
             if toggle || !isCC {
                 guard press, let c = chain(ChainEngine(rawValue: e)) else { break }

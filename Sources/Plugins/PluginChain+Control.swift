@@ -45,6 +45,24 @@ extension PluginChain {
         return v
     }
 
+    /// The number `text` stands for on a control: in its unit ("-7.5 dB", "1.2 kHz") or one of its labels (see
+    /// `ControlUnits`).
+    public func number(_ plugin: String, _ symbol: String, from text: String) throws(PluginError) -> Double {
+        let s = try stage(plugin)
+        guard let k = s.controlIndex(symbol) else { throw unknownControl(s, symbol) }
+        switch ControlUnits.parse(text, port: s.controls[k]) {
+        case .success(let v): return v
+        case .failure(let e): throw PluginError(e.code, plugin: plugin, e.message)
+        }
+    }
+
+    /// A control's value as a person reads it (its unit, or its label).
+    public func formatted(_ plugin: String, _ symbol: String, _ value: Float) throws(PluginError) -> String {
+        let s = try stage(plugin)
+        guard let k = s.controlIndex(symbol) else { throw unknownControl(s, symbol) }
+        return ControlUnits.format(value, port: s.controls[k])
+    }
+
     /// Whether `value` may be set on the control (the same check and words as `set`, nothing set).
     public func check(_ plugin: String, _ symbol: String, _ value: Double) throws(PluginError) {
         _ = try checkedValue(try stage(plugin), symbol, value)

@@ -72,7 +72,7 @@ import Presets
         let refuse: [(String, [CommandValue], String)] = [
             ("/tandem/record/start", [.number(1)], "/tandem/record/start takes no arguments; got 1"),
             ("/tandem/plugin/set", [.text("fx"), .text("amp")], "/tandem/plugin/set takes ENGINE (recorder, player or a rack name), PLUGIN"),
-            ("/tandem/plugin/set", [.text("fx"), .text("amp"), .text("gain"), .number(.nan)], "VALUE (in the control's range, a number)"),
+            ("/tandem/plugin/set", [.text("fx"), .text("amp"), .text("gain"), .number(.nan)], "VALUE (in the control's range, a number"),
             ("/tandem/plugin/bypass", [.text("fx"), .text("amp"), .number(2)], "ON (1 or 0)"),
             ("/tandem/map/clear", [.number(1.5)], "index 1.5 is not a whole number from 0"),
             ("/tandem/play/load", [], "PATH (in the session folder) (one or more)"),
@@ -87,7 +87,9 @@ import Presets
             #expect(e.message.contains(fragment), "\(address): \(e)")
         }
         #expect(try Command.parse(words: ["plugin", "set", "fx", "2", "gain", "-6"]).get()
-                == .pluginSet(engine: "fx", plugin: "2", symbol: "gain", value: -6), "a number where a name goes is its text")
+                == .pluginSet(engine: "fx", plugin: "2", symbol: "gain", value: .number(-6)), "a number where a name goes is its text")
+        #expect(try Command.parse(words: ["plugin", "set", "fx", "amp", "gain", "-7.5 dB"]).get()
+                == .pluginSet(engine: "fx", plugin: "amp", symbol: "gain", value: .text("-7.5 dB")), "a value in its unit")
         #expect(try Command.parse(words: ["/tandem/plugin/bypass", "fx", "amp"]).get() == .pluginBypass(engine: "fx", plugin: "amp", on: nil))
         if case .failure(let e) = Command.parse(words: ["frobnicate"]) { #expect(e.message.contains("known: ping, status")) }
     }

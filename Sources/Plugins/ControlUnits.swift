@@ -1,0 +1,89 @@
+import Foundation
+
+/// Values of a plugin control in its unit, as a person writes and reads them: "-7.5 dB", "1.2 kHz", "250 ms",
+/// "40 %", "0.5 s", an enumeration's label ("Lowpass"), "on"/"off" for a toggle. The unit is the plugin's own
+/// (units:unit, `PluginPortInfo.unit`); a number with no unit is the control's own number; a unit that does not fit
+/// the control's (dB for a control in Hz) is refused, naming both.
+///
+/// Pure; any thread.
+public enum ControlUnits {
+    /// Scale factors from what may be written to each of the LV2 units vocabulary's units (their names as
+    /// `PluginPortInfo.unit` gives them), lower-cased.
+    static let accepted: [String: [String: Double]] = [
+        "db": ["db": 1],
+        "hz": ["hz": 1, "khz": 1000, "mhz": 1_000_000],
+        "khz": ["khz": 1, "hz": 0.001],
+        "mhz": ["mhz": 1, "khz": 0.001, "hz": 0.000001],
+        "ms": ["ms": 1, "s": 1000],
+        "s": ["s": 1, "ms": 0.001, "min": 60],
+        "min": ["min": 1, "s": 1.0 / 60],
+        "pc": ["%": 1, "pc": 1],
+        "bpm": ["bpm": 1],
+        "cent": ["cent": 1, "ct": 1],
+        "semitone12TET": ["semitone": 1, "semitones": 1, "st": 1],
+        "oct": ["oct": 1],
+        "degree": ["deg": 1, "°": 1],
+        "frame": ["frames": 1, "frame": 1],
+        "m": ["m": 1, "cm": 0.01, "mm": 0.001, "km": 1000],
+        "cm": ["cm": 1, "m": 100, "mm": 0.1],
+        "mm": ["mm": 1, "cm": 10, "m": 1000],
+        "km": ["km": 1, "m": 0.001],
+        "bar": ["bar": 1, "bars": 1],
+        "beat": ["beat": 1, "beats": 1],
+        "coef": ["": 1],
+    ]
+
+    /// The number `text` stands for on `port` (already at the engine's rate when its range scales with it).
+    public static func parse(_ text: String, port: PluginPortInfo) -> Result<Double, PluginError> {
+        let t = text.trimmingCharacters(in: .whitespaces)
+        func refuse(_ why: String) -> Result<Double, PluginError> {
+            .failure(PluginError(.badValue, plugin: "", "control '\(port.symbol)': '\(text)' \(why)"))
+        }
+        // An enumeration's label, or a scale point's.
+        if let p = port.scalePoints.first(where: { $0.label.caseInsensitiveCompare(t) == .orderedSame }) {
+            return .success(Double(p.value))
+        }
+        if port.isToggle {
+            switch t.lowercased() {
+            case "on", "true", "yes": return .success(Double(port.maximum ?? 1))
+            case "off", "false", "no": return .success(Double(port.minimum ?? 0))
+            default: break
+            }
+        }
+        // A number, then what follows it.
+        var end = t.startIndex
+        for i in t.indices {
+            let c = t[i]
+            if c.isNumber || c == "." || c == "e" || c == "E" || ((c == "-" || c == "+" || c == "−") && (i == t.startIndex || "eE".contains(t[t.index(before: i)]))) {
+                end = t.index(after: i)
+            } else {
+                break
+            }
+        }
+        let numberText = t[..<end].replacingOccurrences(of: "−", with: "-")
+        guard let number = Double(numberText), number.isFinite else {
+            let labels = port.scalePoints.map(\.label)
+            return refuse("is not a number" + (labels.isEmpty ? "" : " nor one of its labels (\(labels.joined(separator: ", ")))"))
+        }
+        let unit = t[end...].trimmingCharacters(in: .whitespaces)
+        if unit.isEmpty { return .success(number) }
+        let written = unit == "%" ? "%" : unit.lowercased()
+        guard let name = port.unit, let table = accepted[name] ?? accepted[name.lowercased()] else {
+            return refuse("has a unit, and the control has none (give the number alone)")
+        }
+        guard let factor = table[written] ?? table.first(where: { $0.key.lowercased() == written })?.value else {
+            return refuse("is in \(unit); the control is in \(port.unitSymbol ?? name)")
+        }
+        return .success(number * factor)
+    }
+
+    /// `value` as a person reads it on `port`: its label when it has one, else the number and the unit's symbol.
+    public static func format(_ value: Float, port: PluginPortInfo) -> String {
+        if let p = port.scalePoints.first(where: { $0.value == value }) { return p.label }
+        if port.isToggle { return value > (port.minimum ?? 0) ? "on" : "off" }
+        let number = port.isInteger || value == value.rounded() && abs(value) < 1e9
+            ? String(Int64(value.rounded())) : String(format: "%.4g", Double(value))
+        guard let symbol = port.unitSymbol, !symbol.isEmpty else { return number }
+        return symbol == "%" ? "\(number) %" : "\(number) \(symbol)"
+    }
+}
