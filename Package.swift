@@ -14,6 +14,13 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         // The Prometheus text format of the metrics endpoint (its own deps: swift-atomics, swift-metrics' CoreMetrics).
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // The HTTP and WebSocket API (docs/HTTP.md) and the page it serves.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
+        // Hummingbird's own foundations, named for the server's limits (a channel handler, HTTP parts).
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         .systemLibrary(name: "CJack", pkgConfig: "jack",
@@ -54,8 +61,21 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
+        // The HTTP and WebSocket API and the web page: requests become commands of the command model, carried out
+        // on the session's thread (see `SessionGateway`).
+        .target(name: "WebAPI", dependencies: [
+            "Engine", "Commands", "Control", "Presets", "Plugins",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdCore", package: "hummingbird"),
+            .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
+            .product(name: "Logging", package: "swift-log"),
+        ], resources: [.copy("Resources")]),
         .executableTarget(name: "tandem", dependencies: [
-            "Engine", "Control", "Jack", "SoundFile", "Presets", "Realtime", "Plugins", "Commands",
+            "Engine", "Control", "Jack", "SoundFile", "Presets", "Realtime", "Plugins", "Commands", "WebAPI",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),

@@ -191,23 +191,3 @@ public final class SessionMetrics {
         return registry.emitToBuffer()
     }
 }
-
-/// The metrics endpoint of a running session: `SessionMetrics` served by `MetricsHTTPServer`.
-///
-/// Threads: control thread only.
-public final class MetricsEndpoint {
-    public let metrics: SessionMetrics
-    public let server: MetricsHTTPServer
-
-    public init(session: Session, port: Int) throws(MetricsHTTPServer.Error) {
-        let metrics = SessionMetrics(session: session)
-        self.metrics = metrics
-        server = try MetricsHTTPServer(port: port) { metrics.render() }
-    }
-
-    /// Counts the loop's events and serves waiting requests (never waits).
-    public func poll(events: [SessionEvent]) {
-        metrics.observe(events)
-        server.poll()
-    }
-}

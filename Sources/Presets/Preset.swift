@@ -157,8 +157,12 @@ public struct SessionSection: Sendable, Equatable {
     public var onManualDisconnect: DisconnectPolicy = .respect
     /// OSC control port on 127.0.0.1 (nil: no control protocol).
     public var controlPort: Int?
-    /// Prometheus metrics over HTTP on 127.0.0.1 (nil: none).
+    /// Prometheus metrics over HTTP on 127.0.0.1 (nil: none): since the HTTP API, the whole API on 127.0.0.1:N.
     public var metricsPort: Int?
+    /// The HTTP and WebSocket API (nil: none).
+    public var http: HTTPAddress?
+    /// Origins besides the page's own that may use the API from a browser (CORS, the event stream's Origin).
+    public var httpOrigins: [String] = []
     /// Bring back plugin state and control values saved by an earlier run of this session.
     public var restorePlugins = true
     /// Save plugin state into the session folder when the session stops and after live control changes
@@ -199,6 +203,19 @@ public struct SessionSection: Sendable, Equatable {
     /// The tempos a preset or the command line may give, in beats per minute.
     public static let tempos = 1.0...999.0
     public init() {}
+}
+
+public extension SessionSection {
+    /// The keys read only when the session starts (its control, metrics and HTTP servers) whose values differ in
+    /// `other`: a reload that changes them keeps the old ones and says so.
+    func startOnlyKeysChanged(in other: SessionSection) -> [String] {
+        var keys: [String] = []
+        if controlPort != other.controlPort { keys.append("control_port") }
+        if metricsPort != other.metricsPort { keys.append("metrics_port") }
+        if http != other.http { keys.append("http") }
+        if httpOrigins != other.httpOrigins { keys.append("http_origins") }
+        return keys
+    }
 }
 
 /// The `[recorder]` table.

@@ -457,7 +457,7 @@ struct Validator {
     mutating func session(_ t: TOMLTable) -> SessionSection {
         let s = "session"
         unknownKeys(t, ["name", "server", "directory", "create_directory", "on_server_loss", "on_disk_error", "on_manual_disconnect",
-                        "control_port", "metrics_port", "restore_plugins", "save_plugins", "server_wait", "on_plugin_error",
+                        "control_port", "metrics_port", "http", "http_origins", "restore_plugins", "save_plugins", "server_wait", "on_plugin_error",
                         "exit_after", "tempo", "meter"], section: s)
         var out = SessionSection()
         out.tempo = number(t, "tempo", s, SessionSection.tempos, unit: " beats per minute")
@@ -509,6 +509,20 @@ struct Validator {
         out.onManualDisconnect = choice(t, "on_manual_disconnect", s, DisconnectPolicy.self) ?? .respect
         out.controlPort = integer(t, "control_port", s, Limits.controlPort)
         out.metricsPort = integer(t, "metrics_port", s, Limits.controlPort)
+        if let (text, line) = string(t, "http", s) {
+            if let address = HTTPAddress(text) { out.http = address } else {
+                problem("session.http", line, "'\(text)' is not \(HTTPAddress.form)")
+            }
+        }
+        if let (origins, line) = strings(t, "http_origins", s) {
+            for o in origins where !HTTPAddress.isOrigin(o) {
+                problem("session.http_origins", line, "'\(o)' is not an origin (scheme://host[:port], e.g. \"http://studio.local:8080\")")
+            }
+            if out.http == nil && problems.allSatisfy({ $0.key != "session.http" }) {
+                problem("session.http_origins", line, "origins need the HTTP API: set session.http too")
+            }
+            out.httpOrigins = origins
+        }
         out.restorePlugins = bool(t, "restore_plugins", s) ?? true
         out.savePlugins = bool(t, "save_plugins", s) ?? true
         out.serverWaitSeconds = number(t, "server_wait", s, Limits.serverWaitSeconds, unit: " seconds") ?? 60

@@ -23,6 +23,8 @@ public extension Preset {
         }
         if let port = session.controlPort { out.integer("control_port", port) }
         if let port = session.metricsPort { out.integer("metrics_port", port) }
+        if let http = session.http { out.string("http", http.description) }
+        if !session.httpOrigins.isEmpty { out.strings("http_origins", session.httpOrigins) }
         if session.restorePlugins != d.restorePlugins { out.bool("restore_plugins", session.restorePlugins) }
         if let tempo = session.tempo { out.number("tempo", tempo) }
         if session.meter != d.meter { out.string("meter", session.meter.description) }
@@ -126,6 +128,10 @@ struct TOMLText {
     mutating func bool(_ key: String, _ value: Bool) { line("\(Self.key(key)) = \(value)") }
     mutating func integer(_ key: String, _ value: Int) { line("\(Self.key(key)) = \(value)") }
     mutating func number(_ key: String, _ value: Double) { line("\(Self.key(key)) = \(Self.number(value))") }
+
+    mutating func strings(_ key: String, _ values: [String]) {
+        line("\(Self.key(key)) = [" + values.map(Self.quoted).joined(separator: ", ") + "]")
+    }
 
     /// `channels = N` when the ports are the default names, else the names.
     mutating func ports(_ ports: [String], prefix: String) {

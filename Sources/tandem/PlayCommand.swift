@@ -170,6 +170,7 @@ struct PlayCommand: ParsableCommand {
             if start == .immediately && startAt == nil { runner.session.play() }
         }
         runner.openControl(explicit: controlOptions.controlPort, fallback: nil)
+        runner.openHTTP(controlOptions.httpAddress)
         let end = runner.loop()
         if case .playbackComplete = end, let p = runner.session.player {
             let ringOut = runner.session.playbackRingOut ?? 0

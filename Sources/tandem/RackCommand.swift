@@ -241,6 +241,7 @@ struct RackCommand: ParsableCommand {
             runner.reapply(preset)
         }
         runner.openControl(explicit: controlOptions.controlPort, fallback: nil)
+        runner.openHTTP(controlOptions.httpAddress)
         // The session's documents: the rack as its re-applied preset now has it (see `RackDocuments`).
         let documents = documentFd.map { RackDocumentReader(fd: $0, wake: runner.signals.wakeup) }
         if let fd = heartbeatFd {

@@ -287,6 +287,7 @@ struct RecordCommand: ParsableCommand {
             if start == .immediately && !selfRunning { runner.session.startTake() }
         }
         runner.openControl(explicit: controlOptions.controlPort, fallback: nil)
+        runner.openHTTP(controlOptions.httpAddress)
         runner.exit(runner.loop())
     }
 }

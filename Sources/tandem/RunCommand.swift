@@ -47,8 +47,13 @@ struct RunCommand: ParsableCommand {
     @Option(name: .long, help: "OSC control port on 127.0.0.1 (default: the preset's control_port, else 9951; 0 = off).")
     var controlPort: Int?
 
-    @Option(name: .long, help: "Prometheus metrics on http://127.0.0.1:N/metrics (default: the preset's metrics_port, else none; 0 = off).")
+    @Option(name: .long, help: "Prometheus metrics on http://127.0.0.1:N/metrics, with the HTTP API there (default: the preset's metrics_port, else none; 0 = off).")
     var metricsPort: Int?
+
+    @Option(name: .long, help: ArgumentHelp(
+        "The HTTP and WebSocket API (and the page) on HOST:PORT (default: the preset's http, else none); any address but loopback needs the token (`tandem http-token`).",
+        valueName: "HOST:PORT"))
+    var http: String?
 
     @Flag(name: .long, help: "Status as JSON lines (every 0.5 s) instead of the live view.")
     var json = false
@@ -64,6 +69,9 @@ struct RunCommand: ParsableCommand {
             if let port, port != 0, !Limits.controlPort.contains(port) {
                 throw ValidationError("\(name) must be 0 (off) or \(Limits.controlPort.lowerBound)…\(Limits.controlPort.upperBound)")
             }
+        }
+        if let http, HTTPAddress(http) == nil {
+            throw ValidationError("--http '\(http)' is not \(HTTPAddress.form)")
         }
     }
 
@@ -104,12 +112,12 @@ struct RunCommand: ParsableCommand {
         }
         nsm?.opened(runner.session)
         runner.openControl(explicit: controlPort ?? initial.session.controlPort, fallback: 9951)
-        let metrics = openMetrics(runner.session, port: metricsPort ?? initial.session.metricsPort)
-        runner.tick = { session, events in
-            nsm?.tick(session, events: events)
-            metrics?.poll(events: events)
+        runner.openHTTP(http.flatMap(HTTPAddress.init) ?? initial.session.http, origins: initial.session.httpOrigins,
+                        metricsPort: metricsPort ?? initial.session.metricsPort)
+        if let nsm {
+            runner.tick = { session, events in nsm.tick(session, events: events) }
+            runner.tickTurn = 0.5
         }
-        if nsm != nil || metrics != nil { runner.tickTurn = 0.5 }
         let end = runner.loop(reload: {
             let (next, problems) = nsm?.load(answering: false) ?? PresetLoader.load(path: path, overrides: overrides)
             if let pending = next?.pendingProblems, !pending.isEmpty { return (nil, problems + pending, path) }

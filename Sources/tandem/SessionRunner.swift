@@ -6,6 +6,7 @@ import Jack
 import Logging
 import Presets
 import Realtime
+import WebAPI
 
 /// The one control loop every command runs its session in (`run` from a preset file, `record` and `play` from a
 /// preset built from their options): signals, the session's poll, the live view or JSON status, the OSC control
@@ -21,6 +22,10 @@ final class SessionRunner {
     private(set) var session = Session()
     private var control: ControlProtocol?
     private var socketWaker: SocketWaker?
+    /// The HTTP and WebSocket API, when one was asked for (`--http`, `[session] http`, `metrics_port`).
+    private(set) var http: [HTTPServer] = []
+    /// The Prometheus metrics `/metrics` serves, counted from the loop's events while an HTTP server runs.
+    private var metrics: SessionMetricsBox?
     /// How long a loop turn waits when something needs it soon (see `Session.wantsFrequentPolls`; else
     /// `Session.idleTurn`).
     static let busyTurn = 0.02
@@ -87,6 +92,44 @@ final class SessionRunner {
         }
     }
 
+    /// Starts the HTTP and WebSocket API on `address` (nil: none), and on 127.0.0.1:`metricsPort` when that is set
+    /// and differs (the old metrics endpoint's place: the same server, there). Any address but loopback needs the
+    /// token (made on first start). An address that cannot be had, or a token that cannot be read, stops the run
+    /// (exit 2): it was asked for explicitly, and an operator's alerts would otherwise watch nothing.
+    func openHTTP(_ address: HTTPAddress?, origins: [String] = [], metricsPort: Int? = nil) {
+        var addresses = address.map { [$0] } ?? []
+        if let metricsPort, metricsPort > 0, address?.port != metricsPort || address?.isLoopback != true {
+            addresses.append(HTTPAddress(host: "127.0.0.1", port: metricsPort))
+        }
+        guard !addresses.isEmpty else { return }
+        let metrics = SessionMetricsBox(SessionMetrics(session: session))
+        self.metrics = metrics
+        let source = MetricsSource { _ in metrics.metrics.render() }
+        for address in addresses {
+            var token: String?
+            if !address.isLoopback {
+                do { token = try HTTPAccess.loadOrCreateToken() } catch {
+                    session.close()
+                    fail(.badInput, "the HTTP API on \(address) needs a token: \(error)")
+                }
+            }
+            let server = HTTPServer(configuration: .init(address: address, access: HTTPAccess(token: token, origins: origins)),
+                                    wake: signals.wakeup, journal: session.journal, metrics: source)
+            do {
+                let bound = try server.start()
+                if token != nil {
+                    Console.err("tandem: the HTTP API on \(HTTPAddress(host: address.host, port: bound)) needs its token"
+                                + " (`tandem http-token` prints it)\n")
+                }
+            } catch {
+                http.forEach { $0.stop() }
+                session.close()
+                fail(.badInput, "\(error)")
+            }
+            http.append(server)
+        }
+    }
+
     /// Runs until a signal or the session ends it. `reload` re-reads the preset on SIGHUP (nil: SIGHUP is ignored
     /// like the other one-shot signals). Returns how the session ended (nil: stopped by a signal).
     func loop(reload: (() -> (Preset?, [PresetProblem], String))? = nil) -> SessionEnd? {
@@ -99,7 +142,7 @@ final class SessionRunner {
             // often while engines run unwatched; else every 0.5-2 s (`Session.idleTurn`; signals, JACK graph
             // notifications, OSC datagrams and an isolated rack's pipe wake the loop at once either way).
             let watched = control?.hasSubscribers == true || view.mode == .terminal || view.mode == .json
-                || Date().timeIntervalSince(lastActivity) < 1
+                || http.contains(where: \.wantsFrequentTurns) || Date().timeIntervalSince(lastActivity) < 1
             let turn = watched ? Self.busyTurn : session.wantsFrequentPolls ? Self.steadyTurn
                 : min(session.idleTurn, tickTurn ?? .infinity, systemd.longestTurn ?? .infinity)
             signals.wakeup.wait(seconds: turn)
@@ -108,6 +151,7 @@ final class SessionRunner {
             if signals.take(SIGUSR1) > 0 { session.startOnSignal() }
             if signals.take(SIGUSR2) > 0 { session.stopOnSignal() }
             let outcome = session.poll()
+            for server in http { server.tick(session) }
             if Date().timeIntervalSince(lastMeters) >= 0.05 {
                 session.sampleMeters()
                 lastMeters = Date()
@@ -121,6 +165,7 @@ final class SessionRunner {
             } else {
                 view.update(session.status(), events: printer.lines(events, session: session))
             }
+            metrics?.metrics.observe(events)
             tick?(session, events)
             if case .finished(let end) = outcome { return end }
             systemd.tick(session)
@@ -134,6 +179,13 @@ final class SessionRunner {
             for p in problems { logger.error("reload refused: \(p)") }
             systemd.reloaded(session, report: nil, problem: "\(problems.count) problem(s) in \(path)")
             return
+        }
+        if let old = session.preset?.session {
+            let keys = old.startOnlyKeysChanged(in: next.session)
+            if !keys.isEmpty {
+                let names = keys.map { "session.\($0)" }.joined(separator: ", ")
+                logger.warning("reload: \(names) changed; the running server keeps the old value until the next start")
+            }
         }
         do {
             let report = try session.apply(next)
@@ -192,6 +244,7 @@ final class SessionRunner {
     /// Ends the session: takes finalized, clients closed, the last events printed; returns the cycle costs measured.
     func finish() -> [(engine: String, cost: CycleHistogram.Summary, period: Int, rate: Int)] {
         systemd.stopping()
+        for server in http { server.stop() }
         view.finish()
         let costs = session.cycleCosts()
         session.close()
@@ -211,9 +264,20 @@ struct ControlOptions: ParsableArguments {
     @Flag(name: .long, help: "No live view on a terminal, only events.")
     var noView = false
 
+    @Option(name: .long, help: ArgumentHelp(
+        "The HTTP and WebSocket API (and the page) on HOST:PORT, e.g. 127.0.0.1:8080; any address but loopback needs the token (`tandem http-token`).",
+        valueName: "HOST:PORT"))
+    var http: String?
+
+    /// `--http` read (validated already).
+    var httpAddress: HTTPAddress? { http.flatMap(HTTPAddress.init) }
+
     func validate() throws {
         if let controlPort, !Limits.controlPort.contains(controlPort) {
             throw ValidationError("--control-port must be \(Limits.controlPort.lowerBound) to \(Limits.controlPort.upperBound)")
+        }
+        if let http, HTTPAddress(http) == nil {
+            throw ValidationError("--http '\(http)' is not \(HTTPAddress.form)")
         }
     }
 }
@@ -238,4 +302,11 @@ final class SocketWaker {
 
     /// Ends the thread at once. Control thread; idempotent.
     func stop() { poller?.stop() }
+}
+
+/// `SessionMetrics` for `/metrics`: made, fed and read on the control thread only (the HTTP handler hands its
+/// rendering to the session's loop through the gateway), hence unchecked.
+final class SessionMetricsBox: @unchecked Sendable {
+    let metrics: SessionMetrics
+    init(_ metrics: SessionMetrics) { self.metrics = metrics }
 }

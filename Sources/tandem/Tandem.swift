@@ -71,7 +71,8 @@ struct Tandem: ParsableCommand {
         abstract: "A headless recorder and player that lives in a JACK graph.",
         version: TandemVersion.string,
         subcommands: [RunCommand.self, RecordCommand.self, PlayCommand.self, RackCommand.self, PresetCommand.self, StitchCommand.self,
-                      StatusCommand.self, CtlCommand.self, PortsCommand.self, PluginsCommand.self, DemoCommand.self, BenchWriterCommand.self])
+                      StatusCommand.self, CtlCommand.self, PortsCommand.self, PluginsCommand.self, HTTPTokenCommand.self, DemoCommand.self,
+                      BenchWriterCommand.self])
 }
 
 /// Options every command that talks to JACK shares.

@@ -39,6 +39,8 @@ import TestSupport
             on_disk_error = "continue"
             on_manual_disconnect = "repair"
             control_port = 9951
+            http = "[::1]:8080"
+            http_origins = ["http://studio.local:8080", "https://a.example"]
             restore_plugins = false
             save_plugins = false
             on_plugin_error = "bypass"

@@ -5,8 +5,9 @@ import TestSupport
 import Glibc
 #endif
 
-/// The Prometheus endpoint of `tandem run`: counters move during a take, a stalled writer shows in `dropped`, and
-/// anything but `GET /metrics` is refused with a status and a log line while the session goes on.
+/// The Prometheus endpoint of `tandem run` (`metrics_port`: the HTTP server on loopback): counters move during a
+/// take, a stalled writer shows in `dropped`, and anything but a good request is refused with a status, counted in
+/// the metrics, while the session goes on.
 @Suite(.serialized) struct MetricsTests {
     /// Sends `request` to 127.0.0.1:`port` and reads the whole answer (the server closes after one).
     static func http(_ port: Int, _ request: [UInt8], timeout: Double = 5) -> String? {
@@ -34,7 +35,9 @@ import Glibc
         return String(decoding: out, as: UTF8.self)
     }
 
-    static func get(_ port: Int) -> String? { http(port, Array("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n".utf8)) }
+    static func get(_ port: Int) -> String? {
+        http(port, Array("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8))
+    }
 
     /// The value of the sample line `name` (with its labels, if any) in a scrape.
     static func value(_ text: String?, _ name: String) -> Double? {
@@ -65,7 +68,7 @@ import Glibc
                                        server: server, extraEnvironment: ["TANDEM_FAULT_STALL_WRITER": "1.5:2"],
                                        log: dir.appendingPathComponent("run.log").path)
         defer { if tandem.process.isRunning { _ = tandem.process.stop(SIGKILL) } }
-        #expect(tandem.waitFor("metrics listening"), "\(tandem.output)")
+        #expect(tandem.waitFor("HTTP API listening"), "\(tandem.output)")
         #expect(tandem.waitFor("take 1 recording"), "\(tandem.output)")
 
         let recorded = "tandem_recorder_frames_recorded_total"
@@ -96,16 +99,18 @@ import Glibc
 
         // Anything else: a status, a log line, the session goes on.
         let refusals: [(String, [UInt8])] = [
-            ("405", Array("POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n".utf8)),
-            ("404", Array("GET /admin HTTP/1.1\r\n\r\n".utf8)),
+            ("404", Array("POST /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)),
+            ("404", Array("GET /admin HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)),
+            ("403", Array("GET /metrics HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n".utf8)),
             ("400", Array("\u{1}\u{2}garbage\r\n\r\n".utf8)),
+            ("400", Array("get /metrics HTTP/1.1\r\n\r\n".utf8)),
             ("431", [UInt8](repeating: 65, count: 20000)),
         ]
         for (status, request) in refusals {
             let answer = Self.http(port, request)
             #expect(answer?.hasPrefix("HTTP/1.1 \(status) ") == true, "\(status): \(String(describing: answer))")
         }
-        #expect(tandem.waitFor("metrics: refused a request with 405"), "\(tandem.output)")
+        #expect(Self.value(Self.get(port), #"tandem_http_errors_total{status="404"}"#) == 2)
 
         // The stall: dropped frames show.
         var dropped = 0.0

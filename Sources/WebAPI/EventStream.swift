@@ -1,0 +1,115 @@
+import Control
+import Engine
+import Foundation
+import HTTPTypes
+import HummingbirdWebSocket
+import Logging
+import NIOCore
+
+/// `GET /api/events` upgraded to a WebSocket: the session's events in its one numbered stream, and its meters at the
+/// rate the client asks (`?meters=30`, at most 60 a second; none by default). `?since=N` catches up from event N
+/// (or says `missed` when those are gone). Every message is one JSON object:
+///
+///     {"type":"hello","sequence":N,"version":"…"}          first: the last event's number
+///     {"type":"event","sequence":N,"kind":"…","text":"…","time":"…"}
+///     {"type":"missed","after":N}                          events after N are gone: read the state again
+///     {"type":"meters","meters":[{"peakDB":…,"rmsDB":…},…]}
+///
+/// A client that does not take a message within `writeSeconds` is cut off and counted: it never delays the session
+/// or another client (each client is its own task; the session's loop only publishes what they read).
+extension HTTPServer {
+    static let writeSeconds = 2.0
+    static let maxMeterRate = 60.0
+
+    /// The upgrade decision for a WebSocket handshake: only `/api/events`, with the token and from an allowed
+    /// origin; a refusal is answered with its reason (401, 403, 404, 503) by the connection's guard.
+    func shouldUpgrade(_ request: HTTPRequest, channel: any Channel) async -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> {
+        func refuse(_ status: HTTPResponse.Status, _ why: String) async -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> {
+            self.stats.count("\(status.code)")
+            (try? await channel.pipeline.handler(type: ConnectionGuard.self).get())?.refuse(status, why)
+            return .dontUpgrade
+        }
+        let path = request.path ?? ""
+        guard path == "/api/events" || path.hasPrefix("/api/events?") else {
+            return await refuse(.notFound, "no WebSocket at \(path.prefix { $0 != "?" }) (the event stream is /api/events)")
+        }
+        switch configuration.access.check(request, changes: true) {
+        case .allowed: break
+        case .unauthorized: return await refuse(.unauthorized, HTTPAccess.unauthorizedMessage)
+        case .forbidden(let why): return await refuse(.forbidden, why)
+        }
+        guard feed.join() else {
+            return await refuse(.serviceUnavailable, "\(configuration.maxEventClients) event streams are open; no more")
+        }
+        let since = HTTPAccess.queryItem("since", in: path).flatMap { UInt64($0) }
+        let rate = HTTPAccess.queryItem("meters", in: path).flatMap { Double($0) }.map { min(max(0, $0), Self.maxMeterRate) } ?? 0
+        let feed = self.feed, stats = self.stats
+        return .upgrade([:]) { inbound, outbound, _ in
+            var slow = false
+            defer { feed.leave(slow: slow) }
+            let reader = Task { for try await _ in inbound {} }   // pings and closes; messages are ignored
+            defer { reader.cancel() }
+            var last = since ?? feed.journal.last
+            func send(_ object: [String: Any]) async -> Bool {
+                guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]),
+                      let text = String(data: data, encoding: .utf8) else { return true }
+                return await Self.write(text, to: outbound)
+            }
+            guard await send(["type": "hello", "sequence": feed.journal.last, "version": TandemVersion.string]) else {
+                slow = true
+                stats.count("slow")
+                return
+            }
+            let meterInterval = rate > 0 ? 1 / rate : 0
+            var nextMeters = Date()
+            while !Task.isCancelled && !feed.isClosed && !reader.isCancelled {
+                let (events, missed) = feed.journal.since(last)
+                if missed {
+                    guard await send(["type": "missed", "after": last]) else { slow = true; break }
+                }
+                for e in events {
+                    let (kind, text) = ControlProtocol.describe(e.event)
+                    guard await send(["type": "event", "sequence": e.sequence, "kind": kind, "text": text,
+                                      "time": ISO8601DateFormatter().string(from: e.time)]) else { slow = true; break }
+                    last = e.sequence
+                }
+                if slow { break }
+                if meterInterval > 0 && Date() >= nextMeters {
+                    nextMeters = Date().addingTimeInterval(meterInterval)
+                    let meters = feed.meters.map { m -> [String: Any] in
+                        ["port": m.port, "peakDB": Self.finite(m.peakDB), "rmsDB": Self.finite(m.rmsDB),
+                         "holdDB": Self.finite(m.holdDB), "clip": m.clip]
+                    }
+                    guard await send(["type": "meters", "meters": meters]) else { slow = true; break }
+                }
+                let pause = meterInterval > 0 ? max(0.005, nextMeters.timeIntervalSinceNow) : 0.05
+                try? await Task.sleep(nanoseconds: UInt64(min(pause, 0.05) * 1e9))
+            }
+            if slow { stats.count("slow") }
+        }
+    }
+
+    /// -inf (silence) as -200, so the JSON stays JSON.
+    static func finite(_ d: Double) -> Double { d.isFinite ? d : -200 }
+
+    /// Writes one text message, or gives up after `writeSeconds` (the client is not reading): false then.
+    static func write(_ text: String, to outbound: WebSocketOutboundWriter) async -> Bool {
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                do {
+                    try await outbound.write(.text(text))
+                    return true
+                } catch {
+                    return false
+                }
+            }
+            group.addTask {
+                try? await Task.sleep(nanoseconds: UInt64(writeSeconds * 1e9))
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+    }
+}

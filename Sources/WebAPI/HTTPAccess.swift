@@ -1,0 +1,140 @@
+import Foundation
+import HTTPTypes
+import Presets
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Who may use the API and from where (docs/HTTP.md, "Security"): a server bound to loopback needs no token; one
+/// bound to any other address needs the bearer token on every request (the `Authorization` header, or `token=` in
+/// the query for what a browser fetches by URL: a WebSocket, an `<audio>` element); a WebSocket's handshake and any
+/// request that changes something must come from the page's own origin or one configured; no CORS headers unless
+/// origins are configured.
+///
+/// Pure, but for the token file. Any thread.
+public struct HTTPAccess: Sendable {
+    /// The token every request must carry (nil: none needed, loopback only).
+    public var token: String?
+    /// Origins (scheme://host:port) besides the server's own that may open the event stream and send commands, and
+    /// that get CORS headers.
+    public var origins: [String]
+
+    public init(token: String?, origins: [String] = []) {
+        self.token = token
+        self.origins = origins
+    }
+
+    public enum Verdict: Equatable, Sendable {
+        case allowed
+        /// 401: no token, or the wrong one.
+        case unauthorized
+        /// 403: a foreign origin, or a Host that is not loopback on a server without a token.
+        case forbidden(String)
+    }
+
+    static let unauthorizedMessage = "a bearer token is needed (Authorization: Bearer TOKEN, or token= in the query); "
+        + "`tandem http-token` prints it"
+
+    /// On a server without a token (bound to loopback), the `Host` a request names must be a loopback one: a page
+    /// of another site whose name was made to resolve to 127.0.0.1 (DNS rebinding) names its own and is refused.
+    public func hostAllowed(_ authority: String?) -> Bool {
+        guard token == nil else { return true }
+        guard let authority else { return false }
+        var host = Substring(authority)
+        if host.hasPrefix("[") {
+            host = host.dropFirst().prefix { $0 != "]" }
+        } else if let colon = host.lastIndex(of: ":") {
+            host = host[..<colon]
+        }
+        return HTTPAddress(host: String(host).lowercased(), port: 0).isLoopback
+    }
+
+    /// Whether `request` may go on. `changes`: it changes something (or opens the event stream), so its origin counts.
+    public func check(_ request: HTTPRequest, changes: Bool) -> Verdict {
+        if let token {
+            let given = request.headerFields[.authorization].flatMap { h -> String? in
+                h.hasPrefix("Bearer ") ? String(h.dropFirst(7)) : nil
+            } ?? Self.queryItem("token", in: request.path ?? "")
+            guard let given, Self.equal(given, token) else { return .unauthorized }
+        } else if !hostAllowed(request.authority) {
+            return .forbidden("Host '\(request.authority ?? "")' is not loopback; without a token this server answers only "
+                              + "to localhost, 127.0.0.1 and [::1]")
+        }
+        if changes, let origin = request.headerFields[.origin], !allows(origin: origin, host: request.authority) {
+            return .forbidden("origin '\(origin)' may not use this API (its own page's may; others are set with http_origins)")
+        }
+        return .allowed
+    }
+
+    /// The page's own origin (same host and port as the request's `Host`), or one configured.
+    public func allows(origin: String, host: String?) -> Bool {
+        if origins.contains(origin) { return true }
+        guard let host, let url = URL(string: origin), let oh = url.host else { return false }
+        let ours = url.port.map { "\(oh):\($0)" } ?? oh
+        let bracketed = url.port.map { "[\(oh)]:\($0)" } ?? "[\(oh)]"
+        return host == ours || host == bracketed
+    }
+
+    /// A query item's value from a request path (`/api/events?since=3&token=x`).
+    public static func queryItem(_ name: String, in path: String) -> String? {
+        guard let q = path.split(separator: "?", maxSplits: 1).dropFirst().first else { return nil }
+        for pair in q.split(separator: "&") {
+            let kv = pair.split(separator: "=", maxSplits: 1)
+            if kv.first.map(String.init) == name {
+                return kv.count > 1 ? String(kv[1]).removingPercentEncoding ?? String(kv[1]) : ""
+            }
+        }
+        return nil
+    }
+
+    /// Compares in time that does not depend on where the strings differ.
+    static func equal(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8), y = Array(b.utf8)
+        var diff = UInt8(x.count == y.count ? 0 : 1)
+        for i in 0..<max(x.count, y.count) { diff |= (i < x.count ? x[i] : 0) ^ (i < y.count ? y[i] : 0) }
+        return diff == 0
+    }
+
+    // MARK: The token file
+
+    /// The file the token is kept in: `$XDG_CONFIG_HOME/tandem/http-token`, else `~/.config/tandem/http-token`.
+    public static var tokenPath: String {
+        let env = ProcessInfo.processInfo.environment
+        let base = env["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? ((env["HOME"] ?? NSHomeDirectory()) as NSString).appendingPathComponent(".config")
+        return ((base as NSString).appendingPathComponent("tandem") as NSString).appendingPathComponent("http-token")
+    }
+
+    /// The token, made on first use: 32 random bytes as hex, in a file only its owner may read (created 0600 with
+    /// O_EXCL; a file that others may read or write is refused, not used).
+    public static func loadOrCreateToken(path: String = tokenPath) throws -> String {
+        let dir = (path as NSString).deletingLastPathComponent
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        var st = stat()
+        if lstat(path, &st) == 0 {
+            guard (st.st_mode & S_IFMT) == S_IFREG else { throw TokenError("\(path) is not a regular file") }
+            guard st.st_mode & 0o077 == 0 else {
+                throw TokenError("\(path) may be read by others (mode \(String(st.st_mode & 0o777, radix: 8))): chmod 600 it")
+            }
+            let text = try String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            guard text.count >= 16 else { throw TokenError("\(path) holds no token (at least 16 characters)") }
+            return text
+        }
+        // The standard library's generator is the system's cryptographic one (getrandom on Linux).
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let token = bytes.map { String(format: "%02x", $0) }.joined()
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw TokenError("cannot create \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        let line = Array((token + "\n").utf8)
+        guard write(fd, line, line.count) == line.count else { throw TokenError("cannot write \(path)") }
+        return token
+    }
+
+    public struct TokenError: Error, CustomStringConvertible {
+        public let description: String
+        init(_ d: String) { description = d }
+    }
+}

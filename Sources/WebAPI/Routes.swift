@@ -1,0 +1,459 @@
+import Commands
+import Engine
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import Plugins
+import Presets
+
+/// The routes of the API (docs/HTTP.md and `Resources/openapi.json`, which a test holds them to). Every route that
+/// acts is a command of the command model carried out by the session (`Session.execute`) through the gateway;
+/// every route that tells reads what the session gives on its own thread. A handler parses, checks and waits.
+struct Routes {
+    let server: HTTPServer
+
+    func install(on router: Router<BasicRequestContext>) {
+        let api = router.group("api")
+        api.get("") { _, _ in JSONResponse.encode(Self.index) }
+        api.get("openapi.json") { _, _ in Self.resource("openapi.json", type: "application/json") }
+
+        // What the session is doing, the graph, the engines.
+        api.get("status") { _, _ in try await query(.status) }
+        api.get("engines") { _, _ in try await query(.engines) }
+        api.get("graph") { _, _ in try await query(.graph) }
+        api.post("graph/connect") { request, context in
+            let b = try await body(request, context, Connection.self)
+            return try await act(.connect(from: b.from, to: b.to))
+        }
+        api.post("graph/disconnect") { request, context in
+            let b = try await body(request, context, Connection.self)
+            return try await act(.disconnect(from: b.from, to: b.to))
+        }
+
+        // Plugins of the running chains.
+        api.get("plugins") { request, _ in
+            try await query(.pluginList(engine: request.uri.queryParameters.get("engine")))
+        }
+        api.get("engines/:engine/plugins") { _, context in
+            try await query(.pluginList(engine: try context.parameters.require("engine")))
+        }
+        api.get("engines/:engine/plugins/:plugin/controls/:symbol") { _, context in
+            let (e, p, s) = try names(context)
+            return try await control(e, p, s)
+        }
+        api.put("engines/:engine/plugins/:plugin/controls/:symbol") { request, context in
+            let (e, p, s) = try names(context)
+            let b = try await body(request, context, ControlBody.self)
+            let setting: ControlSetting
+            switch b.value {
+            case .number(let d): setting = .number(d)
+            case .text(let t): setting = .text(t)
+            }
+            let r = try await run(.pluginSet(engine: e, plugin: p, symbol: s, value: setting))
+            guard r.ok else { return failure(r) }
+            return try await control(e, p, s)
+        }
+        api.put("engines/:engine/plugins/:plugin/bypass") { request, context in
+            let b = try await body(request, context, BypassBody.self)
+            return try await act(.pluginBypass(engine: try context.parameters.require("engine"),
+                                               plugin: try context.parameters.require("plugin"), on: b.bypassed))
+        }
+        api.put("engines/:engine/mix") { request, context in
+            let b = try await body(request, context, MixBody.self)
+            return try await act(.pluginMix(engine: try context.parameters.require("engine"), mix: b.mix))
+        }
+        api.put("engines/:engine/gain") { request, context in
+            let b = try await body(request, context, GainBody.self)
+            return try await act(.pluginGain(engine: try context.parameters.require("engine"), dB: b.gain))
+        }
+        api.post("engines/:engine/plugins/:plugin/preset") { request, context in
+            let b = try await body(request, context, PresetBody.self)
+            return try await act(.pluginPreset(engine: try context.parameters.require("engine"),
+                                               plugin: try context.parameters.require("plugin"), uri: b.preset))
+        }
+        api.post("plugins/save") { _, _ in try await act(.pluginSave) }
+
+        // The recorder and the player: every command the control protocol has.
+        for (path, command) in [("start", Command.recordStart), ("stop", .recordStop), ("arm", .recordArm),
+                                ("rotate", .recordRotate)] {
+            api.post("recorder/\(path)") { _, _ in try await act(command) }
+        }
+        api.post("recorder/mark") { request, context in
+            let b = try await optionalBody(request, context, MarkBody.self)
+            return try await act(.recordMark(label: b?.label ?? ""))
+        }
+        for (path, command) in [("play", Command.play), ("pause", .pause), ("stop", .stop), ("next", .next)] {
+            api.post("player/\(path)") { _, _ in try await act(command) }
+        }
+        api.post("player/seek") { request, context in
+            try await act(try parsed("/tandem/play/seek", [.number(try await body(request, context, SeekBody.self).seconds)]))
+        }
+        api.put("player/gain") { request, context in
+            try await act(try parsed("/tandem/play/gain", [.number(try await body(request, context, GainBody.self).gain)]))
+        }
+        api.post("player/load") { request, context in
+            let b = try await body(request, context, LoadBody.self)
+            return try await act(try parsed("/tandem/play/load", b.files.map { .text($0) }))
+        }
+
+        // Takes, their reports and their files.
+        api.get("takes") { _, _ in try await takesList() }
+        api.get("takes/:id") { _, context in
+            let take = try await findTake(try context.parameters.require("id"))
+            return JSONResponse.json((try? Data(contentsOf: URL(fileURLWithPath: take.report))) ?? Data("{}".utf8))
+        }
+        api.get("takes/:id/files/:index") { request, context in
+            let take = try await findTake(try context.parameters.require("id"))
+            guard let i = context.parameters.get("index", as: Int.self), take.files.indices.contains(i) else {
+                throw HTTPError(.notFound, message: "take \(take.id) has \(take.files.count) file(s), numbered from 0")
+            }
+            return try await download(take.files[i], request: request, context: context)
+        }
+
+        // Session presets.
+        api.get("presets") { _, _ in try await presets() }
+        api.post("presets/apply") { request, context in
+            try await act(.presetApply(path: try await body(request, context, PathBody.self).path))
+        }
+        api.post("presets/save") { request, context in
+            try await act(.presetSave(name: try await body(request, context, NameBody.self).name))
+        }
+
+        // Control maps.
+        api.get("maps") { _, _ in try await query(.mapList) }
+        api.post("maps") { request, context in try await act(.mapAdd(text: try await body(request, context, MapBody.self).map)) }
+        api.delete("maps") { _, _ in try await act(.mapClear(index: nil)) }
+        api.delete("maps/:index") { _, context in
+            guard let i = context.parameters.get("index", as: Int.self) else { throw HTTPError(.badRequest, message: "a map index is a whole number") }
+            return try await act(try parsed("/tandem/map/clear", [.number(Double(i))]))
+        }
+
+        // Installed plugins (read here: lilv has its own lock; a long list never holds the session's loop).
+        api.get("installed-plugins") { request, _ in
+            let filter = request.uri.queryParameters.get("filter")?.lowercased()
+            let all = PluginHost.shared.plugins()
+            return JSONResponse.encode(filter.map { f in all.filter { $0.uri.lowercased().contains(f) || $0.name.lowercased().contains(f) } } ?? all)
+        }
+        api.get("installed-plugins/:uri") { _, context in
+            let uri = try context.parameters.require("uri").removingPercentEncoding ?? ""
+            guard let info = PluginHost.shared.plugin(uri) else { throw HTTPError(.notFound, message: "no plugin <\(uri)> is installed") }
+            return JSONResponse.encode(info)
+        }
+
+        // The event stream is a WebSocket (see `EventStream`); a plain GET is told so.
+        api.get("events") { _, _ in
+            JSONResponse.error(.upgradeRequired, "the event stream is a WebSocket: GET /api/events with an upgrade")
+        }
+
+        router.get("metrics") { _, _ in
+            guard let m = server.metrics else { throw HTTPError(.notFound, message: "no metrics here") }
+            let bytes = try await server.gateway.run { session in m.render(session) } + server.stats.exposition()
+            return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                            body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+        }
+
+        // The page (a client of this API like any other).
+        router.get("") { _, _ in Self.resource("page/index.html", type: "text/html; charset=utf-8") }
+        router.get("page/:file") { _, context in
+            let file = try context.parameters.require("file")
+            guard file.range(of: "^[a-z0-9-]+\\.(js|css|svg|html)$", options: .regularExpression) != nil else {
+                throw HTTPError(.notFound)
+            }
+            let type = ["js": "text/javascript", "css": "text/css", "svg": "image/svg+xml", "html": "text/html"][
+                String(file.split(separator: ".").last ?? "")] ?? "application/octet-stream"
+            return Self.resource("page/" + file, type: type + "; charset=utf-8")
+        }
+    }
+
+    // MARK: Carrying out
+
+    /// The command, carried out by the session; its reply as JSON or an error status.
+    func act(_ command: Command) async throws -> Response {
+        let r = try await run(command)
+        return r.ok ? JSONResponse.encode(Reply(ok: true, detail: r.detail)) : failure(r)
+    }
+
+    /// A query: the session's JSON as it is.
+    func query(_ command: Command) async throws -> Response {
+        let r = try await run(command)
+        return r.ok ? JSONResponse.json(r.detail) : failure(r)
+    }
+
+    func run(_ command: Command) async throws -> CommandReply {
+        do {
+            return try await server.gateway.run { session in session.execute(command, context: CommandContext(source: "http")) }
+        } catch let busy as SessionGateway.Busy {
+            throw HTTPError(.serviceUnavailable, message: busy.description)
+        }
+    }
+
+    /// A command from values, checked by the model (its words for a bad value: 400).
+    func parsed(_ address: String, _ values: [CommandValue]) throws -> Command {
+        switch Command.parse(address: address, values: values) {
+        case .success(let c): return c
+        case .failure(let e): throw HTTPError(.badRequest, message: e.message)
+        }
+    }
+
+    /// A refusal's status: 404 for a name the session does not have, 400 for a value it does not take, else 409
+    /// (the session is not in a state to do it).
+    func failure(_ r: CommandReply) -> Response {
+        let d = r.detail
+        let status: HTTPResponse.Status
+        if d.hasPrefix("unknown engine") || d.contains("has no plugin") || d.contains("has no control") || d.hasPrefix("no port")
+            || d.contains("no plugin '") || d.hasPrefix("no map ") {
+            status = .notFound
+        } else if d.contains("is outside its range") || d.contains("is not a number") || d.contains("is outside the session")
+            || d.contains("is in ") || d.contains("has a unit") || d.contains("out of range") || d.contains("is an input")
+            || d.contains("is an output") {
+            status = .badRequest
+        } else {
+            status = .conflict
+        }
+        return JSONResponse.error(status, d)
+    }
+
+    /// A control as the API shows it: its number, and in its unit.
+    func control(_ engine: String, _ plugin: String, _ symbol: String) async throws -> Response {
+        let result = try await server.gateway.run { session -> Result<ControlValue, PluginError> in
+            guard session.hasEngine(engine), let chain = session.chain(ChainEngine(rawValue: engine)) else {
+                return .failure(PluginError(.unknownPlugin, plugin: plugin, "unknown engine '\(engine)' (recorder, player or a rack's name)"))
+            }
+            do throws(PluginError) {
+                let v = try chain.value(plugin, symbol)
+                return .success(ControlValue(engine: engine, plugin: plugin, symbol: symbol, value: Double(v),
+                                             text: try chain.formatted(plugin, symbol, v)))
+            } catch {
+                return .failure(error)
+            }
+        }
+        switch result {
+        case .success(let v): return JSONResponse.encode(v)
+        case .failure(let e): return failure(.refused(e.description))
+        }
+    }
+
+    func names(_ context: BasicRequestContext) throws -> (String, String, String) {
+        (try context.parameters.require("engine"), try context.parameters.require("plugin"),
+         try context.parameters.require("symbol"))
+    }
+
+    // MARK: Bodies
+
+    func body<T: Decodable & Sendable>(_ request: Request, _ context: BasicRequestContext, _ type: T.Type) async throws -> T {
+        guard let b = try await optionalBody(request, context, type) else {
+            throw HTTPError(.badRequest, message: "a JSON body is needed")
+        }
+        return b
+    }
+
+    func optionalBody<T: Decodable & Sendable>(_ request: Request, _ context: BasicRequestContext, _ type: T.Type) async throws -> T? {
+        var request = request
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.collectBody(upTo: server.configuration.maxBodyBytes)
+        } catch {
+            throw HTTPError(.contentTooLarge, message: "the body is over \(server.configuration.maxBodyBytes) bytes")
+        }
+        if buffer.readableBytes == 0 { return nil }
+        if let type = request.headers[.contentType], !type.hasPrefix("application/json") {
+            throw HTTPError(.unsupportedMediaType, message: "the body must be JSON (Content-Type: application/json), not \(type)")
+        }
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(buffer: buffer))
+        } catch {
+            throw HTTPError(.badRequest, message: "the body is not what this route takes: \(Self.describe(error))")
+        }
+    }
+
+    static func describe(_ error: any Error) -> String {
+        switch error {
+        case DecodingError.keyNotFound(let key, _): return "'\(key.stringValue)' is missing"
+        case DecodingError.typeMismatch(_, let c): return "'\(c.codingPath.map(\.stringValue).joined(separator: "."))' has the wrong type"
+        case DecodingError.valueNotFound(_, let c): return "'\(c.codingPath.map(\.stringValue).joined(separator: "."))' is null"
+        case DecodingError.dataCorrupted(let c): return c.debugDescription
+        default: return "\(error)"
+        }
+    }
+
+    // MARK: Takes and files
+
+    struct TakeEntry: Codable, Sendable {
+        var id: String
+        var take: Int
+        var report: String
+        var frames: Int
+        var sampleRate: Int
+        var channels: Int
+        var ended: String
+        var files: [String]
+    }
+
+    func takesList() async throws -> Response {
+        JSONResponse.encode(try await takes())
+    }
+
+    func takes() async throws -> [TakeEntry] {
+        try await server.gateway.run { session in
+            session.describeTakes().map { t in
+                TakeEntry(id: ((t.report as NSString).lastPathComponent as NSString).deletingPathExtension, take: t.take,
+                          report: t.report, frames: t.frames, sampleRate: t.sampleRate, channels: t.channels, ended: t.ended,
+                          files: t.files)
+            }
+        }
+    }
+
+    func findTake(_ id: String) async throws -> TakeEntry {
+        guard let t = try await takes().first(where: { $0.id == id }) else {
+            throw HTTPError(.notFound, message: "no take '\(id)' in the session folder (GET /api/takes lists them)")
+        }
+        return t
+    }
+
+    /// A file a take report lists, if it lies in the session folder and is a regular file there (no symlink out),
+    /// with HTTP Range.
+    func download(_ path: String, request: Request, context: BasicRequestContext) async throws -> Response {
+        let dir = try await server.gateway.run { session in session.preset?.session.directory ?? "" }
+        var st = stat()
+        guard lstat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
+            throw HTTPError(.notFound, message: "'\((path as NSString).lastPathComponent)' is not a file (gone, or a link)")
+        }
+        let parent = URL(fileURLWithPath: (path as NSString).deletingLastPathComponent).resolvingSymlinksInPath().path
+        let root = URL(fileURLWithPath: dir).resolvingSymlinksInPath().path
+        guard !dir.isEmpty, parent == root else {
+            throw HTTPError(.forbidden, message: "'\((path as NSString).lastPathComponent)' is not in the session folder")
+        }
+        let size = Int(st.st_size)
+        var headers: HTTPFields = [.contentType: Self.mediaType(path), .acceptRanges: "bytes",
+                                   .contentDisposition: "attachment; filename=\"\((path as NSString).lastPathComponent)\""]
+        if let range = request.headers[.range], let r = Self.byteRange(range, size: size) {
+            guard let r else {
+                headers[.contentRange] = "bytes */\(size)"
+                return Response(status: .rangeNotSatisfiable, headers: headers)
+            }
+            headers[.contentRange] = "bytes \(r.lowerBound)-\(r.upperBound)/\(size)"
+            headers[.contentLength] = "\(r.count)"
+            return Response(status: .partialContent, headers: headers,
+                            body: try await FileIO().loadFile(path: path, range: r, context: context))
+        }
+        headers[.contentLength] = "\(size)"
+        return Response(status: .ok, headers: headers, body: try await FileIO().loadFile(path: path, context: context))
+    }
+
+    /// "bytes=A-B", "bytes=A-", "bytes=-N": the range, nil inside when it cannot be satisfied, nil when it is no
+    /// single byte range (the whole file is sent).
+    static func byteRange(_ header: String, size: Int) -> ClosedRange<Int>?? {
+        guard header.hasPrefix("bytes="), !header.contains(",") else { return nil }
+        let spec = header.dropFirst(6).split(separator: "-", omittingEmptySubsequences: false)
+        guard spec.count == 2 else { return nil }
+        let a = Int(spec[0]), b = Int(spec[1])
+        var range: ClosedRange<Int>
+        switch (a, b) {
+        case (let a?, let b?): range = a...max(a, b)
+        case (let a?, nil) where spec[1].isEmpty: range = a...(size - 1)
+        case (nil, let n?) where spec[0].isEmpty: range = max(0, size - n)...(size - 1)
+        default: return nil
+        }
+        guard size > 0, range.lowerBound < size else { return .some(nil) }
+        range = range.lowerBound...min(range.upperBound, size - 1)
+        return .some(range)
+    }
+
+    static func mediaType(_ path: String) -> String {
+        switch (path as NSString).pathExtension.lowercased() {
+        case "wav", "rf64": return "audio/wav"
+        case "flac": return "audio/flac"
+        case "ogg", "opus": return "audio/ogg"
+        case "mp3": return "audio/mpeg"
+        case "mid": return "audio/midi"
+        case "json": return "application/json"
+        default: return "application/octet-stream"
+        }
+    }
+
+    // MARK: Presets
+
+    struct PresetEntry: Codable, Sendable {
+        var name: String
+        var path: String
+    }
+
+    func presets() async throws -> Response {
+        let dir = try await server.gateway.run { session in session.preset?.session.directory ?? "" }
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).filter { $0.hasSuffix(".toml") }.sorted()
+        return JSONResponse.encode(names.map { PresetEntry(name: ($0 as NSString).deletingPathExtension,
+                                                           path: (dir as NSString).appendingPathComponent($0)) })
+    }
+
+    // MARK: Static
+
+    static func resource(_ name: String, type: String) -> Response {
+        guard let url = Bundle.module.url(forResource: "Resources/" + name, withExtension: nil),
+              let data = try? Data(contentsOf: url) else {
+            return JSONResponse.error(.notFound, "no \(name)")
+        }
+        return Response(status: .ok, headers: [.contentType: type, .cacheControl: "no-cache"],
+                        body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    static let index = Index(version: TandemVersion.string, openapi: "/api/openapi.json", events: "/api/events")
+
+    struct Index: Codable, Sendable {
+        var version: String
+        var openapi: String
+        var events: String
+    }
+}
+
+// MARK: Bodies and answers
+
+struct Reply: Codable, Sendable {
+    var ok: Bool
+    var detail: String
+}
+
+struct ControlValue: Codable, Sendable {
+    var engine: String
+    var plugin: String
+    var symbol: String
+    var value: Double
+    /// In the control's unit, or its label ("-7.5 dB", "Lowpass").
+    var text: String
+}
+
+struct Connection: Codable, Sendable {
+    var from: String
+    var to: String
+}
+
+/// `{"value": -7.5}` or `{"value": "-7.5 dB"}`.
+struct ControlBody: Decodable, Sendable {
+    enum Value: Sendable {
+        case number(Double)
+        case text(String)
+    }
+    var value: Value
+
+    enum Keys: String, CodingKey { case value }
+
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: Keys.self)
+        if let d = try? c.decode(Double.self, forKey: .value) {
+            value = .number(d)
+        } else {
+            value = .text(try c.decode(String.self, forKey: .value))
+        }
+    }
+}
+
+struct BypassBody: Codable, Sendable { var bypassed: Bool }
+struct MixBody: Codable, Sendable { var mix: Double }
+struct GainBody: Codable, Sendable { var gain: Double }
+struct PresetBody: Codable, Sendable { var preset: String }
+struct MarkBody: Codable, Sendable { var label: String? }
+struct SeekBody: Codable, Sendable { var seconds: Double }
+struct LoadBody: Codable, Sendable { var files: [String] }
+struct PathBody: Codable, Sendable { var path: String }
+struct NameBody: Codable, Sendable { var name: String }
+struct MapBody: Codable, Sendable { var map: String }
