@@ -1,5 +1,6 @@
 import Engine
 import Foundation
+import Plugins
 import Prometheus
 
 /// The session's counters and gauges in the Prometheus text format (swift-prometheus writes the format), for an
@@ -50,6 +51,14 @@ public final class SessionMetrics {
         var underruns: Counter
         var playing: Gauge
     }
+    /// Per plugin (labelled `engine`, `plugin`): its cycle cost (mean, max) and cycles over budget.
+    private struct PluginMetrics {
+        var cost: [Gauge]
+        var over: Counter
+    }
+    private var pluginMetrics: [String: PluginMetrics] = [:]
+    /// Per rack (labelled `engine` with the rack's name): its cycle cost, as the recorder's and player's.
+    private var rackCycles: [String: [Gauge]] = [:]
     private var recorderMetrics: RecorderMetrics?
     private var playerMetrics: PlayerMetrics?
 
@@ -116,6 +125,31 @@ public final class SessionMetrics {
             playing: r.makeGauge(descriptor: Self.name("playing", "1 while the player plays.")))
         playerMetrics = m
         return m
+    }
+
+    private func plugin(_ engine: String, _ name: String) -> PluginMetrics {
+        let key = engine + "\u{0}" + name
+        if let m = pluginMetrics[key] { return m }
+        let r = registry, labels = [("engine", engine), ("plugin", name)]
+        let m = PluginMetrics(
+            cost: ["mean", "max"].map {
+                r.makeGauge(descriptor: Self.name("plugin_cycle_cost_seconds", "Time a plugin's run took per cycle since its chain was built: the mean and the longest."),
+                            labels: labels + [("stat", $0)])
+            },
+            over: r.makeCounter(descriptor: Self.name("plugin_cycles_over_budget_total", "Cycles in which a plugin took more than \(Int(StageTiming.budgetShare * 100)) % of the period."),
+                                labels: labels))
+        pluginMetrics[key] = m
+        return m
+    }
+
+    private func rackCycle(_ rack: String) -> [Gauge] {
+        if let g = rackCycles[rack] { return g }
+        let g = ["p50", "p99", "max"].map {
+            registry.makeGauge(descriptor: Self.name("cycle_cost_seconds", "Time the process callback took over the engine's cycles: the median (p50), 99th percentile (p99) and longest (max)."),
+                               labels: [("engine", rack), ("stat", $0)])
+        }
+        rackCycles[rack] = g
+        return g
     }
 
     /// Counts what the session's events tell (call with every batch the run loop drains).
@@ -186,6 +220,19 @@ public final class SessionMetrics {
             m.playing.set(to: p.playing ? 1 : 0)
         } else {
             playerMetrics?.playing.set(to: 0)
+        }
+        for rack in s.racks {
+            guard let c = rack.cycle else { continue }
+            for (g, v) in zip(rackCycle(rack.name), [c.p50Micros, c.p99Micros, c.maxMicros]) { g.set(to: v / 1e6) }
+        }
+        for (engine, chain) in s.plugins {
+            for p in chain.plugins {
+                guard let t = p.timing else { continue }
+                let m = plugin(engine, p.name)
+                m.cost[0].set(to: t.meanMicros / 1e6)
+                m.cost[1].set(to: t.maxMicros / 1e6)
+                feed(m.over, "over.\(engine).\(p.name)", t.overBudget)
+            }
         }
         serverLost.set(to: s.serverLost ? 1 : 0)
         return registry.emitToBuffer()

@@ -36,6 +36,8 @@ extension Session {
         public var bypassed: Bool = false
         public var controls: [ControlDescription]
         public var presets: [PresetDescription]
+        /// What its cycles cost since the chain was built (see `StageTiming`).
+        public var timing: StageTiming?
     }
 
     public struct ControlDescription: Codable, Sendable, Equatable {
@@ -47,6 +49,11 @@ extension Session {
         public var value: Float?
         public var toggle: Bool
         public var integer: Bool
+        /// lv2:enumeration (only the scale points are values) and pprops:logarithmic (a log scale suits it).
+        public var enumeration: Bool
+        public var logarithmic: Bool
+        /// The value in its unit or as its label ("-7.5 dB", "Lowpass"), when it has one.
+        public var text: String?
         /// units:unit ("db", "hz", …) and the symbol printed after a value ("dB"); nil when the plugin names none.
         public var unit: String?
         public var unitSymbol: String?
@@ -152,16 +159,20 @@ extension Session {
             for (spec, status) in zip(chain.specs, chain.status) {
                 let info = PluginHost.shared.plugin(spec.uri)
                 let values = Dictionary(status.controls.map { ($0.symbol, $0.value) }, uniquingKeysWith: { a, _ in a })
-                let controls = (info?.controls ?? []).map { c in
-                    ControlDescription(symbol: c.symbol, name: c.name, minimum: c.minimum, maximum: c.maximum,
-                                       defaultValue: c.defaultValue, value: values[c.symbol], toggle: c.isToggle,
-                                       integer: c.isInteger, unit: c.unit, unitSymbol: c.unitSymbol,
-                                       scalePoints: c.scalePoints.map { .init(label: $0.label, value: $0.value) })
+                let controls = (chain.controls(of: spec.name) ?? info?.controls ?? []).map { c in
+                    let value = values[c.symbol]
+                    return ControlDescription(symbol: c.symbol, name: c.name, minimum: c.minimum, maximum: c.maximum,
+                                              defaultValue: c.defaultValue, value: value, toggle: c.isToggle,
+                                              integer: c.isInteger, enumeration: c.isEnumeration, logarithmic: c.isLogarithmic,
+                                              text: value.flatMap { try? chain.formatted(spec.name, c.symbol, $0) },
+                                              unit: c.unit, unitSymbol: c.unitSymbol,
+                                              scalePoints: c.scalePoints.map { .init(label: $0.label, value: $0.value) })
                 }
                 out.append(PluginDescription(engine: e.rawValue, name: spec.name, uri: spec.uri, label: info?.name ?? spec.uri,
                                              latencyFrames: status.latencyFrames, bypassed: status.bypassed,
                                              controls: controls,
-                                             presets: (info?.presets ?? []).map { .init(uri: $0.uri, label: $0.label) }))
+                                             presets: (info?.presets ?? []).map { .init(uri: $0.uri, label: $0.label) },
+                                             timing: status.timing))
             }
         }
         return out

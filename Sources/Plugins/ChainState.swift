@@ -91,6 +91,34 @@ struct StageState: BitwiseCopyable {
     let takesTime: Bool
     /// Process thread only: whether the stage was bypassed last cycle (1), to send all-notes-off once on the way in.
     let midiBypassed: UnsafeMutablePointer<Int>
+    /// What its cycles cost (process thread writes, control thread reads): `StageTiming.Cell` cells.
+    let timing: AtomicCounterArray
+    /// The cost a cycle of one frame may have before it counts as over budget (`StageTiming.budgetShare` of the
+    /// frame's duration), in nanoseconds times 1024 (a cycle of n frames: n times this over 1024).
+    let budgetPerFrame: Int
+}
+
+/// What a plugin's cycles cost, for "which plugin spikes" (status, HTTP, OSC, metrics): cycles run, their mean and
+/// largest cost, and how many went over `budgetShare` of the period.
+public struct StageTiming: Codable, Sendable, Equatable {
+    /// A cycle that takes more than this share of its period counts in `overBudget`.
+    public static let budgetShare = 0.25
+
+    public var cycles: Int
+    public var meanMicros: Double
+    public var maxMicros: Double
+    public var overBudget: Int
+    public var budgetShare: Double
+
+    enum Cell: Int, CaseIterable { case cycles, nanoseconds, maximum, over }
+
+    public init(cycles: Int, meanMicros: Double, maxMicros: Double, overBudget: Int, budgetShare: Double = Self.budgetShare) {
+        self.cycles = cycles
+        self.meanMicros = meanMicros
+        self.maxMicros = maxMicros
+        self.overBudget = overBudget
+        self.budgetShare = budgetShare
+    }
 }
 
 /// One delay line per channel over a power-of-two ring, written every cycle. Process thread only (after building).

@@ -21,6 +21,8 @@ public struct PluginStatus: Sendable, Codable, Equatable {
     public var channelsIn: Int?
     public var channelsOut: Int?
     public var sideInputs: [String]?
+    /// What its cycles cost (see `StageTiming`).
+    public var timing: StageTiming?
 
     public struct Control: Sendable, Codable, Equatable {
         public var symbol: String
@@ -102,6 +104,11 @@ extension PluginChain {
     /// Total latency of the chain in frames: the sum of what each plugin reports.
     public var latency: Int { stages.reduce(0) { $0 + $1.reportedLatency } }
 
+    /// A plugin's input controls as this chain runs them (ranges and defaults at its rate), nil for no such plugin.
+    public func controls(of plugin: String) -> [PluginPortInfo]? {
+        stages.first { $0.spec.name == plugin }?.controls
+    }
+
     public var status: [PluginStatus] {
         stages.map { s in
             let controls = s.controls.enumerated().map { k, p in
@@ -116,7 +123,7 @@ extension PluginChain {
                 workerRequests: s.workers.isEmpty ? nil : s.workers.reduce(0) { $0 + Int(lv2host_worker_handled($1)) },
                 workerDropped: s.workers.isEmpty ? nil : s.workers.reduce(0) { $0 + Int(lv2host_worker_dropped($1)) },
                 bypassed: s.rt.bypass.load() != 0, channelsIn: s.layout.widthIn, channelsOut: s.layout.widthOut,
-                sideInputs: sideInputs.filter { $0.plugin == s.spec.name }.map(\.name))
+                sideInputs: sideInputs.filter { $0.plugin == s.spec.name }.map(\.name), timing: s.timing)
         }
     }
 

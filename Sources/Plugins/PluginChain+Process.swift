@@ -39,6 +39,8 @@ extension ChainState {
                          sides: UnsafePointer<UnsafeMutablePointer<Float>>?, midi: ChainMIDI) {
         let runs = s.fixedFrames == 0 || s.fixedFrames == frames
         let bypassed = s.bypass.load() != 0
+        let began = monotonicNanoseconds()
+        defer { time(s, nanoseconds: monotonicNanoseconds() - began, frames: frames) }
         let entering = bypassed && s.midiBypassed.pointee == 0
         if runs { s.midiBypassed.pointee = bypassed ? 1 : 0 }
         if runs {
@@ -94,6 +96,16 @@ extension ChainState {
                 out[i] = g >= 1 ? d : out[i] * (1 - g) + d * g
             }
         }
+    }
+
+    /// Counts a stage's cycle in its timing cells. Realtime: safe.
+    @inline(__always)
+    static func time(_ s: StageState, nanoseconds: Int, frames: Int) {
+        typealias Cell = StageTiming.Cell
+        _ = s.timing.add(Cell.cycles.rawValue, 1)
+        _ = s.timing.add(Cell.nanoseconds.rawValue, nanoseconds)
+        s.timing.storeMax(Cell.maximum.rawValue, nanoseconds)
+        if nanoseconds * 1024 > s.budgetPerFrame * frames { _ = s.timing.add(Cell.over.rawValue, 1) }
     }
 
     /// The chain's dry/wet mix and output gain, each ramped over the cycle from the last value to the wanted one.

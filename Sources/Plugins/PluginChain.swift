@@ -115,6 +115,16 @@ public final class PluginChain: @unchecked Sendable {
             return v.isFinite && v > 0 && v < 1e9 ? Int(v.rounded()) : 0   // a plugin's nonsense cannot trap the host
         }
 
+        /// What the stage's cycles have cost since the chain was built.
+        var timing: StageTiming {
+            typealias Cell = StageTiming.Cell
+            let cycles = rt.timing.load(Cell.cycles.rawValue)
+            return StageTiming(cycles: cycles,
+                               meanMicros: cycles > 0 ? Double(rt.timing.load(Cell.nanoseconds.rawValue)) / Double(cycles) / 1000 : 0,
+                               maxMicros: Double(rt.timing.load(Cell.maximum.rawValue)) / 1000,
+                               overBudget: rt.timing.load(Cell.over.rawValue))
+        }
+
         /// Frees the instances (never activated or no longer run). Call inside `host.locked`.
         func free(activated: Bool) {
             if activated { for inst in instances { lilv_instance_deactivate(inst) } }
@@ -445,6 +455,8 @@ public final class PluginChain: @unchecked Sendable {
         midiBypassed.initialize(to: spec.bypass ? 1 : 0)
         cleanups.append { midiBypassed.deallocate() }
         let takesMIDI = info.ports.contains { $0.kind == .atom && $0.isInput && $0.supportsMIDI }
+        let timing = AtomicCounterArray.allocate(count: StageTiming.Cell.allCases.count)
+        cleanups.append { timing.deallocate() }
         stage.rt = StageState(instances: instances, instanceCount: instanceCount, ins: layout.mainInputs.count,
                               sides: layout.sideInputs.count, outs: layout.outputs.count, widthIn: layout.widthIn,
                               widthOut: layout.widthOut, controls: controls, controlCount: stage.controls.count,
@@ -455,7 +467,8 @@ public final class PluginChain: @unchecked Sendable {
                               midiChannels: spec.midiChannel.map { UInt32(1) << UInt32($0 - 1) } ?? 0xFFFF,
                               takesMIDI: takesMIDI,
                               takesTime: info.ports.contains { $0.kind == .atom && $0.isInput && $0.supportsTime },
-                              midiBypassed: midiBypassed)
+                              midiBypassed: midiBypassed, timing: timing,
+                              budgetPerFrame: Int(StageTiming.budgetShare * 1e9 * 1024 / Double(max(1, sampleRate))))
         return stage
     }
 

@@ -130,6 +130,7 @@ enum LV2 {
     static let fixedBlockLength = ext + "buf-size#fixedBlockLength"
     static let powerOf2BlockLength = ext + "buf-size#powerOf2BlockLength"
     static let toggled = core + "toggled", integer = core + "integer", enumeration = core + "enumeration"
+    static let logarithmic = "http://lv2plug.in/ns/ext/port-props#logarithmic"
     static let presetClass = ext + "presets#Preset"
     static let unitsPrefix = "http://lv2plug.in/ns/extensions/units#"
     static let unitsUnit = unitsPrefix + "unit", unitsSymbol = unitsPrefix + "symbol"

@@ -20,6 +20,10 @@ public struct PluginPortInfo: Sendable, Codable, Equatable {
     public var reportsLatency: Bool
     public var isToggle: Bool
     public var isInteger: Bool
+    /// lv2:enumeration: only the scale points' values are meaningful (a page shows a list of their labels).
+    public var isEnumeration: Bool = false
+    /// pprops:logarithmic: best shown and moved on a logarithmic scale (a frequency, a time).
+    public var isLogarithmic: Bool = false
     /// The port may be left unconnected.
     public var isOptional: Bool
     /// lv2:sampleRate: `minimum`, `maximum` and `defaultValue` are fractions of the sample rate (a chain scales
@@ -159,8 +163,9 @@ extension PluginHost {
         let sideChain = node(LV2.isSideChain), groupKey = node(LV2.portGroup), sideChainOf = node(LV2.sideChainOf)
         let midiEvent = node(LV2.midiEvent), timePosition = node(LV2.timePosition)
         let minimumSizeKey = node(LV2.minimumSize)
+        let enumeration = node(LV2.enumeration), logarithmic = node(LV2.logarithmic)
         defer {
-            for n in [midiEvent, timePosition, minimumSizeKey] { lilv_node_free(n) }
+            for n in [midiEvent, timePosition, minimumSizeKey, enumeration, logarithmic] { lilv_node_free(n) }
             for (n, _) in kindNodes { lilv_node_free(n) }
             for n in [input, latency, latencyDesignation, toggled, integer, optional, designationKey, rateRelative,
                       unitKey, unitSymbolKey, sideChain, groupKey, sideChainOf] {
@@ -199,6 +204,8 @@ extension PluginHost {
                 isSideChain: isSideChain, designation: designation.flatMap { Self.string($0) })
             info.unit = unit
             info.unitSymbol = unitSymbol
+            info.isEnumeration = lilv_port_has_property(p, port, enumeration)
+            info.isLogarithmic = lilv_port_has_property(p, port, logarithmic)
             if kind == .atom {
                 info.supportsMIDI = lilv_port_supports_event(p, port, midiEvent)
                 info.supportsTime = lilv_port_supports_event(p, port, timePosition)

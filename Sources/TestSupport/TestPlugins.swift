@@ -7,6 +7,8 @@ public enum TestPlugins {
     public static let fixedBlock = "http://tandem.test/lv2/fixedblock"
     /// Control `mode`: 0 passes audio, 1 segfaults in run(), 2 aborts, 3 hangs.
     public static let crash = "http://tandem.test/lv2/crash"
+    /// Control `micros`: spins that long in each run() (a plugin of known cost).
+    public static let heavy = "http://tandem.test/lv2/heavy"
     /// Described by the bundle, not held by its library.
     public static let absent = "http://tandem.test/lv2/absent"
     /// Its library needs an undefined symbol: the loader refuses it.

@@ -194,6 +194,10 @@ final class LiveView {
             var line = "\(engine) fx: " + (plugins.isEmpty ? "none" : plugins.joined(separator: " → "))
             if chain.latencyFrames > 0 { line += " · latency \(chain.latencyFrames) frames" }
             lines.append(line)
+            let costs = chain.plugins.compactMap { p in
+                p.timing.map { p.name + String(format: " %.1f/%.1f µs", $0.meanMicros, $0.maxMicros) + ($0.overBudget > 0 ? " (\($0.overBudget) over)" : "") }
+            }
+            if !costs.isEmpty { lines.append("  cost (mean/max): " + costs.joined(separator: " · ")) }
             for problem in chain.problems { lines.append(paint("  ! " + problem, "33")) }
         }
         return lines

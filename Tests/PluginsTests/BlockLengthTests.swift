@@ -105,3 +105,33 @@ import TestSupport
         #expect(refused.contains("instantiate refused") || refused.contains("fixed block"), "\(refused)")
     }
 }
+
+/// Per-plugin timing (status, HTTP, OSC, metrics read it): each stage's cycles are timed where they run, so the one
+/// plugin that costs shows as the heaviest, and cycles over a share of the period are counted.
+@Suite(.serialized) struct StageTimingTests {
+    @Test(.enabled(if: BlockLengthTests.ready))
+    func aHeavyPluginShowsAsTheHeaviest() throws {
+        let specs = [PluginSpec(uri: TestPlugins.crash, name: "light"),
+                     PluginSpec(uri: TestPlugins.heavy, name: "heavy", controls: [.init(symbol: "micros", value: 300)]),
+                     PluginSpec(uri: TestPlugins.crash, name: "light2")]
+        let chain = PluginChain(specs: specs, channels: 1, sampleRate: 48000, period: 256, label: "test")
+        #expect(chain.problems.isEmpty, "\(chain.problems)")
+        _ = BlockLengthTests.run(chain, cycles: 50, frames: 256)
+        let timings = chain.status.map { ($0.name, $0.timing) }
+        let heavy = try #require(timings.first { $0.0 == "heavy" }?.1)
+        print("measured: per-plugin mean/max µs: " + timings.map { n, t in
+            "\(n) \(String(format: "%.1f/%.1f", t?.meanMicros ?? -1, t?.maxMicros ?? -1))" }.joined(separator: ", "))
+        #expect(heavy.cycles == 50)
+        #expect(heavy.meanMicros >= 300 && heavy.maxMicros >= heavy.meanMicros, "\(heavy)")
+        for (name, t) in timings where name != "heavy" {
+            #expect((t?.meanMicros ?? .infinity) < heavy.meanMicros / 10, "\(name): \(String(describing: t))")
+        }
+        // 300 µs of a 5,333 µs period is under a quarter: none over. 2 ms is over, every cycle.
+        #expect(heavy.overBudget == 0)
+        try chain.set("heavy", "micros", 2000)
+        _ = BlockLengthTests.run(chain, cycles: 5, frames: 256)
+        let after = try #require(chain.status.first { $0.name == "heavy" }?.timing)
+        #expect(after.overBudget == 5 && after.cycles == 55, "\(after)")
+        #expect(after.budgetShare == StageTiming.budgetShare)
+    }
+}

@@ -5,6 +5,8 @@
  *   run() whose n_samples differs from it is counted on the `mismatches` output. Copies its input to its output.
  * - crash: copies its input, until its `mode` control says otherwise: 1 segfaults in run(), 2 aborts, 3 hangs
  *   (spins forever in run()). For crash isolation: a plugin that fails on command.
+ * - heavy: copies its input after spinning `micros` microseconds in run(): a plugin of a known cost, for per-plugin
+ *   timing.
  */
 #include <lv2/core/lv2.h>
 #include <lv2/options/options.h>
@@ -14,6 +16,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define BASE "http://tandem.test/lv2/"
 
@@ -109,11 +112,45 @@ static void crash_run(LV2_Handle h, uint32_t n) {
     if (p->in && p->out) memmove(p->out, p->in, n * sizeof(float));
 }
 
+typedef struct {
+    const float *micros, *in;
+    float *out;
+} Heavy;
+
+static LV2_Handle heavy_instantiate(const LV2_Descriptor *d, double rate, const char *path,
+                                    const LV2_Feature *const *features) {
+    (void)d; (void)rate; (void)path; (void)features;
+    return calloc(1, sizeof(Heavy));
+}
+
+static void heavy_connect(LV2_Handle h, uint32_t port, void *data) {
+    Heavy *p = h;
+    switch (port) {
+    case 0: p->micros = data; break;
+    case 1: p->in = data; break;
+    case 2: p->out = data; break;
+    }
+}
+
+static long long now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static void heavy_run(LV2_Handle h, uint32_t n) {
+    Heavy *p = h;
+    long long until = now_ns() + (long long)((p->micros ? *p->micros : 0) * 1000.0f);
+    while (now_ns() < until) {}
+    if (p->in && p->out) memmove(p->out, p->in, n * sizeof(float));
+}
+
 static void cleanup(LV2_Handle h) { free(h); }
 
 static const LV2_Descriptor descriptors[] = {
     {BASE "fixedblock", fixed_instantiate, fixed_connect, NULL, fixed_run, NULL, cleanup, NULL},
     {BASE "crash", crash_instantiate, crash_connect, NULL, crash_run, NULL, cleanup, NULL},
+    {BASE "heavy", heavy_instantiate, heavy_connect, NULL, heavy_run, NULL, cleanup, NULL},
 };
 
 LV2_SYMBOL_EXPORT const LV2_Descriptor *lv2_descriptor(uint32_t index) {
