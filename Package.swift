@@ -89,6 +89,7 @@ let package = Package(
 
         .testTarget(name: "RealtimeTests", dependencies: ["Realtime"]),
         .testTarget(name: "CommandsTests", dependencies: ["Commands", "Presets"]),
+        .testTarget(name: "WebAPITests", dependencies: ["WebAPI", "Presets", .product(name: "HTTPTypes", package: "swift-http-types")]),
         .testTarget(name: "JackTests", dependencies: ["Jack", "Realtime", "TestSupport"]),
         .testTarget(name: "SoundFileTests", dependencies: ["SoundFile", "TestSupport"]),
         .testTarget(name: "MIDIFileTests", dependencies: ["MIDIFile", "TestSupport"]),

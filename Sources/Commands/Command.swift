@@ -40,6 +40,10 @@ public enum Command: Sendable, Equatable {
     case pluginPreset(engine: String, plugin: String, uri: String)
     case pluginList(engine: String?)
     case pluginSave
+    /// Edits a running chain: a plugin added (at `at`, else at the end), removed, or moved to `to`.
+    case pluginAdd(engine: String, uri: String, at: Int?)
+    case pluginRemove(engine: String, plugin: String)
+    case pluginMove(engine: String, plugin: String, to: Int)
     /// nil: cancel a waiting learn.
     case mapLearn(MapLearn?)
     case mapAdd(text: String)
@@ -102,6 +106,9 @@ public enum Command: Sendable, Equatable {
         case .pluginPreset: "/tandem/plugin/preset"
         case .pluginList: "/tandem/plugin/list"
         case .pluginSave: "/tandem/plugin/save"
+        case .pluginAdd: "/tandem/plugin/add"
+        case .pluginRemove: "/tandem/plugin/remove"
+        case .pluginMove: "/tandem/plugin/move"
         case .mapLearn: "/tandem/map/learn"
         case .mapAdd: "/tandem/map/add"
         case .mapList: "/tandem/map/list"
@@ -113,7 +120,8 @@ public enum Command: Sendable, Equatable {
     public var engine: String? {
         switch self {
         case .pluginSet(let e, _, _, _), .pluginGet(let e, _, _), .pluginBypass(let e, _, _), .pluginMix(let e, _),
-             .pluginGain(let e, _), .pluginPreset(let e, _, _):
+             .pluginGain(let e, _), .pluginPreset(let e, _, _), .pluginAdd(let e, _, _), .pluginRemove(let e, _),
+             .pluginMove(let e, _, _):
             return e
         case .pluginList(let e): return e
         default: return nil
@@ -141,6 +149,9 @@ public enum Command: Sendable, Equatable {
         case .pluginGain(let e, let d): return [.text(e)] + (d.map { [.number($0)] } ?? [])
         case .pluginPreset(let e, let p, let u): return [.text(e), .text(p), .text(u)]
         case .pluginList(let e): return e.map { [.text($0)] } ?? []
+        case .pluginAdd(let e, let u, let at): return [.text(e), .text(u)] + (at.map { [.number(Double($0))] } ?? [])
+        case .pluginRemove(let e, let p): return [.text(e), .text(p)]
+        case .pluginMove(let e, let p, let to): return [.text(e), .text(p), .number(Double(to))]
         case .mapLearn(let l):
             guard let l else { return [] }
             var v: [CommandValue] = [.text(l.engine), .text(l.plugin), .text(l.symbol)]
@@ -210,14 +221,25 @@ public enum CommandValue: Sendable, Equatable, CustomStringConvertible {
 public struct CommandReply: Sendable, Equatable {
     public var ok: Bool
     public var detail: String
+    /// Why a refusal was one (nil when done): what a surface with status codes answers with.
+    public var refusal: Refusal?
 
-    public init(ok: Bool, detail: String = "") {
+    /// What kind of refusal: something named that the session does not have (HTTP 404), a value it does not take
+    /// (400), or a request the session is not in a state to carry out (409).
+    public enum Refusal: Sendable, Equatable {
+        case notFound, badValue, conflict
+    }
+
+    public init(ok: Bool, detail: String = "", refusal: Refusal? = nil) {
         self.ok = ok
         self.detail = detail
+        self.refusal = ok ? nil : refusal ?? .conflict
     }
 
     public static func done(_ detail: String = "") -> CommandReply { CommandReply(ok: true, detail: detail) }
-    public static func refused(_ why: String) -> CommandReply { CommandReply(ok: false, detail: why) }
+    public static func refused(_ why: String, _ kind: Refusal = .conflict) -> CommandReply {
+        CommandReply(ok: false, detail: why, refusal: kind)
+    }
 }
 
 /// Why a command could not be parsed: in the words every surface answers with.

@@ -250,6 +250,7 @@ public final class ControlProtocol {
             return ("bypass-changed", "\(engine) \(plugin) \(bypassed ? 1 : 0) \(source)")
         case .presetLoaded(let engine, let plugin, let preset, let source):
             return ("preset-loaded", "\(engine) \(plugin) \(preset) \(source)")
+        case .chainEdited(let engine, let detail, let source): return ("chain-edited", "\(engine) \(detail) \(source)")
         case .mapAdded(let index, let map): return ("map-added", "\(index) \(map)")
         case .mapFailed(let why): return ("map-failed", why)
         case .relayed(let kind, let text): return (kind, text)

@@ -38,10 +38,12 @@ extension Session {
         case .connect(let from, let to), .disconnect(let from, let to):
             guard let c = patchClient else { return .refused("no JACK client to change the graph with (the server is gone)") }
             guard c.isOutput(from) == true else {
-                return .refused(c.portExists(from) ? "'\(from)' is an input; connect from an output" : "no port '\(from)'")
+                return .refused(c.portExists(from) ? "'\(from)' is an input; connect from an output" : "no port '\(from)'",
+                                c.portExists(from) ? .badValue : .notFound)
             }
             guard c.isOutput(to) == false else {
-                return .refused(c.portExists(to) ? "'\(to)' is an output; connect to an input" : "no port '\(to)'")
+                return .refused(c.portExists(to) ? "'\(to)' is an output; connect to an input" : "no port '\(to)'",
+                                c.portExists(to) ? .badValue : .notFound)
             }
             do {
                 if case .connect = command { try c.connect(from, to) } else { try c.disconnect(from, to) }
@@ -82,7 +84,7 @@ extension Session {
             for p in paths {
                 switch insideSession(p) {
                 case .success(let f): files.append(f)
-                case .failure(let why): return .refused(why.message)
+                case .failure(let why): return .refused(why.message, .badValue)
                 }
             }
             return load(files) ? .done("\(files.count) file(s) queued") : .refused("this session has no player")
@@ -90,11 +92,15 @@ extension Session {
             let file: String
             switch insideSession(path) {
             case .success(let f): file = f
-            case .failure(let why): return .refused(why.message)
+            case .failure(let why): return .refused(why.message, .badValue)
             }
             let (loaded, problems) = PresetLoader.load(path: file)
-            guard var p = loaded else { return .refused(problems.map(\.description).joined(separator: "; ")) }
+            guard var p = loaded, p.pendingProblems.isEmpty else {
+                return .refused((problems + (loaded?.pendingProblems ?? [])).map(\.description).joined(separator: "; "), .badValue)
+            }
             p.session.server = preset?.session.server ?? p.session.server
+            // As `preset check` and `run` refuse it: a plugin that is not installed, a control it does not have.
+            if let why = pluginProblems(p) { return .refused(why, .badValue) }
             do {
                 return .done(try apply(p).description)
             } catch {
@@ -103,7 +109,7 @@ extension Session {
         case .presetSave(let name):
             do { return .done(try saveRunningPreset(name: name)) } catch { return .refused(error.message) }
         case .pluginSet(let e, let plugin, let symbol, let value):
-            guard hasEngine(e) else { return .refused(Self.unknownEngine(e)) }
+            guard hasEngine(e) else { return .refused(Self.unknownEngine(e), .notFound) }
             let engine = ChainEngine(rawValue: e)
             do throws(PluginError) {
                 var number: Double
@@ -117,77 +123,79 @@ extension Session {
                                                source: context.source, clamp: context.clamp)
                 return .done("\(set)")
             } catch {
-                return .refused(error.description)
+                return .refused(error.description, Self.refusal(error))
             }
         case .pluginGet(let e, let plugin, let symbol):
-            guard hasEngine(e) else { return .refused(Self.unknownEngine(e)) }
+            guard hasEngine(e) else { return .refused(Self.unknownEngine(e), .notFound) }
             do {
                 return .done("\(try pluginControl(ChainEngine(rawValue: e), plugin: plugin, symbol: symbol))")
             } catch {
-                return .refused(error.description)
+                return .refused(error.description, Self.refusal(error))
             }
         case .pluginBypass(let e, let plugin, let on):
-            guard hasEngine(e) else { return .refused(Self.unknownEngine(e)) }
+            guard hasEngine(e) else { return .refused(Self.unknownEngine(e), .notFound) }
             let engine = ChainEngine(rawValue: e)
             guard let chain = runningChain(engine) else { return .refused("the \(e) has no plugin chain") }
             do {
                 if let on { try setPluginBypass(engine, plugin: plugin, on, source: context.source) }
                 return .done(try chain.isBypassed(plugin) ? "1" : "0")
             } catch {
-                return .refused(error.description)
+                return .refused(error.description, Self.refusal(error))
             }
         case .pluginMix(let e, let mix):
-            guard hasEngine(e) else { return .refused(Self.unknownEngine(e)) }
+            guard hasEngine(e) else { return .refused(Self.unknownEngine(e), .notFound) }
             guard let chain = runningChain(ChainEngine(rawValue: e)) else { return .refused("the \(e) has no plugin chain") }
             if let mix { chain.mix = mix }
             return .done("\(chain.mix)")
         case .pluginGain(let e, let dB):
-            guard hasEngine(e) else { return .refused(Self.unknownEngine(e)) }
+            guard hasEngine(e) else { return .refused(Self.unknownEngine(e), .notFound) }
             guard let chain = runningChain(ChainEngine(rawValue: e)) else { return .refused("the \(e) has no plugin chain") }
             if let dB { chain.gainDB = dB }
             return .done("\(chain.gainDB)")
         case .pluginPreset(let e, let plugin, let uri):
-            guard hasEngine(e) else { return .refused(Self.unknownEngine(e)) }
+            guard hasEngine(e) else { return .refused(Self.unknownEngine(e), .notFound) }
             do {
                 try loadPluginPreset(ChainEngine(rawValue: e), plugin: plugin, preset: uri, source: context.source)
                 return .done("preset loaded: \(uri)")
             } catch {
-                return .refused(error.description)
+                return .refused(error.description, Self.refusal(error))
             }
         case .pluginList(let e):
-            if let e, !hasEngine(e) { return .refused(Self.unknownEngine(e)) }
+            if let e, !hasEngine(e) { return .refused(Self.unknownEngine(e), .notFound) }
             return .done(introspectionJSON(describePlugins(e.map { ChainEngine(rawValue: $0) })))
         case .pluginSave:
             do {
                 let dirs = try savePlugins()
                 return dirs.isEmpty ? .refused("this session has no plugins") : .done(dirs.joined(separator: " "))
             } catch {
-                return .refused(error.description)
+                return .refused(error.description, Self.refusal(error))
             }
+        case .pluginAdd, .pluginRemove, .pluginMove:
+            return editChain(command, context: context)
         case .mapLearn(let learn):
             guard let learn else { return cancelLearn() ? .done("learn cancelled") : .refused("no learn is waiting") }
             var map = ControlMap(source: .cc(0), target: .control(engine: learn.engine, plugin: learn.plugin,
                                                                    symbol: learn.symbol))
             if let c = learn.curve { map.curve = c }
             (map.minimum, map.maximum) = (learn.minimum, learn.maximum)
-            if let why = map.problem ?? mapTargetProblem(map) { return .refused(why) }
+            if let why = map.problem ?? mapTargetProblem(map) { return .refused(why, .badValue) }
             self.learn(map)
             return .done("waiting for the next CC on a rack's MIDI input for \(learn.engine) \(learn.plugin) \(learn.symbol)")
         case .mapAdd(let text):
             switch ControlMap.parse(text) {
-            case .failure(let why): return .refused(why.description)
+            case .failure(let why): return .refused(why.description, .badValue)
             case .success(var map):
                 if case .presetFile(let files) = map.target {
                     var resolved: [String] = []
                     for f in files {
                         switch insideSession(f) {
                         case .success(let p): resolved.append(p)
-                        case .failure(let why): return .refused(why.message)
+                        case .failure(let why): return .refused(why.message, .badValue)
                         }
                     }
                     map.target = .presetFile(resolved)
                 }
-                if let why = mapTargetProblem(map) { return .refused(why) }
+                if let why = mapTargetProblem(map) { return .refused(why, .badValue) }
                 return .done("map \(addMap(map)): \(map)")
             }
         case .mapList:
@@ -199,9 +207,18 @@ extension Session {
                 clearMaps()
                 return .done("\(n) map(s) cleared")
             }
-            guard index < maps.count else { return .refused("no map \(index) (there are \(maps.count); see /tandem/map/list)") }
+            guard index < maps.count else { return .refused("no map \(index) (there are \(maps.count); see /tandem/map/list)", .notFound) }
             clearMaps(index)
             return .done("map \(index) cleared")
+        }
+    }
+
+    /// How a plugin's refusal counts: a plugin or control the chain does not have, or a value it does not take.
+    static func refusal(_ error: PluginError) -> CommandReply.Refusal {
+        switch error.code {
+        case .unknownPlugin, .unknownControl, .notInstalled: return .notFound
+        case .badValue, .preset: return .badValue
+        default: return .conflict
         }
     }
 

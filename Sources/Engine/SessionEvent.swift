@@ -31,6 +31,8 @@ public enum SessionEvent: Sendable {
     case bypassChanged(engine: String, plugin: String, bypassed: Bool, source: String)
     /// An LV2 preset was loaded on a running plugin, by `source`.
     case presetLoaded(engine: String, plugin: String, preset: String, source: String)
+    /// A running chain was edited (a plugin added, removed or moved), by `source`; `detail` says what.
+    case chainEdited(engine: String, detail: String, source: String)
     /// A control map was added (learned, or added over OSC) at `index` of the session's maps; `map` is its text form.
     case mapAdded(index: Int, map: String)
     /// A control map could not do what its message asked (a program with no preset, a preset file that does not

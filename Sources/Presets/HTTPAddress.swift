@@ -39,9 +39,13 @@ public struct HTTPAddress: Sendable, Equatable, CustomStringConvertible {
         self.port = port
     }
 
-    /// Whether the address is loopback only (no token needed there).
+    /// Whether the address is loopback only (no token needed there): localhost, ::1, or an IPv4 address 127.x.y.z
+    /// ("127.0.0.1.evil.example" is a name, not one).
     public var isLoopback: Bool {
-        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+        if host == "localhost" || host == "::1" { return true }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127"
+            && parts.allSatisfy { p in !p.isEmpty && p.count <= 3 && p.allSatisfy { $0.isASCII && $0.isNumber } && Int(p)! <= 255 }
     }
 
     public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }

@@ -63,6 +63,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, @unc
     private let refusal = Mutex<[UInt8]?>(nil)
     /// Whether the refusal went out (what the upgrade code writes after it is dropped).
     private var refused = false
+    static let tooLarge = Array("HTTP/1.1 413 ".utf8)
     /// The longest first request head read.
     static let maxHeadBytes = 16384
     /// Bytes of the first request read while its head's end ("\r\n\r\n") was not seen, and the last four.
@@ -123,6 +124,11 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, @unc
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         deadline?.cancel()
         deadline = nil
+        // A body refused for its size (413) is not read to its end: the connection closes once the answer is out.
+        if unwrapOutboundIn(data).readableBytesView.starts(with: Self.tooLarge) {
+            let channel = context.channel
+            context.eventLoop.scheduleTask(in: .milliseconds(200)) { channel.close(promise: nil) }
+        }
         if let bytes = refusal.withLock({ $0 }) {
             if !refused {
                 refused = true

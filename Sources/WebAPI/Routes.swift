@@ -73,6 +73,32 @@ struct Routes {
                                                plugin: try context.parameters.require("plugin"), uri: b.preset))
         }
         api.post("plugins/save") { _, _ in try await act(.pluginSave) }
+        api.post("engines/:engine/plugins") { request, context in
+            let b = try await body(request, context, AddBody.self)
+            if let at = b.at, at < 0 { throw HTTPError(.badRequest, message: "'at' \(at) is not a position (0 first)") }
+            return try await act(.pluginAdd(engine: try context.parameters.require("engine"), uri: b.uri, at: b.at))
+        }
+        api.delete("engines/:engine/plugins/:plugin") { _, context in
+            try await act(.pluginRemove(engine: try context.parameters.require("engine"),
+                                        plugin: try context.parameters.require("plugin")))
+        }
+        api.post("engines/:engine/plugins/:plugin/move") { request, context in
+            let b = try await body(request, context, MoveBody.self)
+            guard b.to >= 0 else { throw HTTPError(.badRequest, message: "'to' \(b.to) is not a position (0 first)") }
+            return try await act(.pluginMove(engine: try context.parameters.require("engine"),
+                                             plugin: try context.parameters.require("plugin"), to: b.to))
+        }
+
+        // Favourites: controls pinned together on the page, kept in the session folder for every device.
+        api.get("favourites") { _, _ in JSONResponse.encode(try await favourites().read()) }
+        api.put("favourites") { request, context in
+            let list = try await body(request, context, [Favourite].self)
+            guard list.count <= Favourites.maxCount else {
+                throw HTTPError(.badRequest, message: "at most \(Favourites.maxCount) favourites")
+            }
+            try await favourites().write(list)
+            return JSONResponse.encode(list)
+        }
 
         // The recorder and the player: every command the control protocol has.
         for (path, command) in [("start", Command.recordStart), ("stop", .recordStop), ("arm", .recordArm),
@@ -197,22 +223,16 @@ struct Routes {
         }
     }
 
-    /// A refusal's status: 404 for a name the session does not have, 400 for a value it does not take, else 409
-    /// (the session is not in a state to do it).
+    /// A refusal's status, from the kind the session gave it: 404 for a name it does not have, 400 for a value it
+    /// does not take, 409 when it is not in a state to do it.
     func failure(_ r: CommandReply) -> Response {
-        let d = r.detail
         let status: HTTPResponse.Status
-        if d.hasPrefix("unknown engine") || d.contains("has no plugin") || d.contains("has no control") || d.hasPrefix("no port")
-            || d.contains("no plugin '") || d.hasPrefix("no map ") {
-            status = .notFound
-        } else if d.contains("is outside its range") || d.contains("is not a number") || d.contains("is outside the session")
-            || d.contains("is in ") || d.contains("has a unit") || d.contains("out of range") || d.contains("is an input")
-            || d.contains("is an output") {
-            status = .badRequest
-        } else {
-            status = .conflict
+        switch r.refusal ?? .conflict {
+        case .notFound: status = .notFound
+        case .badValue: status = .badRequest
+        case .conflict: status = .conflict
         }
-        return JSONResponse.error(status, d)
+        return JSONResponse.error(status, r.detail)
     }
 
     /// A control as the API shows it: its number, and in its unit.
@@ -231,7 +251,7 @@ struct Routes {
         }
         switch result {
         case .success(let v): return JSONResponse.encode(v)
-        case .failure(let e): return failure(.refused(e.description))
+        case .failure(let e): return failure(.refused(e.description, e.code == .unknownPlugin || e.code == .unknownControl ? .notFound : .badValue))
         }
     }
 
@@ -343,22 +363,27 @@ struct Routes {
     }
 
     /// "bytes=A-B", "bytes=A-", "bytes=-N": the range, nil inside when it cannot be satisfied, nil when it is no
-    /// single byte range (the whole file is sent).
+    /// single byte range (the whole file is sent). Bounds are compared as numbers before any range is made, so no
+    /// header can trap.
     static func byteRange(_ header: String, size: Int) -> ClosedRange<Int>?? {
         guard header.hasPrefix("bytes="), !header.contains(",") else { return nil }
         let spec = header.dropFirst(6).split(separator: "-", omittingEmptySubsequences: false)
-        guard spec.count == 2 else { return nil }
-        let a = Int(spec[0]), b = Int(spec[1])
-        var range: ClosedRange<Int>
-        switch (a, b) {
-        case (let a?, let b?): range = a...max(a, b)
-        case (let a?, nil) where spec[1].isEmpty: range = a...(size - 1)
-        case (nil, let n?) where spec[0].isEmpty: range = max(0, size - n)...(size - 1)
-        default: return nil
+        guard spec.count == 2, spec.allSatisfy({ $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }) else { return nil }
+        let first = spec[0].isEmpty ? nil : Int(spec[0]), last = spec[1].isEmpty ? nil : Int(spec[1])
+        if !spec[0].isEmpty && first == nil || !spec[1].isEmpty && last == nil { return nil }   // too many digits
+        let lower: Int, upper: Int
+        switch (first, last) {
+        case (let a?, let b?):
+            guard a <= b else { return nil }   // invalid: ignored, as RFC 9110 says
+            (lower, upper) = (a, b)
+        case (let a?, nil): (lower, upper) = (a, Int.max)
+        case (nil, let n?):
+            guard n > 0 else { return .some(nil) }
+            (lower, upper) = (max(0, size - n), Int.max)
+        case (nil, nil): return nil
         }
-        guard size > 0, range.lowerBound < size else { return .some(nil) }
-        range = range.lowerBound...min(range.upperBound, size - 1)
-        return .some(range)
+        guard size > 0, lower < size else { return .some(nil) }
+        return .some(lower...min(upper, size - 1))
     }
 
     static func mediaType(_ path: String) -> String {
@@ -371,6 +396,14 @@ struct Routes {
         case "json": return "application/json"
         default: return "application/octet-stream"
         }
+    }
+
+    // MARK: Favourites
+
+    func favourites() async throws -> Favourites {
+        let dir = try await server.gateway.run { session in session.preset?.session.directory ?? "" }
+        guard !dir.isEmpty else { throw HTTPError(.conflict, message: "no session folder") }
+        return Favourites(directory: dir)
     }
 
     // MARK: Presets
@@ -458,6 +491,11 @@ struct ControlBody: Decodable, Sendable {
 }
 
 struct BypassBody: Codable, Sendable { var bypassed: Bool }
+struct AddBody: Codable, Sendable {
+    var uri: String
+    var at: Int?
+}
+struct MoveBody: Codable, Sendable { var to: Int }
 struct MixBody: Codable, Sendable { var mix: Double }
 struct GainBody: Codable, Sendable { var gain: Double }
 struct PresetBody: Codable, Sendable { var preset: String }

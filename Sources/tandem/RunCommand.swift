@@ -262,6 +262,7 @@ final class EventPrinter {
                 out.append("\(engine) plugin \(plugin) \(bypassed ? "bypassed" : "running") (\(source))")
             case .presetLoaded(let engine, let plugin, let preset, let source):
                 out.append("\(engine) plugin \(plugin): preset \(preset) loaded (\(source))")
+            case .chainEdited(let engine, let detail, let source): out.append("\(engine) chain: \(detail) (\(source))")
             case .mapAdded(let index, let map): out.append("map \(index): \(map)")
             case .mapFailed(let why): Console.err("tandem: map: \(why)\n")
             case .relayed: break   // for subscribers; the rack's own log has its lines
