@@ -47,7 +47,7 @@ extension Command {
         case "/tandem/plugin/preset": return .success(.pluginPreset(engine: name(0), plugin: name(1), uri: name(2)))
         case "/tandem/plugin/list": return .success(.pluginList(engine: bound.first?.name))
         case "/tandem/plugin/save": return .success(.pluginSave)
-        case "/tandem/plugin/add": return .success(.pluginAdd(engine: name(0), uri: name(1), at: number(2).map { Int($0) }))
+        case "/tandem/plugin/add": return .success(.pluginAdd(engine: name(0), spec: name(1), at: number(2).map { Int($0) }))
         case "/tandem/plugin/remove": return .success(.pluginRemove(engine: name(0), plugin: name(1)))
         case "/tandem/plugin/move": return .success(.pluginMove(engine: name(0), plugin: name(1), to: Int(number(2)!)))
         case "/tandem/map/learn": return learn(spec, values)

@@ -40,8 +40,9 @@ public enum Command: Sendable, Equatable {
     case pluginPreset(engine: String, plugin: String, uri: String)
     case pluginList(engine: String?)
     case pluginSave
-    /// Edits a running chain: a plugin added (at `at`, else at the end), removed, or moved to `to`.
-    case pluginAdd(engine: String, uri: String, at: Int?)
+    /// Edits a running chain: a plugin added (at `at`, else at the end), removed, or moved to `to`. `spec` is the
+    /// command line's form, `URI[,name=NAME][,preset=URI][,bypass][,SYMBOL=VALUE...]`.
+    case pluginAdd(engine: String, spec: String, at: Int?)
     case pluginRemove(engine: String, plugin: String)
     case pluginMove(engine: String, plugin: String, to: Int)
     /// nil: cancel a waiting learn.
@@ -149,7 +150,7 @@ public enum Command: Sendable, Equatable {
         case .pluginGain(let e, let d): return [.text(e)] + (d.map { [.number($0)] } ?? [])
         case .pluginPreset(let e, let p, let u): return [.text(e), .text(p), .text(u)]
         case .pluginList(let e): return e.map { [.text($0)] } ?? []
-        case .pluginAdd(let e, let u, let at): return [.text(e), .text(u)] + (at.map { [.number(Double($0))] } ?? [])
+        case .pluginAdd(let e, let spec, let at): return [.text(e), .text(spec)] + (at.map { [.number(Double($0))] } ?? [])
         case .pluginRemove(let e, let p): return [.text(e), .text(p)]
         case .pluginMove(let e, let p, let to): return [.text(e), .text(p), .number(Double(to))]
         case .mapLearn(let l):

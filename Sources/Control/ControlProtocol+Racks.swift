@@ -4,39 +4,64 @@ import Foundation
 
 /// Plugin messages for an isolated rack: its chain runs in the rack's own process (see `RackSupervisor`), which
 /// answers the same messages on its own control port. The session relays them there, unchanged, and hands back the
-/// child's reply, so a controller addresses every rack by its name on the session's port alike. What the child sets
-/// it also saves in the session folder (at most once a second), and a restarted child restores it.
+/// child's reply, so a controller addresses every rack by its name on the session's port alike (and the HTTP API, by
+/// the same relay from its own threads). What the child sets it also saves in the session folder (at most once a
+/// second), and a restarted child restores it.
 extension ControlProtocol {
     /// The messages that name an engine first and act on its plugin chain.
-    static let rackRelayed: Set<String> = [
+    public static let rackRelayed: Set<String> = [
         "/tandem/plugin/set", "/tandem/plugin/get", "/tandem/plugin/bypass", "/tandem/plugin/mix",
         "/tandem/plugin/gain", "/tandem/plugin/preset", "/tandem/plugin/list",
     ]
     /// How long the control loop waits for the child's reply (the child answers within one pass of its loop).
-    static let rackReplySeconds = 1.0
+    public static let rackReplySeconds = 1.0
 
     /// The child's reply to `m` when it is a plugin command (`command`) for an isolated rack of this session; nil
     /// when it is not (the session carries it out). Control thread; blocks at most `rackReplySeconds`.
     func relayToIsolatedRack(_ m: OSCMessage, command: Command) -> [OSCValue]? {
         guard Self.rackRelayed.contains(m.path), let name = command.engine else { return nil }
-        guard session.racks[name] == nil, let rack = session.supervisors[name] else { return nil }
-        func error(_ why: String) -> [OSCValue] { [.string("error"), .string(m.path), .string(why)] }
-        guard rack.isRunning, rack.ready, let port = rack.controlPort else {
-            return error("rack '\(name)' is restarting (its process is down); nothing was changed, try again")
+        guard let target = IsolatedRackTarget(session, name) else { return nil }
+        return Self.relay(m, to: target)
+    }
+
+    /// Sends `m` to an isolated rack's process and waits for its reply (at most `rackReplySeconds`): the reply's
+    /// arguments, or an error reply saying why there is none. Any thread (it blocks).
+    public static func relay(_ m: OSCMessage, to target: IsolatedRackTarget) -> [OSCValue] {
+        func error(_ why: String) -> [OSCValue] { [.string("error"), .string(m.path), .string(why), .string("conflict")] }
+        guard let port = target.port else {
+            return error("rack '\(target.name)' is restarting (its process is down); nothing was changed, try again")
         }
-        guard let socket = try? UDPSocket(port: 0) else { return error("no socket to reach rack '\(name)'") }
+        guard let socket = try? UDPSocket(port: 0) else { return error("no socket to reach rack '\(target.name)'") }
         let child = UDPSocket.loopback(port: port)
         guard socket.send(m.encode(), to: child) else {
-            return error("rack '\(name)' could not be reached on port \(port) (errno \(socket.lastError))")
+            return error("rack '\(target.name)' could not be reached on port \(port) (errno \(socket.lastError))")
         }
-        let deadline = Date().addingTimeInterval(Self.rackReplySeconds)
+        let deadline = Date().addingTimeInterval(rackReplySeconds)
         while case let left = deadline.timeIntervalSinceNow, left > 0, socket.wait(seconds: left) {
-            while let d = socket.receive(limit: Self.maxMessageBytes) {
+            while let d = socket.receive(limit: 65507) {   // a plugin list can be a large datagram
                 guard d.source.sin_port == child.sin_port, case .success(let reply) = OSCMessage.decode(bytes: d.bytes),
                       reply.path == "/tandem/reply" else { continue }
                 return reply.arguments
             }
         }
-        return error("rack '\(name)' did not answer within \(Self.rackReplySeconds) s (its process may be hung)")
+        return error("rack '\(target.name)' did not answer within \(rackReplySeconds) s (its process may be hung)")
+    }
+}
+
+/// Where the plugin commands for an isolated rack go: its process's control port (nil while it is down).
+public struct IsolatedRackTarget: Sendable {
+    public let name: String
+    public let port: Int?
+
+    /// The target for `name` when it is an isolated rack of `session` (nil: it is not). Control thread.
+    public init?(_ session: Session, _ name: String) {
+        guard session.racks[name] == nil, let rack = session.supervisors[name] else { return nil }
+        self.name = name
+        port = rack.isRunning && rack.ready ? rack.controlPort : nil
+    }
+
+    /// Every isolated rack of `session`. Control thread.
+    public static func all(_ session: Session) -> [IsolatedRackTarget] {
+        session.supervisors.keys.sorted().compactMap { IsolatedRackTarget(session, $0) }
     }
 }

@@ -172,14 +172,32 @@ public final class ControlProtocol {
         switch Command.parse(address: m.path, values: m.arguments.map(Self.commandValue)) {
         case .failure(let e):
             if CommandSpec.named[m.path] == nil {
-                return error(e.message + ", /tandem/subscribe, /tandem/unsubscribe")
+                return error(e.message + ", /tandem/subscribe, /tandem/unsubscribe") + [.string("not-found")]
             }
-            return error(e.message)
+            return error(e.message) + [.string("bad-value")]
         case .success(let c): command = c
         }
         if let relayed = relayToIsolatedRack(m, command: command) { return relayed }
         let reply = session.execute(command, context: CommandContext(source: "osc", arrival: arrival))
-        return reply.ok ? ok(reply.detail) : error(reply.detail)
+        return reply.ok ? ok(reply.detail) : error(reply.detail) + [.string(Self.word(reply.refusal ?? .conflict))]
+    }
+
+    /// A refusal's kind as an error reply's fourth string (what a surface with status codes turns into one).
+    static func word(_ refusal: CommandReply.Refusal) -> String {
+        switch refusal {
+        case .notFound: "not-found"
+        case .badValue: "bad-value"
+        case .conflict: "conflict"
+        }
+    }
+
+    /// The kind an error reply's fourth string names (conflict when it names none).
+    public static func refusal(_ word: String?) -> CommandReply.Refusal {
+        switch word {
+        case "not-found": .notFound
+        case "bad-value": .badValue
+        default: .conflict
+        }
     }
 
     /// An OSC argument as the command model takes it: strings as text, every number type as a number.
@@ -251,6 +269,11 @@ public final class ControlProtocol {
         case .presetLoaded(let engine, let plugin, let preset, let source):
             return ("preset-loaded", "\(engine) \(plugin) \(preset) \(source)")
         case .chainEdited(let engine, let detail, let source): return ("chain-edited", "\(engine) \(detail) \(source)")
+        case .chainLevelChanged(let engine, let mix, let gainDB, let source):
+            return ("chain-level-changed", "\(engine) \(mix) \(gainDB) \(source)")
+        case .favouritesChanged(let source): return ("favourites-changed", source)
+        case .markerAdded(let take, let seconds, let label, let source):
+            return ("marker-added", "\(take) \(String(format: "%.3f", seconds)) \(source) \(label)")
         case .mapAdded(let index, let map): return ("map-added", "\(index) \(map)")
         case .mapFailed(let why): return ("map-failed", why)
         case .relayed(let kind, let text): return (kind, text)

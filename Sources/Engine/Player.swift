@@ -164,6 +164,12 @@ public final class Player: @unchecked Sendable {
     /// Sets the gain (ramped over one period).
     public func setGain(dB: Double) { state.pointee.set(.gainTarget, Int(Float(pow(10, dB / 20)).bitPattern)) }
 
+    /// The gain it is set to, in dB.
+    public var gainDB: Double {
+        let g = Float(bitPattern: UInt32(truncatingIfNeeded: state.pointee.counter(.gainTarget)))
+        return g > 0 ? Double(20 * log10(g)) : -.infinity
+    }
+
     public var sampleRate: Int { engine.sampleRate }
     public var playedFrames: Int { state.pointee.counter(.playedFrames) }
     public var underrunFrames: Int { state.pointee.counter(.underrunFrames) }

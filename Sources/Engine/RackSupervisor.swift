@@ -43,6 +43,8 @@ public final class RackSupervisor {
     /// Events its process told of on the heartbeat pipe (a control value, bypass or preset changed there): kind and
     /// text, for the session's subscribers. Taken by `takeRelayedEvents`.
     private var relayed: [(kind: String, text: String)] = []
+    /// The control values and bypasses the process changed since its last document (see `ChainShadow`).
+    public private(set) var shadow = ChainShadow()
 
     /// The events relayed since the last call. Control thread.
     public func takeRelayedEvents() -> [(kind: String, text: String)] {
@@ -182,7 +184,11 @@ public final class RackSupervisor {
                 hungFor = seconds
             } else if line.hasPrefix("event ") {
                 let parts = line.dropFirst(6).split(separator: " ", maxSplits: 1).map(String.init)
-                if let kind = parts.first, relayed.count < 4096 { relayed.append((kind, parts.count > 1 ? parts[1] : "")) }
+                if let kind = parts.first {
+                    let text = parts.count > 1 ? parts[1] : ""
+                    shadow.observe(kind: kind, text: text, rack: rack.name)
+                    if relayed.count < 4096 { relayed.append((kind, text)) }
+                }
             }
         }
         if heard.cycles != cycles || !serverMoving { lastMove = Date() }
@@ -282,6 +288,7 @@ public final class RackSupervisor {
         }
         rack = section
         self.arguments = arguments
+        shadow.reset()   // the document holds the values as they are
         return true
     }
 

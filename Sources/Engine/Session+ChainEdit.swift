@@ -20,7 +20,16 @@ extension Session {
 
         let done: String
         switch command {
-        case .pluginAdd(_, let uri, let at):
+        case .pluginAdd(_, let text, let at):
+            var spec: PluginSpec
+            switch PluginSpec.parse(text) {
+            case .success(let s): spec = s
+            case .failure(let why): return .refused(why.description, .badValue)
+            }
+            let uri = spec.uri
+            guard specs.count < Limits.pluginsPerChain else {
+                return .refused("the \(e)'s chain has \(specs.count) plugins, the most a chain may have", .badValue)
+            }
             guard PluginHost.shared.plugin(uri) != nil else {
                 return .refused("no plugin <\(uri)> is installed (/tandem/plugin/list shows the chains, `tandem plugins` what is installed)", .badValue)
             }
@@ -28,13 +37,18 @@ extension Session {
             guard position <= specs.count else {
                 return .refused("position \(position) is past the end of the \(e)'s chain (it has \(specs.count) plugin(s))", .badValue)
             }
-            var spec = PluginSpec(uri: uri)
             let taken = Set(specs.map(\.name))
-            var n = 2
-            let base = spec.name
-            while taken.contains(spec.name) {
-                spec.name = "\(base)-\(n)"
-                n += 1
+            if text.contains(",name=") || text.contains(",name =") {
+                guard !taken.contains(spec.name) else {
+                    return .refused("the \(e)'s chain already has a plugin named '\(spec.name)'", .badValue)
+                }
+            } else {
+                var n = 2
+                let base = spec.name
+                while taken.contains(spec.name) {
+                    spec.name = "\(base)-\(n)"
+                    n += 1
+                }
             }
             specs.insert(spec, at: position)
             done = "\(spec.name) added at \(position)"

@@ -37,14 +37,11 @@ extension Session {
         case .graph: return .done(introspectionJSON(describeGraph()))
         case .connect(let from, let to), .disconnect(let from, let to):
             guard let c = patchClient else { return .refused("no JACK client to change the graph with (the server is gone)") }
-            guard c.isOutput(from) == true else {
-                return .refused(c.portExists(from) ? "'\(from)' is an input; connect from an output" : "no port '\(from)'",
-                                c.portExists(from) ? .badValue : .notFound)
+            for port in [from, to] where port.isEmpty || !c.portExists(port) {
+                return .refused("no port '\(port)' (GET /api/graph or `tandem ports` lists them)", .notFound)
             }
-            guard c.isOutput(to) == false else {
-                return .refused(c.portExists(to) ? "'\(to)' is an output; connect to an input" : "no port '\(to)'",
-                                c.portExists(to) ? .badValue : .notFound)
-            }
+            guard c.isOutput(from) == true else { return .refused("'\(from)' is an input; connect from an output", .badValue) }
+            guard c.isOutput(to) == false else { return .refused("'\(to)' is an output; connect to an input", .badValue) }
             do {
                 if case .connect = command { try c.connect(from, to) } else { try c.disconnect(from, to) }
             } catch {
@@ -83,7 +80,13 @@ extension Session {
             var files: [String] = []
             for p in paths {
                 switch insideSession(p) {
-                case .success(let f): files.append(f)
+                case .success(let f):
+                    var isDirectory: ObjCBool = false
+                    guard FileManager.default.fileExists(atPath: f, isDirectory: &isDirectory) else {
+                        return .refused("no file '\(p)' in the session folder", .badValue)
+                    }
+                    guard !isDirectory.boolValue else { return .refused("'\(p)' is a folder, not a file to play", .badValue) }
+                    files.append(f)
                 case .failure(let why): return .refused(why.message, .badValue)
                 }
             }
@@ -107,7 +110,12 @@ extension Session {
                 return .refused(error.message)
             }
         case .presetSave(let name):
-            do { return .done(try saveRunningPreset(name: name)) } catch { return .refused(error.message) }
+            do {
+                return .done(try saveRunningPreset(name: name))
+            } catch {
+                // A name it cannot take is a bad value; a file already there, or a folder it cannot write, is not now.
+                return .refused(error.message, error.code == .badConfig && preset != nil ? .badValue : .conflict)
+            }
         case .pluginSet(let e, let plugin, let symbol, let value):
             guard hasEngine(e) else { return .refused(Self.unknownEngine(e), .notFound) }
             let engine = ChainEngine(rawValue: e)
@@ -135,7 +143,7 @@ extension Session {
         case .pluginBypass(let e, let plugin, let on):
             guard hasEngine(e) else { return .refused(Self.unknownEngine(e), .notFound) }
             let engine = ChainEngine(rawValue: e)
-            guard let chain = runningChain(engine) else { return .refused("the \(e) has no plugin chain") }
+            guard let chain = runningChain(engine) else { return .refused("the \(e) has no plugin chain", .notFound) }
             do {
                 if let on { try setPluginBypass(engine, plugin: plugin, on, source: context.source) }
                 return .done(try chain.isBypassed(plugin) ? "1" : "0")
@@ -144,13 +152,19 @@ extension Session {
             }
         case .pluginMix(let e, let mix):
             guard hasEngine(e) else { return .refused(Self.unknownEngine(e), .notFound) }
-            guard let chain = runningChain(ChainEngine(rawValue: e)) else { return .refused("the \(e) has no plugin chain") }
-            if let mix { chain.mix = mix }
+            guard let chain = runningChain(ChainEngine(rawValue: e)) else { return .refused("the \(e) has no plugin chain", .notFound) }
+            if let mix {
+                chain.mix = mix
+                events.append(.chainLevelChanged(engine: e, mix: chain.mix, gainDB: chain.gainDB, source: context.source))
+            }
             return .done("\(chain.mix)")
         case .pluginGain(let e, let dB):
             guard hasEngine(e) else { return .refused(Self.unknownEngine(e), .notFound) }
-            guard let chain = runningChain(ChainEngine(rawValue: e)) else { return .refused("the \(e) has no plugin chain") }
-            if let dB { chain.gainDB = dB }
+            guard let chain = runningChain(ChainEngine(rawValue: e)) else { return .refused("the \(e) has no plugin chain", .notFound) }
+            if let dB {
+                chain.gainDB = dB
+                events.append(.chainLevelChanged(engine: e, mix: chain.mix, gainDB: chain.gainDB, source: context.source))
+            }
             return .done("\(chain.gainDB)")
         case .pluginPreset(let e, let plugin, let uri):
             guard hasEngine(e) else { return .refused(Self.unknownEngine(e), .notFound) }

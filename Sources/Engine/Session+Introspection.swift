@@ -210,7 +210,11 @@ extension Session {
         if let c = chain(.recorder), p.recorder != nil { p.recorder?.plugins = c.currentSpecs }
         if let c = chain(.player), p.player != nil { p.player?.plugins = c.currentSpecs }
         for (i, rack) in p.racks.enumerated() {
-            if let c = chain(.rack(rack.name)) { p.racks[i].plugins = c.currentSpecs }
+            if let c = chain(.rack(rack.name)) {
+                p.racks[i].plugins = c.currentSpecs
+            } else if let s = supervisors[rack.name] {
+                p.racks[i].plugins = s.shadow.applied(to: rack.plugins)   // what its process changed since
+            }
         }
         p.maps = maps
         return p

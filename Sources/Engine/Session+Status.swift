@@ -29,6 +29,9 @@ public struct SessionStatus: Codable, Sendable {
         public var missedFrames: Int
         public var xruns: Int
         public var cycle: CycleCost
+        /// What it does between takes: `recording`, `armed` (a take by command), `waiting-transport`, `waiting-level`,
+        /// `scheduled` (its next window).
+        public var state: String?
     }
     public struct PlayerStatus: Codable, Sendable {
         public var client: String
@@ -47,6 +50,9 @@ public struct SessionStatus: Codable, Sendable {
         public var ringFill: Int
         public var ringCapacity: Int
         public var cycle: CycleCost
+        /// The queue (its files, in order) and the gain in dB.
+        public var queue: [String]?
+        public var gainDB: Double?
     }
     public struct RackStatus: Codable, Sendable {
         public var name: String
@@ -100,6 +106,10 @@ public struct SessionStatus: Codable, Sendable {
     public var sampleRate: Int
     public var period: Int
     public var serverLost: Bool
+    /// The JACK server's DSP load (percent of the period its cycle took, as JACK reports it) and its xruns since this
+    /// session's first client opened.
+    public var dspLoad: Double?
+    public var xruns: Int?
     public var recorder: RecorderStatus?
     public var player: PlayerStatus?
     public var meters: [Meter]
@@ -114,6 +124,9 @@ public struct SessionStatus: Codable, Sendable {
         public var latencyFrames: Int
         /// Plugins left out and settings not applied, in words.
         public var problems: [String]
+        /// The chain's dry/wet mix (0 dry … 1 wet) and output gain in dB.
+        public var mix: Double?
+        public var gainDB: Double?
     }
 
     public func json() -> String {
@@ -258,7 +271,8 @@ extension Session {
                 files: take?.files ?? [], directory: cfg.directory, freeBytes: free,
                 secondsLeft: free.map { Double($0) / max(1, perSecond) }, ringFill: r.ringFill.frames,
                 ringCapacity: r.ringFill.capacity, droppedFrames: r.droppedFrames, missedFrames: r.missedFrames,
-                xruns: r.client.notifications.count(.xrun), cycle: .init(r.cycleCost))
+                xruns: r.client.notifications.count(.xrun), cycle: .init(r.cycleCost),
+                state: take != nil ? "recording" : recorderWaitState)
         }
         var play: SessionStatus.PlayerStatus?
         if let p = player {
@@ -268,14 +282,26 @@ extension Session {
                 items: p.queue.count, path: pos.path, seconds: pos.seconds, duration: pos.duration,
                 underrunFrames: p.underrunFrames, missedFrames: p.missedFrames,
                 xruns: p.xruns, ringFill: p.ringFill.frames, ringCapacity: p.ringFill.capacity,
-                cycle: .init(p.cycleCost))
+                cycle: .init(p.cycleCost), queue: p.queue, gainDB: p.gainDB)
         }
         let serverName = JackServer.effectiveName(server)
         return SessionStatus(session: preset?.session.name ?? "", server: serverName,
                              sampleRate: client?.sampleRate ?? 0, period: client?.bufferSize ?? 0,
-                             serverLost: isWaitingForServer, recorder: rec, player: play, meters: meterTap.meters,
+                             serverLost: isWaitingForServer, dspLoad: client.map(\.cpuLoad),
+                             xruns: [rec?.xruns, play?.xruns].compactMap { $0 }.max(),
+                             recorder: rec, player: play, meters: meterTap.meters,
                              workers: workers.list.map { $0.detail.isEmpty ? $0.name : "\($0.name): \($0.detail)" },
                              racks: rackStatus(), plugins: pluginStatus())
+    }
+
+    /// What an idle recorder waits for (see `RecorderStatus.state`).
+    var recorderWaitState: String {
+        if recorderConfig?.schedule?.isEmpty == false { return "scheduled" }
+        switch preset?.recorder?.start {
+        case .transport: return "waiting-transport"
+        case .level: return "waiting-level"
+        default: return "armed"
+        }
     }
 
     func rackStatus() -> [SessionStatus.RackStatus] {
@@ -336,7 +362,8 @@ extension Session {
         var out: [String: SessionStatus.ChainStatus] = [:]
         for engine in chainEngines {
             guard let c = chain(engine) else { continue }
-            out[engine.rawValue] = .init(plugins: c.status, latencyFrames: c.latency, problems: c.problems.map(PluginChain.bypassLine))
+            out[engine.rawValue] = .init(plugins: c.status, latencyFrames: c.latency, problems: c.problems.map(PluginChain.bypassLine),
+                                         mix: c.mix, gainDB: c.gainDB)
         }
         return out
     }

@@ -99,6 +99,10 @@ extension Session {
             events.append(.refused("no take is running: marker not kept"))
             return nil
         }
+        if let t = r.takeStatus {
+            events.append(.markerAdded(take: t.take, seconds: Double(t.frames) / Double(max(1, r.sampleRate)), label: label,
+                                       source: source))
+        }
         return position
     }
 }

@@ -123,6 +123,10 @@ public final class Session {
     /// Events since the last call; each also goes into the numbered stream (`journal`).
     public func drainEvents() -> [SessionEvent] { drainNumberedEvents().map(\.event) }
 
+    /// Announces something that changed outside the session's own state (a surface's: the page's favourites) to
+    /// every subscriber, in the same stream. Control thread.
+    public func announce(_ event: SessionEvent) { events.append(event) }
+
     /// The same, with their numbers in the session's stream.
     public func drainNumberedEvents() -> [SequencedEvent] {
         defer { events.removeAll() }

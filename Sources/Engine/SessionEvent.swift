@@ -33,6 +33,12 @@ public enum SessionEvent: Sendable {
     case presetLoaded(engine: String, plugin: String, preset: String, source: String)
     /// A running chain was edited (a plugin added, removed or moved), by `source`; `detail` says what.
     case chainEdited(engine: String, detail: String, source: String)
+    /// A chain's dry/wet mix or output gain was set, by `source`.
+    case chainLevelChanged(engine: String, mix: Double, gainDB: Double, source: String)
+    /// A marker was added to take `take`, about `seconds` into it (the take's report has its exact frame).
+    case markerAdded(take: Int, seconds: Double, label: String, source: String)
+    /// Something the page keeps for every device (its favourites) was changed, by `source`.
+    case favouritesChanged(source: String)
     /// A control map was added (learned, or added over OSC) at `index` of the session's maps; `map` is its text form.
     case mapAdded(index: Int, map: String)
     /// A control map could not do what its message asked (a program with no preset, a preset file that does not

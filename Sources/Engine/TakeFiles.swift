@@ -145,7 +145,7 @@ final class TakeFiles: @unchecked Sendable {
             tandemVersion: TandemVersion.string, session: config.session, take: number, sampleRate: sampleRate,
             channels: channels, format: config.format.container.rawValue,
             sampleFormat: config.format.sample.rawValue, stems: config.stems, startedAt: TakeFiles.iso(date),
-            startFrameTime: context.anchor.frameTime(at: start), streamStart: start, prerollFrames: at - start,
+            startFrameTime: context.anchor.frameTime(at: start), streamStart: start, prerollFrames: max(0, at - start),
             ports: context.ports, chunks: [], frames: 0, xruns: 0, droppedFrames: 0, drops: [], missedFrames: 0,
             ended: .recording,
             endDetail: nil, notes: context.notes.isEmpty ? nil : context.notes, playback: context.playback,

@@ -107,8 +107,12 @@ public struct StageTiming: Codable, Sendable, Equatable {
     public var cycles: Int
     public var meanMicros: Double
     public var maxMicros: Double
+    /// Cycles that took more than `budgetShare` of the period.
     public var overBudget: Int
+    /// The threshold of `overBudget` (a share of the period), not the plugin's own share: that is `meanShare`.
     public var budgetShare: Double
+    /// The mean cost as a share of the period (0.1: a tenth of each cycle's time).
+    public var meanShare: Double?
 
     enum Cell: Int, CaseIterable { case cycles, nanoseconds, maximum, over }
 

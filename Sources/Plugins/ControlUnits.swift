@@ -1,4 +1,5 @@
 import Foundation
+import Presets
 
 /// Values of a plugin control in its unit, as a person writes and reads them: "-7.5 dB", "1.2 kHz", "250 ms",
 /// "40 %", "0.5 s", an enumeration's label ("Lowpass"), "on"/"off" for a toggle. The unit is the plugin's own
@@ -68,13 +69,18 @@ public enum ControlUnits {
         let unit = t[end...].trimmingCharacters(in: .whitespaces)
         if unit.isEmpty { return .success(number) }
         let written = unit == "%" ? "%" : unit.lowercased()
-        guard let name = port.unit, let table = accepted[name] ?? accepted[name.lowercased()] else {
+        guard let name = port.unit else {
             return refuse("has a unit, and the control has none (give the number alone)")
         }
-        guard let factor = table[written] ?? table.first(where: { $0.key.lowercased() == written })?.value else {
+        // A unit of the plugin's own (a URI outside the vocabulary, e.g. a-eq's "Hz" and "dB"): its own symbol.
+        let own = port.unitSymbol.map { $0 == "%" ? "%" : $0.lowercased() }
+        let table = accepted[name] ?? accepted[name.lowercased()] ?? [:]
+        guard let factor = table[written] ?? table.first(where: { $0.key.lowercased() == written })?.value
+                ?? (own == written ? 1 : nil) else {
             return refuse("is in \(unit); the control is in \(port.unitSymbol ?? name)")
         }
-        return .success(number * factor)
+        let v = number * factor
+        return v.isFinite ? .success(v) : refuse("is not a number the control can take")
     }
 
     /// `value` as a person reads it on `port`: its label when it has one, else the number and the unit's symbol.
@@ -85,5 +91,36 @@ public enum ControlUnits {
             ? String(Int64(value.rounded())) : String(format: "%.4g", Double(value))
         guard let symbol = port.unitSymbol, !symbol.isEmpty else { return number }
         return symbol == "%" ? "\(number) %" : "\(number) \(symbol)"
+    }
+}
+
+extension PluginPortInfo {
+    /// What is wrong with `value` for this control beyond its range: a toggle takes only its two ends, an integer
+    /// control whole numbers, an enumeration only its scale points' values. Nil when nothing.
+    public func kindProblem(_ value: Double) -> String? {
+        if isEnumeration, !scalePoints.isEmpty, !scalePoints.contains(where: { abs(Double($0.value) - value) < 1e-6 }) {
+            return "takes only its listed values (" + scalePoints.map { "\($0.label) = \(Limits.number(Double($0.value)))" }
+                .joined(separator: ", ") + ")"
+        }
+        if isToggle {
+            let off = Double(minimum ?? 0), on = Double(maximum ?? 1)
+            if value != off && value != on { return "is a switch: \(Limits.number(off)) (off) or \(Limits.number(on)) (on)" }
+        } else if isInteger, value != value.rounded() {
+            return "takes whole numbers"
+        }
+        return nil
+    }
+
+    /// `value` made one this control takes (for a control map's scaled value): the nearest scale point of an
+    /// enumeration, the nearer end of a toggle, the nearest whole number for an integer control.
+    public func snapped(_ value: Double) -> Double {
+        if isEnumeration, let nearest = scalePoints.min(by: { abs(Double($0.value) - value) < abs(Double($1.value) - value) }) {
+            return Double(nearest.value)
+        }
+        if isToggle {
+            let off = Double(minimum ?? 0), on = Double(maximum ?? 1)
+            return abs(value - off) <= abs(value - on) ? off : on
+        }
+        return isInteger ? value.rounded() : value
     }
 }

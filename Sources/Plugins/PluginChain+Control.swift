@@ -96,13 +96,23 @@ extension PluginChain {
             throw PluginError(.badValue, plugin: s.spec.name, "control '\(symbol)' = \(shown) is outside its range"
                               + " \(port.minimum ?? -.infinity) to \(port.maximum ?? .infinity)")
         }
-        var v = Float(min(max(value, lo), hi))
+        if !clamp, let why = port.kindProblem(value) {
+            throw PluginError(.badValue, plugin: s.spec.name, "control '\(symbol)' = \(Limits.number(value)) \(why)")
+        }
+        var v = Float(min(max(port.snapped(value), lo), hi))
         if !v.isFinite { v = value < 0 ? -Float.greatestFiniteMagnitude : .greatestFiniteMagnitude }
         return v
     }
 
     /// Total latency of the chain in frames: the sum of what each plugin reports.
     public var latency: Int { stages.reduce(0) { $0 + $1.reportedLatency } }
+
+    /// A stage's timing, with its mean as a share of this chain's period.
+    func timing(_ s: Stage) -> StageTiming {
+        var t = s.timing
+        if period > 0 && sampleRate > 0 { t.meanShare = t.meanMicros / (Double(period) / Double(sampleRate) * 1e6) }
+        return t
+    }
 
     /// A plugin's input controls as this chain runs them (ranges and defaults at its rate), nil for no such plugin.
     public func controls(of plugin: String) -> [PluginPortInfo]? {
@@ -123,7 +133,7 @@ extension PluginChain {
                 workerRequests: s.workers.isEmpty ? nil : s.workers.reduce(0) { $0 + Int(lv2host_worker_handled($1)) },
                 workerDropped: s.workers.isEmpty ? nil : s.workers.reduce(0) { $0 + Int(lv2host_worker_dropped($1)) },
                 bypassed: s.rt.bypass.load() != 0, channelsIn: s.layout.widthIn, channelsOut: s.layout.widthOut,
-                sideInputs: sideInputs.filter { $0.plugin == s.spec.name }.map(\.name), timing: s.timing)
+                sideInputs: sideInputs.filter { $0.plugin == s.spec.name }.map(\.name), timing: timing(s))
         }
     }
 

@@ -63,6 +63,9 @@ extension PluginHost {
                     out.append(PluginCheckProblem(field: .control(c.symbol), error: PluginError(
                         .badValue, plugin: spec.name, "control '\(c.symbol)' = \(c.value) is outside its range"
                             + " \(port.minimum ?? -.infinity) to \(port.maximum ?? .infinity)")))
+                } else if let why = port.kindProblem(c.value) {
+                    out.append(PluginCheckProblem(field: .control(c.symbol), error: PluginError(
+                        .badValue, plugin: spec.name, "control '\(c.symbol)' = \(Limits.number(c.value)) \(why)")))
                 }
             }
             return out

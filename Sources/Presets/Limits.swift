@@ -46,6 +46,8 @@ public enum Limits {
     public static let tailSeconds: ClosedRange<Double> = 0...600
     /// A rack's dry/wet mix: 0 is the input alone, 1 the chain's output alone.
     public static let mix: ClosedRange<Double> = 0...1
+    /// Plugins in one chain (a preset's, or one edited live).
+    public static let pluginsPerChain = 128
     /// Level trigger: thresholds, the level's window, attack, hold, a take's minimum length.
     public static let triggerDBFS: ClosedRange<Double> = -120...0
     public static let triggerWindowSeconds: ClosedRange<Double> = 0.0001...1

@@ -659,6 +659,9 @@ struct Validator {
         var out: [PluginSpec] = []
         var sources: [PluginSource] = []
         var names = Set<String>()
+        if items.count > Limits.pluginsPerChain {
+            problem(key, v.line, "\(items.count) plugins; a chain holds at most \(Limits.pluginsPerChain)")
+        }
         for item in items {
             guard case .table(let p) = item else {
                 problem(key, item.line, "expected [[\(key)]] tables, found \(item.typeName)")

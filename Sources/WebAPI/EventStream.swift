@@ -69,18 +69,19 @@ extension HTTPServer {
                 }
                 for e in events {
                     let (kind, text) = ControlProtocol.describe(e.event)
-                    guard await send(["type": "event", "sequence": e.sequence, "kind": kind, "text": text,
-                                      "time": ISO8601DateFormatter().string(from: e.time)]) else { slow = true; break }
+                    var message: [String: Any] = ["type": "event", "sequence": e.sequence, "kind": kind, "text": text,
+                                                  "time": ISO8601DateFormatter().string(from: e.time)]
+                    for (k, v) in Self.fields(e.event) { message[k] = v }
+                    guard await send(message) else { slow = true; break }
                     last = e.sequence
                 }
                 if slow { break }
                 if meterInterval > 0 && Date() >= nextMeters {
                     nextMeters = Date().addingTimeInterval(meterInterval)
-                    let meters = feed.meters.map { m -> [String: Any] in
-                        ["port": m.port, "peakDB": Self.finite(m.peakDB), "rmsDB": Self.finite(m.rmsDB),
-                         "holdDB": Self.finite(m.holdDB), "clip": m.clip]
+                    let meters = feed.meters
+                    if !meters.isEmpty {
+                        guard await Self.write(meters, to: outbound) else { slow = true; break }
                     }
-                    guard await send(["type": "meters", "meters": meters]) else { slow = true; break }
                 }
                 let pause = meterInterval > 0 ? max(0.005, nextMeters.timeIntervalSinceNow) : 0.05
                 try? await Task.sleep(nanoseconds: UInt64(min(pause, 0.05) * 1e9))
@@ -89,8 +90,27 @@ extension HTTPServer {
         }
     }
 
-    /// -inf (silence) as -200, so the JSON stays JSON.
-    static func finite(_ d: Double) -> Double { d.isFinite ? d : -200 }
+    /// What an event names, as fields of its message (so a client need not read its text): the engine, plugin and
+    /// control of a control change, and so on.
+    static func fields(_ event: SessionEvent) -> [String: Any] {
+        switch event {
+        case .controlChanged(let engine, let plugin, let symbol, let value, let source):
+            return ["engine": engine, "plugin": plugin, "symbol": symbol,
+                    "value": value.isFinite ? Double(value) : 0, "source": source]
+        case .bypassChanged(let engine, let plugin, let bypassed, let source):
+            return ["engine": engine, "plugin": plugin, "bypassed": bypassed, "source": source]
+        case .presetLoaded(let engine, let plugin, let preset, let source):
+            return ["engine": engine, "plugin": plugin, "preset": preset, "source": source]
+        case .chainEdited(let engine, _, let source):
+            return ["engine": engine, "source": source]
+        case .markerAdded(let take, let seconds, let label, let source):
+            return ["take": take, "seconds": seconds, "label": label, "source": source]
+        case .chainLevelChanged(let engine, let mix, let gainDB, let source):
+            return ["engine": engine, "mix": mix, "gainDB": gainDB, "source": source]
+        default:
+            return [:]
+        }
+    }
 
     /// Writes one text message, or gives up after `writeSeconds` (the client is not reading): false then.
     static func write(_ text: String, to outbound: WebSocketOutboundWriter) async -> Bool {

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import Plugins
 
 /// One control pinned to the page's favourites.
 struct Favourite: Codable, Sendable, Equatable {
@@ -51,5 +52,28 @@ struct Favourites {
             unlink(temporary)
             throw HTTPError(.conflict, message: "cannot replace \(path): \(String(cString: strerror(errno)))")
         }
+    }
+}
+
+/// The installed plugins, described once (lilv's description of every plugin takes a second or two and holds the
+/// plugin host's lock) on a thread of its own, then served from memory to every request.
+actor InstalledPlugins {
+    static let shared = InstalledPlugins()
+    private var cached: [PluginInfo]?
+    private var waiting: Task<[PluginInfo], Never>?
+
+    func all() async -> [PluginInfo] {
+        if let cached { return cached }
+        if let waiting { return await waiting.value }
+        let task = Task.detached {
+            await withCheckedContinuation { (c: CheckedContinuation<[PluginInfo], Never>) in
+                Thread.detachNewThread { c.resume(returning: PluginHost.shared.plugins()) }
+            }
+        }
+        waiting = task
+        let list = await task.value
+        cached = list
+        waiting = nil
+        return list
     }
 }

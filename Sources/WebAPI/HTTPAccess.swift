@@ -51,7 +51,7 @@ public struct HTTPAccess: Sendable {
 
     /// Whether `request` may go on. `changes`: it changes something (or opens the event stream), so its origin counts.
     public func check(_ request: HTTPRequest, changes: Bool) -> Verdict {
-        if let token {
+        if let token, !Self.isPage(request) {
             let given = request.headerFields[.authorization].flatMap { h -> String? in
                 h.hasPrefix("Bearer ") ? String(h.dropFirst(7)) : nil
             } ?? Self.queryItem("token", in: request.path ?? "")
@@ -64,6 +64,14 @@ public struct HTTPAccess: Sendable {
             return .forbidden("origin '\(origin)' may not use this API (its own page's may; others are set with http_origins)")
         }
         return .allowed
+    }
+
+    /// Whether `request` reads the page's own files (`/`, `/page/…`): static, holding nothing of the session, and
+    /// served without the token so that the page can load and then ask for it.
+    public static func isPage(_ request: HTTPRequest) -> Bool {
+        guard request.method == .get || request.method == .head else { return false }
+        let path = (request.path ?? "").split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        return path == "/" || path.hasPrefix("/page/")
     }
 
     /// The page's own origin (same host and port as the request's `Host`), or one configured.

@@ -8,15 +8,17 @@ import NIOCore
 import NIOHTTPTypes
 import Synchronization
 
-/// Closes a connection whose next request head has not fully arrived within `seconds` of the end of its last request:
-/// a client sending its headers a byte at a time (slowloris) on a kept-alive connection holds it no longer than
-/// that, whatever the idle timeout (which each byte would reset). The first request of a connection is guarded by
-/// `ConnectionGuard`.
+/// The deadline of a kept-alive connection's next request: its head must have arrived within `seconds` of the end
+/// of the last answer (Hummingbird's idle timeout alone is reset by every byte, so a head sent a byte at a time
+/// would hold the connection for ever). None while a request is answered, however long that takes. The first
+/// request of a connection is `ConnectionGuard`'s.
 ///
 /// Threads: its channel's event loop.
-final class HeaderDeadline: ChannelInboundHandler, RemovableChannelHandler, @unchecked Sendable {
+final class NextRequestDeadline: ChannelDuplexHandler, RemovableChannelHandler, @unchecked Sendable {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
     private let seconds: Double
     private var deadline: Scheduled<Void>?
 
@@ -25,32 +27,30 @@ final class HeaderDeadline: ChannelInboundHandler, RemovableChannelHandler, @unc
     func handlerRemoved(context: ChannelHandlerContext) { deadline?.cancel() }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .head:
+        if case .head = unwrapInboundIn(data) {
             deadline?.cancel()
             deadline = nil
-        case .end:
-            arm(context)
-        case .body:
-            break
         }
         context.fireChannelRead(data)
     }
 
-    private func arm(_ context: ChannelHandlerContext) {
-        deadline?.cancel()
-        let channel = context.channel
-        deadline = context.eventLoop.scheduleTask(in: .milliseconds(Int64(seconds * 1000))) {
-            channel.close(promise: nil)
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data) {
+            deadline?.cancel()
+            let channel = context.channel
+            deadline = context.eventLoop.scheduleTask(in: .milliseconds(Int64(seconds * 1000))) { channel.close(promise: nil) }
         }
+        context.write(data, promise: promise)
     }
 }
 
-/// The first handler of every connection, on its bytes: closes a connection the server has not begun to answer
-/// within `seconds` of its opening (a first request head sent a byte at a time, a body that never ends); answers a
-/// first request that is not HTTP (400) or whose head passes `maxHeadBytes` (431) at once; and puts a refused
-/// WebSocket handshake's reason (401, 403, 503 as JSON, set by `refuse`) in place of the bare 400 the upgrade code
-/// would send.
+/// The first handler of every connection, on its bytes, for the connection's first request: its head must arrive
+/// whole within `seconds` of the opening (a client that sends it a byte at a time, slowloris, or nothing, is
+/// closed); a head that is not HTTP (a method that is not capital letters, a control character, a header name with a
+/// space or a separator) is answered 400 at once, one over `maxHeadBytes` 431, both as JSON; a refused WebSocket
+/// handshake's reason (401, 403, 404, 503, set by `refuse`) replaces the bare 400 the upgrade code would send. Later
+/// requests of a kept-alive connection are the decoder's (`NextRequestDeadline`, `maxHeadBytes`). A 413 closes the
+/// connection rather than read the rest of a body.
 ///
 /// Threads: its channel's event loop; `refuse` from any.
 final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, @unchecked Sendable {
@@ -64,12 +64,15 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, @unc
     /// Whether the refusal went out (what the upgrade code writes after it is dropped).
     private var refused = false
     static let tooLarge = Array("HTTP/1.1 413 ".utf8)
-    /// The longest first request head read.
+    /// The longest request head read.
     static let maxHeadBytes = 16384
-    /// Bytes of the first request read while its head's end ("\r\n\r\n") was not seen, and the last four.
+    /// The first head's bytes so far, and the last four (for its end, "\r\n\r\n"); done once it ended.
     private var headBytes = 0
     private var tail: UInt32 = 0
     private var headDone = false
+    /// Where the current head line is: the request line, the start of a header line, in its name, past its colon.
+    private var lineState = LineState.requestLine
+    private enum LineState { case requestLine, lineStart, name, value }
 
     init(seconds: Double) { self.seconds = seconds }
 
@@ -84,9 +87,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, @unc
 
     func handlerAdded(context: ChannelHandlerContext) {
         let channel = context.channel
-        deadline = context.eventLoop.scheduleTask(in: .milliseconds(Int64(seconds * 1000))) {
-            channel.close(promise: nil)
-        }
+        deadline = context.eventLoop.scheduleTask(in: .milliseconds(Int64(seconds * 1000))) { channel.close(promise: nil) }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) { deadline?.cancel() }
@@ -98,18 +99,45 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, @unc
                 if headBytes == 0 && !(0x41...0x5A).contains(byte) {   // a method starts with a capital letter
                     return answer(context, .badRequest, "this is not an HTTP/1.1 request")
                 }
+                if let why = check(byte) { return answer(context, .badRequest, why) }
                 headBytes += 1
+                if headBytes > Self.maxHeadBytes {
+                    return answer(context, .requestHeaderFieldsTooLarge, "the request head is over \(Self.maxHeadBytes) bytes")
+                }
                 tail = tail << 8 | UInt32(byte)
                 if tail == 0x0D0A_0D0A {
                     headDone = true
+                    deadline?.cancel()
+                    deadline = nil
                     break
                 }
             }
-            if !headDone && headBytes > Self.maxHeadBytes {
-                return answer(context, .requestHeaderFieldsTooLarge, "the request head is over \(Self.maxHeadBytes) bytes")
-            }
         }
         context.fireChannelRead(data)
+    }
+
+    /// What is wrong with one more byte of a head, as the request line and header lines go.
+    private func check(_ byte: UInt8) -> String? {
+        let control = byte < 0x20 && byte != 0x09 && byte != 0x0D && byte != 0x0A || byte == 0x7F
+        if control { return "the request head holds a control character (\(byte))" }
+        switch (lineState, byte) {
+        case (_, 0x0A):
+            lineState = .lineStart
+        case (.lineStart, 0x0D):
+            break
+        case (.lineStart, _), (.name, _):
+            if byte == 0x3A {
+                guard lineState == .name else { return "a header line starts with ':'" }
+                lineState = .value
+            } else if byte == 0x20 || byte == 0x09 || byte == 0x0D || byte > 0x7E || "\"(),/;<=>?@[\\]{}".utf8.contains(byte) {
+                return "a header name holds '\(byte > 0x7E ? "\\u{\(String(byte, radix: 16))}" : String(UnicodeScalar(byte)))'"
+            } else {
+                lineState = .name
+            }
+        case (.requestLine, _), (.value, _):
+            break
+        }
+        return nil
     }
 
     /// Answers with a JSON error and closes, reading no more.
@@ -122,12 +150,10 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, @unc
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        deadline?.cancel()
-        deadline = nil
         // A body refused for its size (413) is not read to its end: the connection closes once the answer is out.
         if unwrapOutboundIn(data).readableBytesView.starts(with: Self.tooLarge) {
             let channel = context.channel
-            context.eventLoop.scheduleTask(in: .milliseconds(200)) { channel.close(promise: nil) }
+            context.eventLoop.scheduleTask(in: .milliseconds(50)) { channel.close(promise: nil) }
         }
         if let bytes = refusal.withLock({ $0 }) {
             if !refused {
@@ -162,6 +188,29 @@ struct GuardedChannel: ServerChildChannel {
     }
 }
 
+/// The routes the server has, by method and path pattern ("/api/engines/:engine/plugins"): what a request for a path
+/// with the wrong method is told (405 with `Allow`), and how `HEAD` finds its `GET`.
+///
+/// Threads: filled before the server starts, read by every request.
+final class RouteTable: Sendable {
+    private let routes = Mutex<[(method: HTTPRequest.Method, parts: [Substring])]>([])
+
+    func add(_ method: HTTPRequest.Method, _ path: String) {
+        let parts = path.split(separator: "/")
+        routes.withLock { $0.append((method, parts)) }
+    }
+
+    /// The methods some route has for `path`.
+    func methods(for path: String) -> [HTTPRequest.Method] {
+        let parts = path.split(separator: "?", maxSplits: 1).first.map { $0.split(separator: "/") } ?? []
+        return routes.withLock { table in
+            table.filter { r in
+                r.parts.count == parts.count && zip(r.parts, parts).allSatisfy { $0.hasPrefix(":") || $0 == $1 }
+            }.map(\.method)
+        }
+    }
+}
+
 /// Every request through the access rules (`HTTPAccess`: token, origin) and the body limit, with a JSON error
 /// naming what is wrong; CORS headers only for configured origins.
 struct LimitsMiddleware: RouterMiddleware {
@@ -190,11 +239,25 @@ struct LimitsMiddleware: RouterMiddleware {
             return r
         }
         var response: Response
-        if request.method == .options {
-            response = Response(status: .noContent)
+        let methods = server.routes.methods(for: request.uri.path)
+        let allow = (methods.contains(.get) ? ["GET", "HEAD"] : []) + methods.filter { $0 != .get }.map(\.rawValue)
+            + ["OPTIONS"]
+        if request.method == .options, !methods.isEmpty {
+            response = Response(status: .noContent, headers: [.allow: allow.joined(separator: ", ")])
+        } else if !methods.isEmpty, !methods.contains(request.method), !(request.method == .head && methods.contains(.get)) {
+            response = JSONResponse.error(.methodNotAllowed, "\(request.uri.path) takes \(allow.joined(separator: ", ")), not \(request.method)")
+            response.headers[.allow] = allow.joined(separator: ", ")
         } else {
             do {
-                response = try await next(request, context)
+                if request.method == .head {
+                    // HEAD is GET without the body: the same status and headers.
+                    var head = request.head
+                    head.method = .get
+                    let answer = try await next(Request(head: head, body: request.body), context)
+                    response = Response(status: answer.status, headers: answer.headers)
+                } else {
+                    response = try await next(request, context)
+                }
             } catch let e as HTTPError {
                 let missing = e.status == .notFound && e.body == nil
                 response = JSONResponse.error(e.status, missing

@@ -41,6 +41,7 @@ public final class HTTPServer: Sendable {
     public let gateway: SessionGateway
     let feed: LiveFeed
     let stats: ServerStats
+    let routes = RouteTable()
     let logger: Logger
     /// The metrics exposition, made on the control thread (see `metrics`).
     let metrics: MetricsSource?
@@ -119,10 +120,12 @@ public final class HTTPServer: Sendable {
         let router = Router(context: BasicRequestContext.self)
         router.add(middleware: LimitsMiddleware(server: self))
         Routes(server: self).install(on: router)
-        let headerSeconds = configuration.headerSeconds
+        let headerSeconds = configuration.headerSeconds, idleSeconds = configuration.idleSeconds
         let http1 = HTTP1Channel.Configuration(
-            additionalChannelHandlers: [HeaderDeadline(seconds: headerSeconds)],
-            idleTimeout: .seconds(Int64(configuration.idleSeconds)))
+            additionalChannelHandlers: [NextRequestDeadline(seconds: idleSeconds)],
+            idleTimeout: .seconds(Int64(configuration.idleSeconds)),
+            httpDecoderConfiguration: .init(maxHeaderFieldSize: ConnectionGuard.maxHeadBytes,
+                                            maxHeaderListSize: ConnectionGuard.maxHeadBytes, maxHeaderFieldCount: 200))
         let server = self
         let channel = HTTP1WebSocketUpgradeChannel.Configuration(
             http1: http1, ws: .init(maxFrameSize: 1 << 16, autoPing: .enabled(timePeriod: .seconds(20))))
@@ -136,9 +139,13 @@ public final class HTTPServer: Sendable {
         var config = ApplicationConfiguration(address: .hostname(configuration.address.host, port: configuration.address.port),
                                               serverName: "Tandem/\(TandemVersion.string)")
         config.availableConnectionsDelegate = MaximumAvailableConnections(configuration.maxConnections)
+        // Hummingbird's own log lines only when critical: a hostile client's malformed upgrade or a connection cut at
+        // shutdown is logged at error level there, and is nothing the operator can act on (the metrics count refusals).
+        var quiet = Logger(label: "tandem.http.server")
+        quiet.logLevel = .critical
         return Application(router: router, server: upgrade, configuration: config,
                            onServerRunning: { channel in onRunning(channel.localAddress?.port ?? 0) },
-                           logger: logger)
+                           logger: quiet)
     }
 }
 

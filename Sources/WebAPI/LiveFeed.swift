@@ -13,8 +13,8 @@ final class LiveFeed: Sendable {
     private let state = Mutex(State())
 
     struct State {
-        var meters: [SessionStatus.Meter] = []
-        var metersAt = Date.distantPast
+        /// The meters message every stream sends, made once per publish (not once per client).
+        var meters = ""
         var listeners = 0
         var closed = false
         /// Streams cut off because they could not keep up.
@@ -28,16 +28,34 @@ final class LiveFeed: Sendable {
 
     var hasListeners: Bool { state.withLock { $0.listeners > 0 } }
 
-    /// The meters now. Control thread.
+    /// The meters now, as the message the streams send. Control thread.
     func publish(_ session: Session) {
-        let meters = session.meters
-        state.withLock {
-            $0.meters = meters
-            $0.metersAt = Date()
-        }
+        let message = Self.metersMessage(session.meters)
+        state.withLock { $0.meters = message }
     }
 
-    var meters: [SessionStatus.Meter] { state.withLock { $0.meters } }
+    /// The latest meters message.
+    var meters: String { state.withLock { $0.meters } }
+
+    /// `{"type":"meters","meters":[{"port":…,"peakDB":…,"rmsDB":…,"holdDB":…,"clip":…}]}`, silence as "-inf" as in the
+    /// status.
+    static func metersMessage(_ meters: [SessionStatus.Meter]) -> String {
+        var text = #"{"meters":["#
+        for (i, m) in meters.enumerated() {
+            if i > 0 { text += "," }
+            text += #"{"clip":\#(m.clip),"holdDB":\#(number(m.holdDB)),"peakDB":\#(number(m.peakDB)),"port":\#(quoted(m.port)),"rmsDB":\#(number(m.rmsDB))}"#
+        }
+        return text + #"],"type":"meters"}"#
+    }
+
+    static func number(_ d: Double) -> String {
+        d.isFinite ? String(format: "%.2f", d) : d.isNaN ? #""nan""# : d < 0 ? #""-inf""# : #""inf""#
+    }
+
+    static func quoted(_ s: String) -> String {
+        let data = (try? JSONSerialization.data(withJSONObject: [s], options: [])) ?? Data("[\"\"]".utf8)
+        return String(decoding: data.dropFirst().dropLast(), as: UTF8.self)
+    }
 
     /// A stream starts (false: too many, or the server stops).
     func join() -> Bool {

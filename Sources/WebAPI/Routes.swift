@@ -1,4 +1,5 @@
 import Commands
+import Control
 import Engine
 import Foundation
 import HTTPTypes
@@ -15,34 +16,34 @@ struct Routes {
 
     func install(on router: Router<BasicRequestContext>) {
         let api = router.group("api")
-        api.get("") { _, _ in JSONResponse.encode(Self.index) }
-        api.get("openapi.json") { _, _ in Self.resource("openapi.json", type: "application/json") }
+        route(api, "/api", .get, "") { _, _ in JSONResponse.encode(Self.index) }
+        route(api, "/api", .get, "openapi.json") { _, _ in Self.resource("openapi.json", type: "application/json") }
 
         // What the session is doing, the graph, the engines.
-        api.get("status") { _, _ in try await query(.status) }
-        api.get("engines") { _, _ in try await query(.engines) }
-        api.get("graph") { _, _ in try await query(.graph) }
-        api.post("graph/connect") { request, context in
+        route(api, "/api", .get, "status") { _, _ in try await query(.status) }
+        route(api, "/api", .get, "engines") { _, _ in try await query(.engines) }
+        route(api, "/api", .get, "graph") { _, _ in try await query(.graph) }
+        route(api, "/api", .post, "graph/connect") { request, context in
             let b = try await body(request, context, Connection.self)
             return try await act(.connect(from: b.from, to: b.to))
         }
-        api.post("graph/disconnect") { request, context in
+        route(api, "/api", .post, "graph/disconnect") { request, context in
             let b = try await body(request, context, Connection.self)
             return try await act(.disconnect(from: b.from, to: b.to))
         }
 
         // Plugins of the running chains.
-        api.get("plugins") { request, _ in
+        route(api, "/api", .get, "plugins") { request, _ in
             try await query(.pluginList(engine: request.uri.queryParameters.get("engine")))
         }
-        api.get("engines/:engine/plugins") { _, context in
-            try await query(.pluginList(engine: try context.parameters.require("engine")))
+        route(api, "/api", .get, "engines/:engine/plugins") { _, context in
+            try await query(.pluginList(engine: try param(context, "engine")))
         }
-        api.get("engines/:engine/plugins/:plugin/controls/:symbol") { _, context in
+        route(api, "/api", .get, "engines/:engine/plugins/:plugin/controls/:symbol") { _, context in
             let (e, p, s) = try names(context)
             return try await control(e, p, s)
         }
-        api.put("engines/:engine/plugins/:plugin/controls/:symbol") { request, context in
+        route(api, "/api", .put, "engines/:engine/plugins/:plugin/controls/:symbol") { request, context in
             let (e, p, s) = try names(context)
             let b = try await body(request, context, ControlBody.self)
             let setting: ControlSetting
@@ -54,83 +55,95 @@ struct Routes {
             guard r.ok else { return failure(r) }
             return try await control(e, p, s)
         }
-        api.put("engines/:engine/plugins/:plugin/bypass") { request, context in
+        route(api, "/api", .put, "engines/:engine/plugins/:plugin/bypass") { request, context in
             let b = try await body(request, context, BypassBody.self)
-            return try await act(.pluginBypass(engine: try context.parameters.require("engine"),
-                                               plugin: try context.parameters.require("plugin"), on: b.bypassed))
+            return try await act(.pluginBypass(engine: try param(context, "engine"),
+                                               plugin: try param(context, "plugin"), on: b.bypassed))
         }
-        api.put("engines/:engine/mix") { request, context in
+        route(api, "/api", .put, "engines/:engine/mix") { request, context in
             let b = try await body(request, context, MixBody.self)
-            return try await act(.pluginMix(engine: try context.parameters.require("engine"), mix: b.mix))
+            return try await act(try parsed("/tandem/plugin/mix", [.text(try param(context, "engine")), .number(b.mix)]))
         }
-        api.put("engines/:engine/gain") { request, context in
+        route(api, "/api", .put, "engines/:engine/gain") { request, context in
             let b = try await body(request, context, GainBody.self)
-            return try await act(.pluginGain(engine: try context.parameters.require("engine"), dB: b.gain))
+            return try await act(try parsed("/tandem/plugin/gain", [.text(try param(context, "engine")), .number(b.gain)]))
         }
-        api.post("engines/:engine/plugins/:plugin/preset") { request, context in
+        route(api, "/api", .post, "engines/:engine/plugins/:plugin/preset") { request, context in
             let b = try await body(request, context, PresetBody.self)
-            return try await act(.pluginPreset(engine: try context.parameters.require("engine"),
-                                               plugin: try context.parameters.require("plugin"), uri: b.preset))
+            return try await act(.pluginPreset(engine: try param(context, "engine"),
+                                               plugin: try param(context, "plugin"), uri: b.preset))
         }
-        api.post("plugins/save") { _, _ in try await act(.pluginSave) }
-        api.post("engines/:engine/plugins") { request, context in
+        route(api, "/api", .post, "plugins/save") { _, _ in try await act(.pluginSave) }
+        route(api, "/api", .post, "engines/:engine/plugins") { request, context in
             let b = try await body(request, context, AddBody.self)
             if let at = b.at, at < 0 { throw HTTPError(.badRequest, message: "'at' \(at) is not a position (0 first)") }
-            return try await act(.pluginAdd(engine: try context.parameters.require("engine"), uri: b.uri, at: b.at))
+            guard !b.uri.contains(","), b.name?.contains(",") != true else {
+                throw HTTPError(.badRequest, message: "a plugin URI or name with a comma cannot be added")
+            }
+            return try await act(.pluginAdd(engine: try param(context, "engine"), spec: b.uri + (b.name.map { ",name=\($0)" } ?? ""),
+                                            at: b.at))
         }
-        api.delete("engines/:engine/plugins/:plugin") { _, context in
-            try await act(.pluginRemove(engine: try context.parameters.require("engine"),
-                                        plugin: try context.parameters.require("plugin")))
+        route(api, "/api", .delete, "engines/:engine/plugins/:plugin") { _, context in
+            try await act(.pluginRemove(engine: try param(context, "engine"),
+                                        plugin: try param(context, "plugin")))
         }
-        api.post("engines/:engine/plugins/:plugin/move") { request, context in
+        route(api, "/api", .post, "engines/:engine/plugins/:plugin/move") { request, context in
             let b = try await body(request, context, MoveBody.self)
             guard b.to >= 0 else { throw HTTPError(.badRequest, message: "'to' \(b.to) is not a position (0 first)") }
-            return try await act(.pluginMove(engine: try context.parameters.require("engine"),
-                                             plugin: try context.parameters.require("plugin"), to: b.to))
+            return try await act(.pluginMove(engine: try param(context, "engine"),
+                                             plugin: try param(context, "plugin"), to: b.to))
         }
 
         // Favourites: controls pinned together on the page, kept in the session folder for every device.
-        api.get("favourites") { _, _ in JSONResponse.encode(try await favourites().read()) }
-        api.put("favourites") { request, context in
+        route(api, "/api", .get, "favourites") { _, _ in
+            let f = try await favourites()
+            return JSONResponse.encode(try await offPool { Result { try f.read() } }.get())
+        }
+        route(api, "/api", .put, "favourites") { request, context in
             let list = try await body(request, context, [Favourite].self)
             guard list.count <= Favourites.maxCount else {
                 throw HTTPError(.badRequest, message: "at most \(Favourites.maxCount) favourites")
             }
-            try await favourites().write(list)
+            let f = try await favourites()
+            try await offPool { Result { try f.write(list) } }.get()
+            _ = try? await server.gateway.run { session in session.announce(.favouritesChanged(source: "http")) }
             return JSONResponse.encode(list)
         }
 
         // The recorder and the player: every command the control protocol has.
         for (path, command) in [("start", Command.recordStart), ("stop", .recordStop), ("arm", .recordArm),
                                 ("rotate", .recordRotate)] {
-            api.post("recorder/\(path)") { _, _ in try await act(command) }
+            route(api, "/api", .post, "recorder/\(path)") { _, _ in try await act(command) }
         }
-        api.post("recorder/mark") { request, context in
+        route(api, "/api", .post, "recorder/mark") { request, context in
             let b = try await optionalBody(request, context, MarkBody.self)
             return try await act(.recordMark(label: b?.label ?? ""))
         }
         for (path, command) in [("play", Command.play), ("pause", .pause), ("stop", .stop), ("next", .next)] {
-            api.post("player/\(path)") { _, _ in try await act(command) }
+            route(api, "/api", .post, "player/\(path)") { _, _ in try await act(command) }
         }
-        api.post("player/seek") { request, context in
+        route(api, "/api", .post, "player/seek") { request, context in
             try await act(try parsed("/tandem/play/seek", [.number(try await body(request, context, SeekBody.self).seconds)]))
         }
-        api.put("player/gain") { request, context in
+        route(api, "/api", .put, "player/gain") { request, context in
             try await act(try parsed("/tandem/play/gain", [.number(try await body(request, context, GainBody.self).gain)]))
         }
-        api.post("player/load") { request, context in
+        route(api, "/api", .post, "player/load") { request, context in
             let b = try await body(request, context, LoadBody.self)
             return try await act(try parsed("/tandem/play/load", b.files.map { .text($0) }))
         }
 
         // Takes, their reports and their files.
-        api.get("takes") { _, _ in try await takesList() }
-        api.get("takes/:id") { _, context in
-            let take = try await findTake(try context.parameters.require("id"))
-            return JSONResponse.json((try? Data(contentsOf: URL(fileURLWithPath: take.report))) ?? Data("{}".utf8))
+        route(api, "/api", .get, "takes") { _, _ in try await takesList() }
+        route(api, "/api", .get, "takes/:id") { _, context in
+            let take = try await findTake(try param(context, "id"))
+            guard let data = await offPool({ try? Data(contentsOf: URL(fileURLWithPath: take.report)) }) else {
+                throw HTTPError(.notFound, message: "take \(take.id)'s report cannot be read (gone?)")
+            }
+            return JSONResponse.json(data)
         }
-        api.get("takes/:id/files/:index") { request, context in
-            let take = try await findTake(try context.parameters.require("id"))
+        route(api, "/api", .get, "takes/:id/files/:index") { request, context in
+            let take = try await findTake(try param(context, "id"))
             guard let i = context.parameters.get("index", as: Int.self), take.files.indices.contains(i) else {
                 throw HTTPError(.notFound, message: "take \(take.id) has \(take.files.count) file(s), numbered from 0")
             }
@@ -138,41 +151,44 @@ struct Routes {
         }
 
         // Session presets.
-        api.get("presets") { _, _ in try await presets() }
-        api.post("presets/apply") { request, context in
+        route(api, "/api", .get, "presets") { _, _ in try await presets() }
+        route(api, "/api", .post, "presets/apply") { request, context in
             try await act(.presetApply(path: try await body(request, context, PathBody.self).path))
         }
-        api.post("presets/save") { request, context in
+        route(api, "/api", .post, "presets/save") { request, context in
             try await act(.presetSave(name: try await body(request, context, NameBody.self).name))
         }
 
         // Control maps.
-        api.get("maps") { _, _ in try await query(.mapList) }
-        api.post("maps") { request, context in try await act(.mapAdd(text: try await body(request, context, MapBody.self).map)) }
-        api.delete("maps") { _, _ in try await act(.mapClear(index: nil)) }
-        api.delete("maps/:index") { _, context in
+        route(api, "/api", .get, "maps") { _, _ in try await query(.mapList) }
+        route(api, "/api", .post, "maps") { request, context in try await act(.mapAdd(text: try await body(request, context, MapBody.self).map)) }
+        route(api, "/api", .delete, "maps") { _, _ in try await act(.mapClear(index: nil)) }
+        route(api, "/api", .delete, "maps/:index") { _, context in
             guard let i = context.parameters.get("index", as: Int.self) else { throw HTTPError(.badRequest, message: "a map index is a whole number") }
             return try await act(try parsed("/tandem/map/clear", [.number(Double(i))]))
         }
 
         // Installed plugins (read here: lilv has its own lock; a long list never holds the session's loop).
-        api.get("installed-plugins") { request, _ in
-            let filter = request.uri.queryParameters.get("filter")?.lowercased()
-            let all = PluginHost.shared.plugins()
-            return JSONResponse.encode(filter.map { f in all.filter { $0.uri.lowercased().contains(f) || $0.name.lowercased().contains(f) } } ?? all)
+        route(api, "/api", .get, "installed-plugins") { request, _ in
+            let filter = request.uri.queryParameters.get("filter")?.lowercased().trimmingCharacters(in: .whitespaces)
+            let all = await InstalledPlugins.shared.all()
+            guard let filter, !filter.isEmpty else { return JSONResponse.encode(all) }
+            return JSONResponse.encode(all.filter { $0.uri.lowercased().contains(filter) || $0.name.lowercased().contains(filter) })
         }
-        api.get("installed-plugins/:uri") { _, context in
-            let uri = try context.parameters.require("uri").removingPercentEncoding ?? ""
-            guard let info = PluginHost.shared.plugin(uri) else { throw HTTPError(.notFound, message: "no plugin <\(uri)> is installed") }
+        route(api, "/api", .get, "installed-plugins/:uri") { _, context in
+            let uri = try param(context, "uri")
+            guard let info = await InstalledPlugins.shared.all().first(where: { $0.uri == uri }) else {
+                throw HTTPError(.notFound, message: "no plugin <\(uri)> is installed")
+            }
             return JSONResponse.encode(info)
         }
 
         // The event stream is a WebSocket (see `EventStream`); a plain GET is told so.
-        api.get("events") { _, _ in
+        route(api, "/api", .get, "events") { _, _ in
             JSONResponse.error(.upgradeRequired, "the event stream is a WebSocket: GET /api/events with an upgrade")
         }
 
-        router.get("metrics") { _, _ in
+        route(router, "", .get, "metrics") { _, _ in
             guard let m = server.metrics else { throw HTTPError(.notFound, message: "no metrics here") }
             let bytes = try await server.gateway.run { session in m.render(session) } + server.stats.exposition()
             return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
@@ -180,8 +196,8 @@ struct Routes {
         }
 
         // The page (a client of this API like any other).
-        router.get("") { _, _ in Self.resource("page/index.html", type: "text/html; charset=utf-8") }
-        router.get("page/:file") { _, context in
+        route(router, "", .get, "") { _, _ in Self.resource("page/index.html", type: "text/html; charset=utf-8") }
+        route(router, "", .get, "page/:file") { _, context in
             let file = try context.parameters.require("file")
             guard file.range(of: "^[a-z0-9-]+\\.(js|css|svg|html|png|webmanifest)$", options: .regularExpression) != nil else {
                 throw HTTPError(.notFound)
@@ -191,6 +207,14 @@ struct Routes {
                 String(file.split(separator: ".").last ?? "")] ?? "application/octet-stream"
             return Self.resource("page/" + file, type: type)
         }
+    }
+
+    /// Registers a route and records it in the server's table (for 405 and HEAD, see `RouteTable`).
+    func route<M: RouterMethods>(_ group: M, _ prefix: String, _ method: HTTPRequest.Method, _ path: String,
+                                 _ handler: @escaping @Sendable (Request, BasicRequestContext) async throws -> some ResponseGenerator)
+        where M.Context == BasicRequestContext {
+        group.on(RouterPath(path), method: method, use: handler)
+        server.routes.add(method, prefix + "/" + path)
     }
 
     // MARK: Carrying out
@@ -209,10 +233,47 @@ struct Routes {
 
     func run(_ command: Command) async throws -> CommandReply {
         do {
+            // A plugin command for an isolated rack goes to the rack's process, from this task: the session's loop
+            // only says where (the relay never waits on the loop's thread).
+            if ControlProtocol.rackRelayed.contains(command.address), let engine = command.engine,
+               let target = try await server.gateway.run({ session in IsolatedRackTarget(session, engine) }) {
+                return await Self.relay(command, to: target)
+            }
+            if command == .pluginList(engine: nil) { return try await allPlugins() }
             return try await server.gateway.run { session in session.execute(command, context: CommandContext(source: "http")) }
         } catch let busy as SessionGateway.Busy {
             throw HTTPError(.serviceUnavailable, message: busy.description)
         }
+    }
+
+    /// `command` carried out by an isolated rack's process, its reply as the session's would be.
+    static func relay(_ command: Command, to target: IsolatedRackTarget) async -> CommandReply {
+        let args: [OSCValue] = command.values.map { v in
+            switch v {
+            case .text(let t): return .string(t)
+            case .number(let d): return .double(d)
+            }
+        }
+        let reply = await withCheckedContinuation { (c: CheckedContinuation<[OSCValue], Never>) in
+            DispatchQueue.global().async { c.resume(returning: ControlProtocol.relay(OSCMessage(command.address, args), to: target)) }
+        }
+        let strings = reply.map { $0.string ?? "" }
+        let detail = strings.count > 2 ? strings[2] : ""
+        return strings.first == "ok" ? .done(detail) : .refused(detail, ControlProtocol.refusal(strings.count > 3 ? strings[3] : nil))
+    }
+
+    /// Every chain's plugins: the session's own, and each isolated rack's from its process.
+    func allPlugins() async throws -> CommandReply {
+        let (local, racks) = try await server.gateway.run { session in
+            (session.execute(.pluginList(engine: nil), context: CommandContext(source: "http")), IsolatedRackTarget.all(session))
+        }
+        guard local.ok, var all = try? JSONSerialization.jsonObject(with: Data(local.detail.utf8)) as? [Any] else { return local }
+        for rack in racks {
+            let r = await Self.relay(.pluginList(engine: rack.name), to: rack)
+            if r.ok, let list = try? JSONSerialization.jsonObject(with: Data(r.detail.utf8)) as? [Any] { all += list }
+        }
+        let data = (try? JSONSerialization.data(withJSONObject: all, options: [.sortedKeys])) ?? Data("[]".utf8)
+        return .done(String(decoding: data, as: UTF8.self))
     }
 
     /// A command from values, checked by the model (its words for a bad value: 400).
@@ -237,9 +298,27 @@ struct Routes {
 
     /// A control as the API shows it: its number, and in its unit.
     func control(_ engine: String, _ plugin: String, _ symbol: String) async throws -> Response {
+        if let target = try await server.gateway.run({ session in IsolatedRackTarget(session, engine) }) {
+            // From the rack's own process: its plugin list holds the value and its text.
+            let r = await Self.relay(.pluginList(engine: engine), to: target)
+            guard r.ok else { return failure(r) }
+            let list = (try? JSONSerialization.jsonObject(with: Data(r.detail.utf8)) as? [[String: Any]]) ?? []
+            guard let p = list.first(where: { $0["name"] as? String == plugin }) else {
+                return failure(.refused("the \(engine) has no plugin '\(plugin)'", .notFound))
+            }
+            guard let c = (p["controls"] as? [[String: Any]])?.first(where: { $0["symbol"] as? String == symbol }),
+                  let value = c["value"] as? Double else {
+                return failure(.refused("plugin \(plugin) has no control '\(symbol)'", .notFound))
+            }
+            return JSONResponse.encode(ControlValue(engine: engine, plugin: plugin, symbol: symbol, value: value,
+                                                    text: c["text"] as? String ?? "\(value)"))
+        }
         let result = try await server.gateway.run { session -> Result<ControlValue, PluginError> in
-            guard session.hasEngine(engine), let chain = session.chain(ChainEngine(rawValue: engine)) else {
+            guard session.hasEngine(engine) else {
                 return .failure(PluginError(.unknownPlugin, plugin: plugin, "unknown engine '\(engine)' (recorder, player or a rack's name)"))
+            }
+            guard let chain = session.chain(ChainEngine(rawValue: engine)) else {
+                return .failure(PluginError(.unknownPlugin, plugin: plugin, "the \(engine) has no plugin chain"))
             }
             do throws(PluginError) {
                 let v = try chain.value(plugin, symbol)
@@ -256,8 +335,16 @@ struct Routes {
     }
 
     func names(_ context: BasicRequestContext) throws -> (String, String, String) {
-        (try context.parameters.require("engine"), try context.parameters.require("plugin"),
-         try context.parameters.require("symbol"))
+        (try param(context, "engine"), try param(context, "plugin"), try param(context, "symbol"))
+    }
+
+    /// A path parameter, percent-decoded ("f%78" is "fx"; a name with a space or beyond ASCII can be reached).
+    func param(_ context: BasicRequestContext, _ name: String) throws -> String {
+        let raw = try context.parameters.require(name)
+        guard let decoded = raw.removingPercentEncoding else {
+            throw HTTPError(.badRequest, message: "'\(raw)' is not a well-formed percent-encoded \(name)")
+        }
+        return decoded
     }
 
     // MARK: Bodies
@@ -415,12 +502,18 @@ struct Routes {
 
     func presets() async throws -> Response {
         let dir = try await server.gateway.run { session in session.preset?.session.directory ?? "" }
-        let names = ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).filter { $0.hasSuffix(".toml") }.sorted()
+        let names = await offPool { ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).filter { $0.hasSuffix(".toml") }.sorted() }
         return JSONResponse.encode(names.map { PresetEntry(name: ($0 as NSString).deletingPathExtension,
                                                            path: (dir as NSString).appendingPathComponent($0)) })
     }
 
     // MARK: Static
+
+    /// Runs blocking work (a file read, a directory listing) off Swift's cooperative threads, so that a slow disk
+    /// never stalls the other requests.
+    func offPool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { c in DispatchQueue.global().async { c.resume(returning: work()) } }
+    }
 
     /// `TANDEM_PAGE_DIR`: the page's files read from this folder instead of the built-in copy (for working on the
     /// page without rebuilding; docs/HTTP.md).
@@ -494,6 +587,7 @@ struct BypassBody: Codable, Sendable { var bypassed: Bool }
 struct AddBody: Codable, Sendable {
     var uri: String
     var at: Int?
+    var name: String?
 }
 struct MoveBody: Codable, Sendable { var to: Int }
 struct MixBody: Codable, Sendable { var mix: Double }

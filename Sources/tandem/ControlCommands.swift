@@ -35,8 +35,8 @@ struct StatusCommand: ParsableCommand {
         guard let reply = controlRequest(port: port, OSCMessage("/tandem/status")) else {
             fail(.jackUnavailable, "no Tandem answered on 127.0.0.1:\(port)")
         }
-        guard reply.first?.string == "ok", let text = reply.last?.string else {
-            fail(.failure, reply.last?.string ?? "bad reply")
+        guard reply.first?.string == "ok", reply.count > 2, let text = reply[2].string else {
+            fail(.failure, reply.count > 2 ? reply[2].string ?? "bad reply" : "bad reply")
         }
         if json {
             say(text)

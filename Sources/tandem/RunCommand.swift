@@ -263,6 +263,9 @@ final class EventPrinter {
             case .presetLoaded(let engine, let plugin, let preset, let source):
                 out.append("\(engine) plugin \(plugin): preset \(preset) loaded (\(source))")
             case .chainEdited(let engine, let detail, let source): out.append("\(engine) chain: \(detail) (\(source))")
+            case .chainLevelChanged, .favouritesChanged: break   // for subscribers, as control changes are
+            case .markerAdded(let take, let seconds, let label, let source):
+                out.append("take \(take): marker at \(String(format: "%.3f", seconds)) s" + (label.isEmpty ? "" : " '\(label)'") + " (\(source))")
             case .mapAdded(let index, let map): out.append("map \(index): \(map)")
             case .mapFailed(let why): Console.err("tandem: map: \(why)\n")
             case .relayed: break   // for subscribers; the rack's own log has its lines

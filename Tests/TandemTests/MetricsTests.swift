@@ -99,7 +99,7 @@ import Glibc
 
         // Anything else: a status, a log line, the session goes on.
         let refusals: [(String, [UInt8])] = [
-            ("404", Array("POST /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)),
+            ("405", Array("POST /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)),
             ("404", Array("GET /admin HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)),
             ("403", Array("GET /metrics HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n".utf8)),
             ("400", Array("\u{1}\u{2}garbage\r\n\r\n".utf8)),
@@ -110,7 +110,7 @@ import Glibc
             let answer = Self.http(port, request)
             #expect(answer?.hasPrefix("HTTP/1.1 \(status) ") == true, "\(status): \(String(describing: answer))")
         }
-        #expect(Self.value(Self.get(port), #"tandem_http_errors_total{status="404"}"#) == 2)
+        #expect(Self.value(Self.get(port), #"tandem_http_errors_total{status="404"}"#) == 1)
 
         // The stall: dropped frames show.
         var dropped = 0.0
