@@ -75,7 +75,19 @@ extension Session {
         if e == "recorder" { next.recorder?.plugins = specs; next.recorder?.pluginSources = [] }
         else if e == "player" { next.player?.plugins = specs; next.player?.pluginSources = [] }
         else if let i = next.racks.firstIndex(where: { $0.name == e }) { next.racks[i].plugins = specs; next.racks[i].pluginSources = [] }
-        if let why = pluginProblems(next) { return .refused(why, .badValue) }
+        // Checked as `preset check` checks a file: the added plugin, and the chain's shape. The other plugins run
+        // already; their values are what they are.
+        var check = next
+        let added: String? = if case .pluginAdd = command { done.components(separatedBy: " added").first } else { nil }
+        let bare = specs.map { s -> PluginSpec in
+            var b = s
+            if s.name != added { b.controls = [] }
+            return b
+        }
+        if e == "recorder" { check.recorder?.plugins = bare }
+        else if e == "player" { check.player?.plugins = bare }
+        else if let i = check.racks.firstIndex(where: { $0.name == e }) { check.racks[i].plugins = bare }
+        if let why = pluginProblems(check) { return .refused(why, .badValue) }
         do {
             _ = try apply(next)
         } catch {

@@ -96,8 +96,11 @@ public enum ControlUnits {
 
 extension PluginPortInfo {
     /// What is wrong with `value` for this control beyond its range: a toggle takes only its two ends, an integer
-    /// control whole numbers, an enumeration only its scale points' values. Nil when nothing.
+    /// control whole numbers, an enumeration only its scale points' values. Nil when nothing, and for the port's own
+    /// default whatever it is (a-delay's `div` defaults to 3, which none of its labels names: a running chain holds
+    /// it, and a preset saved from it must apply again).
     public func kindProblem(_ value: Double) -> String? {
+        if let d = defaultValue, Double(d) == value || Float(value) == d { return nil }
         if isEnumeration, !scalePoints.isEmpty, !scalePoints.contains(where: { abs(Double($0.value) - value) < 1e-6 }) {
             return "takes only its listed values (" + scalePoints.map { "\($0.label) = \(Limits.number(Double($0.value)))" }
                 .joined(separator: ", ") + ")"
