@@ -49,4 +49,6 @@ struct TakeContext: Sendable {
     var pluginLatency: Int? = nil
     /// Plugins of the chain bypassed, or settings of them ignored, when the take starts.
     var pluginProblems: [TakeReport.PluginProblem]? = nil
+    /// The server's period when the take starts (0: not known), for the take's control log.
+    var period = 0
 }

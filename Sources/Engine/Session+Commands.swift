@@ -139,12 +139,18 @@ extension Session {
         case .pluginMix(let e, let mix):
             guard hasEngine(e) else { return .refused(Self.unknownEngine(e)) }
             guard let chain = runningChain(ChainEngine(rawValue: e)) else { return .refused("the \(e) has no plugin chain") }
-            if let mix { chain.mix = mix }
+            if let mix {
+                chain.mix = mix
+                controlLog.sources[ControlLogState.key(e, "mix")] = context.source
+            }
             return .done("\(chain.mix)")
         case .pluginGain(let e, let dB):
             guard hasEngine(e) else { return .refused(Self.unknownEngine(e)) }
             guard let chain = runningChain(ChainEngine(rawValue: e)) else { return .refused("the \(e) has no plugin chain") }
-            if let dB { chain.gainDB = dB }
+            if let dB {
+                chain.gainDB = dB
+                controlLog.sources[ControlLogState.key(e, "gain")] = context.source
+            }
             return .done("\(chain.gainDB)")
         case .pluginPreset(let e, let plugin, let uri):
             guard hasEngine(e) else { return .refused(Self.unknownEngine(e)) }

@@ -175,7 +175,9 @@ extension Session {
             let wasDown = s.downSince != nil
             defer {
                 for e in s.takeRelayedEvents() {
-                    if e.kind == "mark" {
+                    if e.kind == "control" {
+                        relayedControl(e.text)   // a change the rack's process applied, for the take's log
+                    } else if e.kind == "mark" {
                         // A marker map fired in the rack's process: "FRAMETIME LABEL".
                         let parts = e.text.split(separator: " ", maxSplits: 1).map(String.init)
                         if let frame = parts.first.flatMap({ UInt32($0) }),

@@ -271,6 +271,13 @@ public final class PluginChain: @unchecked Sendable {
         let current = zeroed(2)
         current[0] = 1
         current[1] = 1
+        let changes = MessageRing.allocate(capacity: ChainState.changeCapacity)
+        let seenSettings = UnsafeMutablePointer<Int>.allocate(capacity: 2)
+        seenSettings.initialize(repeating: 0, count: 2)
+        cleanups.append {
+            changes.deallocate()
+            seenSettings.deallocate()
+        }
         state.initialize(to: ChainState(stages: stagePointer, stageCount: stages.count, inputChannels: inputs,
                                         outputChannels: outputChannels, width: width, between: between,
                                         sideInputs: sides.count, sideOutputs: cvOutputs.count,
@@ -278,7 +285,8 @@ public final class PluginChain: @unchecked Sendable {
                                         current: current, dry: delayLines(channels: outputChannels), counts: counts,
                                         sequenceURID: host.urid(LV2.atomSequence), midiURID: host.urid(LV2.midiEvent),
                                         timeURIDs: timeURIDs, timeSent: timeSent,
-                                        takesTime: stages.contains { $0.rt.takesTime }))
+                                        takesTime: stages.contains { $0.rt.takesTime }, changes: changes,
+                                        seenSettings: seenSettings))
         cleanups.append { [state] in
             between.deallocate()
             stagePointer.deallocate()
@@ -288,6 +296,7 @@ public final class PluginChain: @unchecked Sendable {
         }
         if let savedState { restoreSettings(from: savedState) }
         storeSettings()
+        markApplied()
         for p in problems { logger.error("\(p.description)", metadata: ["chain": "\(label)"]) }
     }
 
@@ -443,7 +452,12 @@ public final class PluginChain: @unchecked Sendable {
         fade.pointee = spec.bypass && enabled < 0 ? 1 : 0
         let midiBypassed = UnsafeMutablePointer<Int>.allocate(capacity: 1)
         midiBypassed.initialize(to: spec.bypass ? 1 : 0)
-        cleanups.append { midiBypassed.deallocate() }
+        let seen = UnsafeMutablePointer<Int>.allocate(capacity: stage.controls.count + 1)
+        seen.initialize(repeating: 0, count: stage.controls.count + 1)
+        cleanups.append {
+            midiBypassed.deallocate()
+            seen.deallocate()
+        }
         let takesMIDI = info.ports.contains { $0.kind == .atom && $0.isInput && $0.supportsMIDI }
         stage.rt = StageState(instances: instances, instanceCount: instanceCount, ins: layout.mainInputs.count,
                               sides: layout.sideInputs.count, outs: layout.outputs.count, widthIn: layout.widthIn,
@@ -455,7 +469,7 @@ public final class PluginChain: @unchecked Sendable {
                               midiChannels: spec.midiChannel.map { UInt32(1) << UInt32($0 - 1) } ?? 0xFFFF,
                               takesMIDI: takesMIDI,
                               takesTime: info.ports.contains { $0.kind == .atom && $0.isInput && $0.supportsTime },
-                              midiBypassed: midiBypassed)
+                              midiBypassed: midiBypassed, seen: seen)
         return stage
     }
 
