@@ -52,6 +52,11 @@ let package = Package(
             "CLilv", "LV2Host", "Realtime", "Presets",
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // Offline rendering: a chain over files, cycle by cycle, with the engines' own RT code and no JACK (docs/RENDER.md).
+        .target(name: "Render", dependencies: [
+            "Plugins", "Presets", "SoundFile", "MIDIFile", "Commands", "Realtime",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .target(name: "Engine", dependencies: [
             "Realtime", "Jack", "SoundFile", "Presets", "Plugins", "MIDIFile", "Commands",
             .product(name: "Logging", package: "swift-log"),
@@ -75,7 +80,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ], resources: [.copy("Resources")]),
         .executableTarget(name: "tandem", dependencies: [
-            "Engine", "Control", "Jack", "SoundFile", "Presets", "Realtime", "Plugins", "Commands", "WebAPI",
+            "Engine", "Control", "Jack", "SoundFile", "Presets", "Realtime", "Plugins", "Commands", "WebAPI", "Render",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),

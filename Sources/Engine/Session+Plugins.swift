@@ -19,8 +19,7 @@ extension Session {
     /// Where a session keeps its plugins' saved state: `<directory>/<name>.plugins/<engine>` (a rack's under
     /// `rack-<rack name>`).
     public static func pluginStateDirectory(_ session: SessionSection, engine: ChainEngine) -> String {
-        let folder = engine == .recorder || engine == .player ? engine.rawValue : "rack-\(engine.rawValue)"
-        return "\(session.directory)/\(session.name).plugins/\(folder)"
+        session.pluginStateDirectory(engine: engine.rawValue)
     }
 
     /// The engines that have a chain in this session: the recorder, the player, each in-process rack.
