@@ -102,7 +102,9 @@ let package = Package(
         .testTarget(name: "PluginsTests", dependencies: ["Plugins", "Presets", "TestSupport",
                                                         .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "TandemTests", dependencies: ["TestSupport", "SoundFile", "Engine", "Jack", "Control", "Plugins",
-                                                       "NSMServerFixture", "Commands"]),
+                                                       "NSMServerFixture", "Commands", "Render"]),
+        .testTarget(name: "RenderTests", dependencies: ["Render", "Plugins", "Presets", "Commands", "SoundFile",
+                                                       "TestSupport"]),
         .testTarget(name: "ControlTests", dependencies: ["Control", "Engine", "Presets", "TestSupport", "Commands"]),
     ],
     swiftLanguageModes: [.v6]

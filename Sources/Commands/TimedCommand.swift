@@ -69,15 +69,35 @@ public struct ControlLog: Sendable, Equatable, Codable {
     public var period: Int
     /// The take's first input frame was frame `cycleOffset` of its cycle (0 ..< period).
     public var cycleOffset: Int
+    /// The entries; one with a negative frame was applied after `chains` was taken and before the take's first
+    /// frame (a render applies it before that frame).
     public var entries: [TimedCommand]
     /// Changes applied that the log does not hold (a chain's change ring was full): the log is incomplete.
     public var dropped: Int?
+    /// Every chain of the session's process as it stood when the take was asked to start (its plugins with their
+    /// control values and bypass, its mix and gain), by engine name: where the log's changes start from.
+    public var chains: [String: ChainStart]?
 
-    public init(period: Int, cycleOffset: Int, entries: [TimedCommand] = [], dropped: Int? = nil) {
+    /// A chain as it stood when a take started.
+    public struct ChainStart: Sendable, Equatable, Codable {
+        public var plugins: [PluginSpec]
+        public var mix: Double
+        public var gainDB: Double
+
+        public init(plugins: [PluginSpec], mix: Double, gainDB: Double) {
+            self.plugins = plugins
+            self.mix = mix
+            self.gainDB = gainDB
+        }
+    }
+
+    public init(period: Int, cycleOffset: Int, entries: [TimedCommand] = [], dropped: Int? = nil,
+                chains: [String: ChainStart]? = nil) {
         self.period = period
         self.cycleOffset = cycleOffset
         self.entries = entries
         self.dropped = dropped
+        self.chains = chains
     }
 }
 

@@ -188,7 +188,8 @@ public final class Recorder: @unchecked Sendable {
         let chain = plugins.chain.flatMap { $0.isEmpty ? nil : $0 }
         return TakeContext(anchor: anchor(), ports: portInfo, xrunsAtStart: client.notifications.count(.xrun),
                            notes: notes, plugins: chain?.currentSpecs, pluginLatency: chain?.latency,
-                           pluginProblems: plugins.chain?.takeProblems, period: client.bufferSize)
+                           pluginProblems: plugins.chain?.takeProblems, period: client.bufferSize,
+                           chains: chainSnapshot?())
     }
 
     /// Whether the recorder starts its own takes on the level (`start = "level"`).
@@ -233,6 +234,9 @@ public final class Recorder: @unchecked Sendable {
         return position
     }
 
+    /// The session's chains as they stand now, for a take's control log (set by the session). Control thread.
+    public var chainSnapshot: (() -> [String: ControlLog.ChainStart])?
+
     /// Enters a control change in the running take's control log: a chain applied it at the cycle that began at JACK
     /// frame time `frameTime` (its engine's clock; every client of the server shares it).
     public func logControl(_ entry: TimedCommand, frameTime: UInt32) {
@@ -268,7 +272,7 @@ public final class Recorder: @unchecked Sendable {
                                                               notes: notes, playback: playback,
                                                               plugins: chain?.currentSpecs, pluginLatency: chain?.latency,
                                                               pluginProblems: plugins.chain?.takeProblems,
-                                                              period: client.bufferSize)))
+                                                              period: client.bufferSize, chains: chainSnapshot?())))
     }
 
     /// Starts a take whose first frame is the one captured at JACK frame time `frameTime` (which may lie a few

@@ -65,6 +65,16 @@ extension Session {
         }
     }
 
+    /// Every chain of this process as it stands now (what a take's control log starts from).
+    func chainSnapshot() -> [String: ControlLog.ChainStart] {
+        var out: [String: ControlLog.ChainStart] = [:]
+        for engine in chainEngines {
+            guard let c = chain(engine), !c.isEmpty else { continue }
+            out[engine.rawValue] = .init(plugins: c.currentSpecs, mix: c.mix, gainDB: c.gainDB)
+        }
+        return out
+    }
+
     /// Into the running take's log, or (in an isolated rack's process) to the session that records.
     func deliverControl(_ entry: TimedCommand, frameTime: UInt32) {
         if let r = recorder {

@@ -162,7 +162,8 @@ final class TakeFiles: @unchecked Sendable {
         if context.period > 0 {
             // The anchor is the start of a cycle: where the take's first frame falls in its cycle.
             let into = (start - context.anchor.streamPosition) % context.period
-            t.report.controlLog = ControlLog(period: context.period, cycleOffset: (into + context.period) % context.period)
+            t.report.controlLog = ControlLog(period: context.period, cycleOffset: (into + context.period) % context.period,
+                                             chains: context.chains)
         }
         if config.rotateOnClock, let seconds = config.rotateSeconds,
            var w = WallClockRotation(intervalSeconds: Int(seconds), zone: .current, sampleRate: sampleRate,
@@ -343,8 +344,10 @@ final class TakeFiles: @unchecked Sendable {
     /// entered in the take's control log at its input frame. Outside the take it is not kept.
     func logControl(_ entry: TimedCommand, at position: Int) {
         guard let t = take, var log = t.report.controlLog else { return }
+        // Before the take's first frame: applied after the chains were taken for the log, and kept (a render applies
+        // it before that frame).
         let input = t.start - t.compensation
-        guard position >= input, position < (t.end ?? Int.max) - t.compensation else { return }
+        guard position < (t.end ?? Int.max) - t.compensation else { return }
         var e = entry
         e.frame = position - input
         log.entries.append(e)

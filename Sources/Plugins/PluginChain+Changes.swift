@@ -60,9 +60,10 @@ extension PluginChain {
     /// Changes the process thread could not note because the last ones had not been read (the ring was full).
     public var changesDropped: Int { state.pointee.counts.load(ChainState.Count.changesDropped.rawValue) }
 
-    /// The values the chain starts with count as applied: only what changes after building is noted. Control
-    /// thread, before the chain runs.
-    func markApplied() {
+    /// The values the chain holds now count as applied: only what changes later is noted. Building calls it; a
+    /// caller that sets the values a chain must start from (a render of a take: the values the take started with,
+    /// over the saved state) calls it again before the chain runs. Control thread.
+    public func markApplied() {
         let c = state.pointee
         for s in stages {
             for k in 0..<s.controls.count { s.rt.seen[k] = s.rt.controls.load(k) }

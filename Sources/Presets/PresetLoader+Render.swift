@@ -199,14 +199,21 @@ public enum RenderTemplate {
     /// Why `output` cannot name the outputs of `inputs` jobs (nil: it can).
     public static func problem(_ output: String, inputs: Int) -> String? {
         let name = (output as NSString).lastPathComponent
-        var probe = name
-        probe = probe.replacingOccurrences(of: "{input}", with: "x")
-        for p in FileNameTemplate(probe).problems() {
-            if p.contains("{channel}") || p.contains("{chunk}") { continue }
-            return p.replacingOccurrences(of: "file template", with: "the output")
+        var rest = Substring(name)
+        while let open = rest.firstIndex(of: "{"), let close = rest[open...].firstIndex(of: "}") {
+            let inner = rest[rest.index(after: open)..<close]
+            let word = String(inner.split(separator: ":", maxSplits: 1).first ?? "")
+            if word == "channel" || word == "chunk" {
+                return "the output takes {input}, {take}, {session}, {date} and {time}, not {\(word)}"
+            }
+            if !placeholders.contains(word) {
+                return "unknown placeholder {\(inner)} in the output (known: "
+                    + placeholders.map { "{\($0)}" }.joined(separator: ", ") + ")"
+            }
+            rest = rest[rest.index(after: close)...]
         }
-        if probe.contains("{channel") || probe.contains("{chunk") {
-            return "the output takes {input}, {take}, {session}, {date} and {time}, not {channel} or {chunk}"
+        for p in FileNameTemplate(name.replacingOccurrences(of: "{input}", with: "x")).problems() {
+            return p.replacingOccurrences(of: "file template", with: "the output")
         }
         if inputs > 1 && !name.contains("{input}") && !name.contains("{take") {
             return "\(inputs) inputs need an output template with {input} or {take} (e.g. \"out/{input}.wav\"), or a folder"

@@ -100,7 +100,9 @@ public enum AutomationList {
     /// The events of a take's control log that act on `engine`, at their frames.
     public static func events(_ log: ControlLog, engine: String, take: String) -> [AutomationEvent] {
         log.entries.filter { $0.engine == engine }.map {
-            AutomationEvent(at: $0.frame, address: $0.address, args: $0.args, origin: "\(take)'s control log")
+            var e = AutomationEvent(at: $0.frame, address: $0.address, args: $0.args, origin: "\(take)'s control log")
+            e.logged = true
+            return e
         }
     }
 }

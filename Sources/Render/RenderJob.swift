@@ -30,6 +30,9 @@ public struct RenderChain: Sendable, Codable, Equatable {
     public var playerGainDB: Double = 0
     /// A plugin that cannot run: the job fails (true), or it runs without it and says so.
     public var strict = true
+    /// The plugins' control values and bypass are where the chain starts, over any saved state (a take rendered
+    /// again: the values it started with).
+    public var startsAsGiven = false
 
     public init(kind: Kind, engine: String, plugins: [PluginSpec], inputs: Int, outputs: Int?) {
         self.kind = kind
@@ -63,6 +66,9 @@ public struct AutomationEvent: Sendable, Codable, Equatable {
     public var midi: [UInt8]?
     /// Where it was written ("auto.txt:12", "preset.toml:40", "take 3's log"), for messages.
     public var origin: String
+    /// From a take's control log: it may lie before the input's start (applied after the log's start values were
+    /// taken and before the take's first frame), and is then applied before the first frame.
+    public var logged = false
 
     public init(at: Int, address: String?, args: [CommandValue] = [], midi: [UInt8]? = nil, origin: String) {
         self.at = at

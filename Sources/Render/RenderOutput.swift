@@ -8,7 +8,7 @@ import SoundFile
 /// are there.
 ///
 /// Threads: one owner (the job).
-final class RenderOutput {
+public final class RenderOutput {
     let path: String
     let partial: String
     let writer: SoundFileWriter
@@ -27,10 +27,11 @@ final class RenderOutput {
         return nil
     }
 
-    static func partialName(_ path: String) -> String {
+    /// The name an output has while process `pid` writes it.
+    public static func partialName(_ path: String, pid: Int32 = getpid()) -> String {
         let ns = path as NSString
-        return ns.deletingLastPathComponent.isEmpty ? ".\(ns.lastPathComponent).rendering-\(getpid())"
-            : (ns.deletingLastPathComponent as NSString).appendingPathComponent(".\(ns.lastPathComponent).rendering-\(getpid())")
+        return ns.deletingLastPathComponent.isEmpty ? ".\(ns.lastPathComponent).rendering-\(pid)"
+            : (ns.deletingLastPathComponent as NSString).appendingPathComponent(".\(ns.lastPathComponent).rendering-\(pid)")
     }
 
     init(path: String, format: AudioFormat, channels: Int, sampleRate: Int, broadcast: BroadcastInfo?) throws(RenderError) {

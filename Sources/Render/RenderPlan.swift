@@ -61,8 +61,17 @@ public enum RenderPlan {
         case .failure(let why): return .failure(RenderProblems([why.message]))
         case .success(let c): chain = c
         }
-        if let take, chain.kind == .recorder, let specs = take.plugins {
-            chain.plugins = specs   // the chain as it was when the take started
+        if let take {
+            // The chain as it was when the take was asked to start.
+            if let start = take.controlLog?.chains?[chain.engine] {
+                chain.plugins = start.plugins
+                chain.mix = start.mix
+                chain.gainDB = start.gainDB
+                chain.startsAsGiven = true
+            } else if chain.kind == .recorder, let specs = take.plugins {
+                chain.plugins = specs
+                chain.startsAsGiven = true
+            }
         }
         if let strict = r.strict { chain.strict = strict }
         if host.canLookUp {
@@ -81,8 +90,16 @@ public enum RenderPlan {
             switch takeSources(take, report: t, chain: chain) {
             case .failure(let why): problems.append(why.message)
             case .success(let inputs):
-                sources = [inputs]
-                midiSources = [nil]
+                let midi = inputs.filter { isMIDI($0.path) }
+                if midi.isEmpty {
+                    sources = [inputs]
+                    midiSources = [nil]
+                } else if midi.count == 1 && inputs.count == 1 {
+                    sources = [[]]
+                    midiSources = [midi[0].path]
+                } else {
+                    problems.append("take \(take.take) was recorded beside a queue of MIDI and audio files: render them as inputs")
+                }
             }
         } else {
             let files = r.inputs.isEmpty ? section.inputs : r.inputs

@@ -65,6 +65,13 @@ public enum Renderer {
             throw RenderError(.badInput, "the \(job.chain.engine)'s chain cannot run as asked at \(rate) Hz: "
                               + fatal.map(\.description).joined(separator: "; "))
         }
+        if job.chain.startsAsGiven {
+            for spec in PluginSpec.uniqueNames(job.chain.plugins) {
+                for c in spec.controls { _ = try? chain.set(spec.name, c.symbol, c.value) }
+                try? chain.setBypass(spec.name, spec.bypass)
+            }
+            chain.markApplied()
+        }
         let startSpecs = chain.currentSpecs
         let mainOut = chainOutputs ?? (chain.isEmpty ? job.chain.inputs : chain.outputChannels)
         guard mainOut > 0 else { throw RenderError(.badInput, "the chain gives no audio output") }
@@ -84,7 +91,15 @@ public enum Renderer {
             case .failure(let why): throw why
             case .success(let a): action = a
             }
-            if e.at < 0 { throw RenderError(.badInput, "\(e.origin): frame \(e.at) is before the input's start") }
+            if e.at < 0 && !e.logged {
+                throw RenderError(.badInput, "\(e.origin): frame \(e.at) is before the input's start")
+            }
+            if e.at >= inputFrames + tailFixed && e.logged {
+                // A change made live after the take's last input frame (while it recorded its tail): outside what
+                // is rendered again.
+                logger.info("a logged change after the input's end is not applied", metadata: ["event": "\(e.line)"])
+                continue
+            }
             if e.at >= inputFrames + tailFixed {
                 throw RenderError(.badInput, "\(e.origin): frame \(e.at) is past the end of the input (\(inputFrames) frames"
                                   + (tailFixed > 0 ? " and a tail of \(tailFixed)" : "") + ")")

@@ -118,6 +118,8 @@ final class RenderBatch {
                 }()
                 close(child.fd)
                 let job = child.job
+                // What a child that died wrote keeps its partial name: removed here.
+                for path in [job.output, job.report] { unlink(RenderOutput.partialName(path, pid: child.process.pid)) }
                 if code > 128 {
                     let sig = code - 128
                     finished(job, .failed(.failed, "its process was killed by signal \(sig) (\(Self.signalName(sig)))"
