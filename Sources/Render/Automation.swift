@@ -2,6 +2,7 @@ import Commands
 import Foundation
 import Plugins
 import Presets
+import SoundFile
 
 /// Automation lists: what a render applies at frames, read from a file (`automation = "..."`, `--automation`), from
 /// `[[render.event]]`s, or from a take's control log; and the checks every event passes before anything runs.
@@ -217,5 +218,55 @@ public enum RenderCheck {
             }
         }
         return problems
+    }
+}
+
+extension RenderCheck {
+    /// What `tandem render` would refuse in a preset's `[render]` table (beyond what the loader checks): its chain,
+    /// its automation file, each event against that chain's plugins, events past the end of the inputs it names, an
+    /// output that exists. `tandem preset check` reports these with the preset's other problems.
+    public static func preset(_ preset: Preset, host: PluginHost = .shared) -> [PresetProblem] {
+        guard let section = preset.render else { return [] }
+        let file = preset.path ?? "preset"
+        func problem(_ key: String, _ line: Int?, _ message: String) -> PresetProblem {
+            PresetProblem(file: file, line: line, key: key, message: message)
+        }
+        var request = RenderRequest()
+        request.preset = preset
+        let chain: RenderChain
+        switch RenderPlan.chainFor(request, section: section, take: nil, host: host) {
+        case .failure(let why): return [problem("render.engine", section.line, why.message)]
+        case .success(let c): chain = c
+        }
+        var out: [PresetProblem] = []
+        var entries: [(AutomationEntry, String, String)] = []
+        if let path = section.automationFile {
+            let (list, bad) = AutomationList.read(path)
+            out += bad.map { problem("render.automation", nil, $0) }
+            entries += list.map { ($0, "\(path):\($0.line ?? 0)", "render.automation") }
+        }
+        entries += section.events.map { ($0, "\(file):\($0.line ?? 0) [[render.event]]", "render.event") }
+        let rate = section.sampleRate ?? section.inputs.first.flatMap { try? SoundFileReader(path: $0).sampleRate } ?? 48000
+        let (events, bad) = AutomationList.events(entries.map(\.0), rate: rate) { e in
+            entries.first { $0.0 == e }?.1 ?? "automation"
+        }
+        out += bad.map { problem("render.event", nil, $0) }
+        out += RenderCheck.events(events, chain: chain, host: host).map { problem("render.event", nil, $0) }
+        // Past the end of an input the table names (a fixed tail counts; "silence" does not).
+        var tail = 0
+        if case .seconds(let s) = section.tail { tail = Limits.frames(seconds: s, rate: Double(rate)) ?? 0 }
+        for input in section.inputs {
+            guard let r = try? SoundFileReader(path: input) else { continue }
+            let frames = r.sampleRate == rate ? r.frames : Int((Double(r.frames) * Double(rate) / Double(r.sampleRate)).rounded())
+            for e in events where e.at >= frames + tail {
+                out.append(problem("render.event", nil, "\(e.origin): frame \(e.at) is past the end of '\(input)'"
+                                   + " (\(frames) frames" + (tail > 0 ? " and a tail of \(tail))" : ")")))
+            }
+        }
+        if let o = section.output, section.inputs.count <= 1, !o.contains("{"), !RenderPlan.isFolder(o),
+           FileManager.default.fileExists(atPath: o) {
+            out.append(problem("render.output", nil, "'\(o)' exists: a render never overwrites a file"))
+        }
+        return out
     }
 }
