@@ -52,6 +52,11 @@ let package = Package(
             "CLilv", "LV2Host", "Realtime", "Presets",
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // Offline rendering: a chain over files, cycle by cycle, with the engines' own RT code and no JACK (docs/RENDER.md).
+        .target(name: "Render", dependencies: [
+            "Plugins", "Presets", "SoundFile", "MIDIFile", "Commands", "Realtime",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .target(name: "Engine", dependencies: [
             "Realtime", "Jack", "SoundFile", "Presets", "Plugins", "MIDIFile", "Commands",
             .product(name: "Logging", package: "swift-log"),
@@ -74,7 +79,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ], resources: [.copy("Resources")]),
         .executableTarget(name: "tandem", dependencies: [
-            "Engine", "Control", "Jack", "SoundFile", "Presets", "Realtime", "Plugins", "Commands", "WebAPI",
+            "Engine", "Control", "Jack", "SoundFile", "Presets", "Realtime", "Plugins", "Commands", "WebAPI", "Render",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -97,7 +102,9 @@ let package = Package(
         .testTarget(name: "PluginsTests", dependencies: ["Plugins", "Presets", "TestSupport",
                                                         .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "TandemTests", dependencies: ["TestSupport", "SoundFile", "Engine", "Jack", "Control", "Plugins",
-                                                       "NSMServerFixture", "Commands"]),
+                                                       "NSMServerFixture", "Commands", "Render"]),
+        .testTarget(name: "RenderTests", dependencies: ["Render", "Plugins", "Presets", "Commands", "SoundFile",
+                                                       "TestSupport"]),
         .testTarget(name: "ControlTests", dependencies: ["Control", "Engine", "Presets", "TestSupport", "Commands"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,3 +1,4 @@
+import Commands
 import Presets
 import Foundation
 import Logging
@@ -40,6 +41,10 @@ final class DiskWriter: @unchecked Sendable {
         case context(TakeContext)
         /// A marker at stream position `at` (the frame the request arrived at).
         case mark(at: Int, label: String, source: String?)
+        /// A control change applied at the cycle that began at stream position `at`, for the take's control log.
+        case control(at: Int, TimedCommand)
+        /// Changes a chain could not note (see `TakeFiles.controlLogDropped`).
+        case controlDropped(Int)
         /// Apply the retention policy now (at start).
         case retention
     }
@@ -213,6 +218,10 @@ final class DiskWriter: @unchecked Sendable {
             }
         case .mark(let at, let label, let source):
             files.mark(at: at, label: label, source: source)
+        case .control(let at, let entry):
+            files.logControl(entry, at: at)
+        case .controlDropped(let n):
+            files.controlLogDropped(n)
         case .retention:
             files.applyRetention()
         }

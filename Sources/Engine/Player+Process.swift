@@ -33,7 +33,10 @@ extension PlayerState {
         for ch in 0..<s.channels { s.buffers[ch] = chain == nil ? s.outputs.buffers[ch] : s.chainIn[ch] }
         defer {
             // The chain runs every cycle, stopped or not, so effects ring out.
-            if let chain { ChainState.run(chain.pointee, inputs: s.buffers, outputs: s.outputs.buffers, frames: n) }
+            if let chain {
+                ChainState.run(chain.pointee, inputs: s.buffers, outputs: s.outputs.buffers, frames: n,
+                               clock: Int(frameTime))
+            }
             c.add(Counter.cycles.rawValue, 1)
             // Wake the reader once the ring has room for a chunk, and not again until it has written: an idle or
             // drained reader is not woken every cycle.

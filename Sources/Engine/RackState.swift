@@ -79,6 +79,15 @@ struct RackState: EngineState {
         midi.resetCounters()
     }
 
+    /// The chain's path over this state's buffers (`ChainPath` runs a rack's chain, live and offline alike).
+    /// Realtime: safe.
+    @inline(__always)
+    var path: ChainPath {
+        ChainPath(inputs: inputs.buffers, inputChannels: inputs.channels, sides: sides, outputs: outputs.buffers,
+                  outputChannels: outputs.channels, sideOutputs: sideOutputs, fade: fade,
+                  sequenceURID: midi.sequenceURID)
+    }
+
     func counter(_ c: Counter) -> Int { counters.load(c.rawValue) }
     var cyclesRun: Int { counter(.cycles) }
     var missedFrames: Int { counter(.missedFrames) }

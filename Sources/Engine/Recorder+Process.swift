@@ -53,7 +53,8 @@ extension RecorderState {
 
         var latency = 0
         if let chain = s.chain.acquire() {
-            ChainState.run(chain.pointee, inputs: s.inputs.buffers, outputs: s.wet, frames: n)
+            ChainState.run(chain.pointee, inputs: s.inputs.buffers, outputs: s.wet, frames: n,
+                           clock: Int(frameTime))
             for c in 0..<s.channels { s.recorded[c] = s.wet[c] }
             latency = ChainState.latency(chain.pointee, limit: s.latencyLimit)
         } else {

@@ -1,3 +1,4 @@
+import Commands
 import Foundation
 import Jack
 import Logging
@@ -187,7 +188,8 @@ public final class Recorder: @unchecked Sendable {
         let chain = plugins.chain.flatMap { $0.isEmpty ? nil : $0 }
         return TakeContext(anchor: anchor(), ports: portInfo, xrunsAtStart: client.notifications.count(.xrun),
                            notes: notes, plugins: chain?.currentSpecs, pluginLatency: chain?.latency,
-                           pluginProblems: plugins.chain?.takeProblems)
+                           pluginProblems: plugins.chain?.takeProblems, period: client.bufferSize,
+                           chains: chainSnapshot?())
     }
 
     /// Whether the recorder starts its own takes on the level (`start = "level"`).
@@ -232,6 +234,22 @@ public final class Recorder: @unchecked Sendable {
         return position
     }
 
+    /// The session's chains as they stand now, for a take's control log (set by the session). Control thread.
+    public var chainSnapshot: (() -> [String: ControlLog.ChainStart])?
+
+    /// Enters a control change in the running take's control log: a chain applied it at the cycle that began at JACK
+    /// frame time `frameTime` (its engine's clock; every client of the server shares it).
+    public func logControl(_ entry: TimedCommand, frameTime: UInt32) {
+        guard isRecording else { return }
+        let a = anchor()
+        writer.send(.control(at: a.streamPosition + Int(Int32(bitPattern: frameTime &- a.frameTime)), entry))
+    }
+
+    /// Changes a chain applied during the take that its log does not hold.
+    public func logControlDropped(_ count: Int) {
+        if isRecording && count > 0 { writer.send(.controlDropped(count)) }
+    }
+
     /// Runs the retention policy once (the writer does it again after each take and chunk).
     public func applyRetention() {
         if config.retention != nil { writer.send(.retention) }
@@ -253,7 +271,8 @@ public final class Recorder: @unchecked Sendable {
                                                               xrunsAtStart: client.notifications.count(.xrun),
                                                               notes: notes, playback: playback,
                                                               plugins: chain?.currentSpecs, pluginLatency: chain?.latency,
-                                                              pluginProblems: plugins.chain?.takeProblems)))
+                                                              pluginProblems: plugins.chain?.takeProblems,
+                                                              period: client.bufferSize, chains: chainSnapshot?())))
     }
 
     /// Starts a take whose first frame is the one captured at JACK frame time `frameTime` (which may lie a few

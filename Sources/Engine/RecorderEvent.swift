@@ -1,3 +1,4 @@
+import Commands
 import Foundation
 import Presets
 
@@ -49,4 +50,8 @@ struct TakeContext: Sendable {
     var pluginLatency: Int? = nil
     /// Plugins of the chain bypassed, or settings of them ignored, when the take starts.
     var pluginProblems: [TakeReport.PluginProblem]? = nil
+    /// The server's period when the take starts (0: not known), and the session's chains then, for the take's
+    /// control log.
+    var period = 0
+    var chains: [String: ControlLog.ChainStart]? = nil
 }

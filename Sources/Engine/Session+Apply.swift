@@ -54,6 +54,7 @@ extension Session {
             }
             recorder = try Recorder(config: want, server: server, logger: Logger(label: "tandem.rec"),
                                     strictPlugins: strictPlugins)
+            recorder?.chainSnapshot = { [weak self] in self?.chainSnapshot() ?? [:] }
             if recorder?.client.isRealtime == false {
                 logger.warning("\(Self.notRealtimeWarning)")
             }

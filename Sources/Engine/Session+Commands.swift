@@ -155,6 +155,7 @@ extension Session {
             guard let chain = runningChain(ChainEngine(rawValue: e)) else { return .refused("the \(e) has no plugin chain", .notFound) }
             if let mix {
                 chain.mix = mix
+                controlLog.sources[ControlLogState.key(e, "mix")] = context.source
                 events.append(.chainLevelChanged(engine: e, mix: chain.mix, gainDB: chain.gainDB, source: context.source))
             }
             return .done("\(chain.mix)")
@@ -163,6 +164,7 @@ extension Session {
             guard let chain = runningChain(ChainEngine(rawValue: e)) else { return .refused("the \(e) has no plugin chain", .notFound) }
             if let dB {
                 chain.gainDB = dB
+                controlLog.sources[ControlLogState.key(e, "gain")] = context.source
                 events.append(.chainLevelChanged(engine: e, mix: chain.mix, gainDB: chain.gainDB, source: context.source))
             }
             return .done("\(chain.gainDB)")

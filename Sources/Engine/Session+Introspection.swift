@@ -1,3 +1,4 @@
+import Commands
 import Foundation
 import Jack
 import Plugins
@@ -194,6 +195,11 @@ extension Session {
         specs[index].preset = uri
         specs[index].controls = []
         replaceChain(engine, specs)
+        if let rebuilt = self.chain(engine) {
+            // Logged at the new chain's first cycle (see Session+ControlLog).
+            controlLog.presets[ObjectIdentifier(rebuilt)] = .preset(0, engine: engine.rawValue, plugin: plugin, uri: uri,
+                                                                     source: source)
+        }
         events.append(.presetLoaded(engine: engine.rawValue, plugin: plugin, preset: uri, source: source))
         // Subscribers hear every control of the plugin as the preset left it.
         if let rebuilt = self.chain(engine), let status = rebuilt.status.first(where: { $0.name == plugin }) {

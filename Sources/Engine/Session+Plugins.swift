@@ -19,8 +19,7 @@ extension Session {
     /// Where a session keeps its plugins' saved state: `<directory>/<name>.plugins/<engine>` (a rack's under
     /// `rack-<rack name>`).
     public static func pluginStateDirectory(_ session: SessionSection, engine: ChainEngine) -> String {
-        let folder = engine == .recorder || engine == .player ? engine.rawValue : "rack-\(engine.rawValue)"
-        return "\(session.directory)/\(session.name).plugins/\(folder)"
+        session.pluginStateDirectory(engine: engine.rawValue)
     }
 
     /// The engines that have a chain in this session: the recorder, the player, each in-process rack.
@@ -51,6 +50,7 @@ extension Session {
 
     /// Rebuilds an engine's chain with `specs` (off the process thread; swapped at a cycle boundary).
     func replaceChain(_ engine: ChainEngine, _ specs: [PluginSpec]) {
+        tickControlLog()   // what the chain going out applied is logged before it goes
         switch engine {
         case .recorder: recorder?.replacePlugins(specs, savedState: nil)
         case .player: player?.replacePlugins(specs, savedState: nil)
@@ -69,6 +69,7 @@ extension Session {
                                   + ($0.controlPort.map(String.init) ?? "not open") + ")" } ?? ""))
         }
         let set = try c.set(plugin, symbol, value, clamp: clamp)
+        controlLog.sources[ControlLogState.key(engine.rawValue, plugin, symbol)] = source
         events.append(.controlChanged(engine: engine.rawValue, plugin: plugin, symbol: symbol, value: set, source: source))
         return set
     }
@@ -80,6 +81,7 @@ extension Session {
         }
         let was = try c.isBypassed(plugin)
         try c.setBypass(plugin, on)
+        controlLog.sources[ControlLogState.key(engine.rawValue, plugin, "bypass")] = source
         if was != on { events.append(.bypassChanged(engine: engine.rawValue, plugin: plugin, bypassed: on, source: source)) }
     }
 
@@ -112,6 +114,7 @@ extension Session {
     /// with the change (`PluginSaveMark`): a control value that hung a plugin is never saved, so a restarted rack
     /// does not come back hung. And reports latency changes to JACK.
     func tickPlugins() {
+        tickControlLog()
         recorder?.plugins.collect()
         player?.plugins.collect()
         recorder?.refreshPluginLatency()

@@ -175,7 +175,9 @@ extension Session {
             let wasDown = s.downSince != nil
             defer {
                 for e in s.takeRelayedEvents() {
-                    if e.kind == "mark" {
+                    if e.kind == "control" {
+                        relayedControl(e.text)   // a change the rack's process applied, for the take's log
+                    } else if e.kind == "mark" {
                         // A marker map fired in the rack's process: "FRAMETIME LABEL".
                         let parts = e.text.split(separator: " ", maxSplits: 1).map(String.init)
                         if let frame = parts.first.flatMap({ UInt32($0) }),
@@ -257,13 +259,10 @@ extension RackConfig {
         mix = r.mix
         let named = PluginSpec.uniqueNames(r.plugins)
         let infos = named.compactMap { spec in host.plugin(spec.uri).map { (spec, $0) } }
-        let firstMain = infos.first.map { _, info in
-            info.ports.filter { $0.kind == .audio && $0.isInput && !$0.isSideChain && !$0.isOptional }.count
-        }
-        // An instrument first (no audio input): no audio input port unless asked.
-        let ins = r.inputs?.count ?? (firstMain == 0 ? 0 : max(1, firstMain ?? 2))
+        // An instrument first (no audio input): no audio input port unless asked (the same shape a render takes).
+        let (ins, outs) = ChainLayout.throughShape(r.plugins, inputs: r.inputs?.count, outputs: r.outputs?.count,
+                                                   label: "rack \(r.name)", host: host)
         let plan = ChainLayout.plan(infos, inputs: ins, outputs: r.outputs?.count, label: "rack \(r.name)")
-        let outs = r.outputs?.count ?? plan.stages.compactMap { $0 }.last?.widthOut ?? ins
         inputs = r.inputs ?? (0..<ins).map { "in_\($0 + 1)" }
         outputs = r.outputs ?? (1...max(1, outs)).map { "out_\($0)" }
         sideInputs = zip(infos, plan.stages).flatMap { pair, stage -> [String] in

@@ -1,3 +1,4 @@
+import Commands
 import Foundation
 import Jack
 import Logging
@@ -86,6 +87,11 @@ public final class Session {
     /// In an isolated rack's process (no recorder): where a marker map's marker goes (label, JACK frame time), to be
     /// relayed to the session that records.
     public var markRelay: ((String, UInt32) -> Void)?
+    /// In an isolated rack's process: where its chain's control changes go (an entry, the JACK frame time of the cycle
+    /// that applied it), to be relayed to the session that records (see Session+ControlLog).
+    public var controlRelay: ((TimedCommand, UInt32) -> Void)?
+    /// What the control log needs between turns (see Session+ControlLog).
+    var controlLog = ControlLogState()
 
     public init(logger: Logger = Logger(label: "tandem.session")) {
         self.logger = logger

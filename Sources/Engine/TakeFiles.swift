@@ -1,4 +1,5 @@
 import Presets
+import Commands
 import Foundation
 import Logging
 import Realtime
@@ -158,6 +159,12 @@ final class TakeFiles: @unchecked Sendable {
         take = t
         if config.maxDurationSeconds != nil { t.endReason = .durationReached }
         if let p = context.pluginProblems, !p.isEmpty { t.report.pluginProblems = p }
+        if context.period > 0 {
+            // The anchor is the start of a cycle: where the take's first frame falls in its cycle.
+            let into = (start - context.anchor.streamPosition) % context.period
+            t.report.controlLog = ControlLog(period: context.period, cycleOffset: (into + context.period) % context.period,
+                                             chains: context.chains)
+        }
         if config.rotateOnClock, let seconds = config.rotateSeconds,
            var w = WallClockRotation(intervalSeconds: Int(seconds), zone: .current, sampleRate: sampleRate,
                                      anchorFrame: context.anchor.streamPosition, anchorTime: context.anchor.wallClock) {
@@ -331,6 +338,28 @@ final class TakeFiles: @unchecked Sendable {
         t.report.latencyCompensation = c
         logger.warning("plugin latency changed during a take", metadata: [
             "take": "\(t.number)", "from": "\(old)", "to": "\(frames)", "frame": "\(position - t.start)"])
+    }
+
+    /// A control change a chain applied at the cycle that began at stream position `position` (an input position):
+    /// entered in the take's control log at its input frame. Outside the take it is not kept.
+    func logControl(_ entry: TimedCommand, at position: Int) {
+        guard let t = take, var log = t.report.controlLog else { return }
+        // Before the take's first frame: applied after the chains were taken for the log, and kept (a render applies
+        // it before that frame).
+        let input = t.start - t.compensation
+        guard position < (t.end ?? Int.max) - t.compensation else { return }
+        var e = entry
+        e.frame = position - input
+        log.entries.append(e)
+        t.report.controlLog = log
+    }
+
+    /// Changes some chain applied that its process thread could not note (its ring was full): the log says it is
+    /// incomplete.
+    func controlLogDropped(_ count: Int) {
+        guard let t = take, var log = t.report.controlLog, count > 0 else { return }
+        log.dropped = (log.dropped ?? 0) + count
+        t.report.controlLog = log
     }
 
     /// Plugins bypassed or settings ignored from stream position `position` on (a rebuilt chain).

@@ -1,6 +1,7 @@
 import Foundation
 import Presets
 import Jack
+import Commands
 
 /// Why a take ended, as written in its sidecar.
 public enum TakeEnd: String, Codable, Sendable {
@@ -120,6 +121,10 @@ public struct TakeReport: Codable, Sendable {
     public var trigger: TriggerInfo? = nil
     /// Markers added during the take, at their frames (absent when there were none).
     public var markers: [TakeMarker]? = nil
+    /// The control changes made while the take recorded (plugin controls, bypass, mix, gain, LV2 presets of every
+    /// chain of the session), each at the input frame of the cycle that applied it, with the period and the take's
+    /// place in its cycle: what `tandem render --take` applies again at the same frames (absent in older reports).
+    public var controlLog: ControlLog? = nil
 
     /// Encodes as pretty JSON.
     public func json() -> Data {

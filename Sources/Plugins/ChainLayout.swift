@@ -122,3 +122,21 @@ public struct ChainLayout: Sendable, Equatable {
         return ([], problems)   // not reached: the second attempt always returns
     }
 }
+
+extension ChainLayout {
+    /// The main inputs and outputs of a through path (a rack) for a chain, where the preset does not give them:
+    /// inputs, what the first plugin takes (none for an instrument first; 2 when it cannot be looked up); outputs,
+    /// what the chain gives from them (mono→stereo, stereo→mono, N instances of a mono plugin). What a live rack's
+    /// ports and a render of that rack share. Control thread.
+    public static func throughShape(_ specs: [PluginSpec], inputs: Int?, outputs: Int?, label: String,
+                                    host: PluginHost = .shared) -> (inputs: Int, outputs: Int) {
+        let named = PluginSpec.uniqueNames(specs)
+        let infos = named.compactMap { spec in host.plugin(spec.uri).map { (spec, $0) } }
+        let firstMain = infos.first.map { _, info in
+            info.ports.filter { $0.kind == .audio && $0.isInput && !$0.isSideChain && !$0.isOptional }.count
+        }
+        let ins = inputs ?? (firstMain == 0 ? 0 : max(1, firstMain ?? 2))
+        let plan = plan(infos, inputs: ins, outputs: outputs, label: label)
+        return (ins, outputs ?? plan.stages.compactMap { $0 }.last?.widthOut ?? ins)
+    }
+}

@@ -37,6 +37,12 @@ public struct ChainState: BitwiseCopyable {
     let timeSent: UnsafeMutablePointer<Int>
     /// Whether some stage takes time:Position (only then does a rack ask JACK for the transport each cycle).
     let takesTime: Bool
+    /// What changed at the start of a cycle (a control value, a bypass, the mix, the gain, the chain's first cycle),
+    /// each with the cycle's clock: the process thread is its producer, the control thread (`PluginChain.drainChanges`)
+    /// its consumer. A take's control log and a render's report are made of these (see `ChainChange`).
+    let changes: MessageRing
+    /// Process thread only: the mix and gain cells (`settings`) as last applied, for telling a change.
+    let seenSettings: UnsafeMutablePointer<Int>
 
     enum Setting: Int, CaseIterable { case mix, gain }
     enum Count: Int, CaseIterable {
@@ -48,7 +54,24 @@ public struct ChainState: BitwiseCopyable {
         case midiDropped
         /// MIDI events given to plugins' atom inputs.
         case midiDelivered
+        /// Changes not put on `changes` because nobody had read the ones before (the ring was full).
+        case changesDropped
     }
+
+    /// Kinds of the messages on `changes` (`RTMessage.kind`); `a` is always the cycle's clock.
+    enum Change: Int32 {
+        /// b: stage << 32 | control index, c: the value's Float bits.
+        case control = 1
+        /// b: stage, c: 1 bypassed, 0 running.
+        case bypass = 2
+        /// c: the Float bits of the wanted mix, or of the wanted linear gain.
+        case mix = 3
+        case gain = 4
+        /// The chain's first cycle (a chain swapped in: an LV2 preset loaded, a rebuilt chain).
+        case started = 5
+    }
+    /// How many changes `changes` holds before the process thread drops and counts them.
+    static let changeCapacity = 1024
 }
 
 /// One plugin of the chain: one instance, or one per group of channels.
@@ -96,6 +119,9 @@ struct StageState: BitwiseCopyable {
     /// The cost a cycle of one frame may have before it counts as over budget (`StageTiming.budgetShare` of the
     /// frame's duration), in nanoseconds times 1024 (a cycle of n frames: n times this over 1024).
     let budgetPerFrame: Int
+    /// Process thread only: each control cell as last applied (`controlCount` of them), then the bypass cell, for
+    /// telling a change (a cycle that applies a new value says so on `ChainState.changes`).
+    let seen: UnsafeMutablePointer<Int>
 }
 
 /// What a plugin's cycles cost, for "which plugin spikes" (status, HTTP, OSC, metrics): cycles run, their mean and

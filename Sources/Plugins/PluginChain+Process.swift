@@ -10,45 +10,67 @@ extension ChainState {
     /// Runs every stage over `frames` frames: `inputs` (`inputChannels` buffers, read only) through the chain into
     /// `outputs` (`outputChannels` buffers), which must not alias `inputs`. `sides`: one buffer per side input
     /// (`sideInputs`), or nil to leave them all silent. `midi`: the cycle's MIDI for the plugins that take it, and
-    /// where the MIDI they write goes (see `ChainMIDI`).
+    /// where the MIDI they write goes (see `ChainMIDI`). `clock`: the cycle's place on the engine's clock (a JACK
+    /// frame time; a render's frame), which every change this cycle applies is noted with (see `changes`).
     ///
     /// Floating point: the plugins run with flush-to-zero and denormals-are-zero set (see docs/ARCHITECTURE.md,
     /// "Denormals"); the thread's own mode is restored before returning. Realtime: safe.
     @inline(__always)
     public static func run(_ c: ChainState, inputs: UnsafePointer<UnsafeMutablePointer<Float>>,
                            outputs: UnsafePointer<UnsafeMutablePointer<Float>>, frames: Int,
-                           sides: UnsafePointer<UnsafeMutablePointer<Float>>? = nil, midi: ChainMIDI = .none) {
+                           sides: UnsafePointer<UnsafeMutablePointer<Float>>? = nil, midi: ChainMIDI = .none,
+                           clock: Int = 0) {
         let mode = lv2host_fp_enter()
         defer { lv2host_fp_leave(mode) }
+        if c.counts.load(Count.cycles.rawValue) == 0 { note(c, .started, clock: clock) }
         if let out = midi.output { lv2host_seq_clear(out, c.sequenceURID) }
         var source = inputs
         for k in 0..<c.stageCount {
             let target = k == c.stageCount - 1 ? outputs : UnsafePointer(c.between + (k & 1) * c.width)
-            runStage(c, c.stages[k], inputs: source, outputs: target, frames: frames, sides: sides, midi: midi)
+            runStage(c, c.stages[k], index: k, inputs: source, outputs: target, frames: frames, sides: sides,
+                     midi: midi, clock: clock)
             source = target
         }
-        mix(c, inputs: inputs, outputs: outputs, frames: frames)
+        mix(c, inputs: inputs, outputs: outputs, frames: frames, clock: clock)
         c.timeSent.pointee = 1
         _ = c.counts.add(Count.cycles.rawValue, 1)
     }
 
     /// Realtime: safe.
     @inline(__always)
-    static func runStage(_ c: ChainState, _ s: StageState, inputs: UnsafePointer<UnsafeMutablePointer<Float>>,
+    static func runStage(_ c: ChainState, _ s: StageState, index: Int, inputs: UnsafePointer<UnsafeMutablePointer<Float>>,
                          outputs: UnsafePointer<UnsafeMutablePointer<Float>>, frames: Int,
-                         sides: UnsafePointer<UnsafeMutablePointer<Float>>?, midi: ChainMIDI) {
+                         sides: UnsafePointer<UnsafeMutablePointer<Float>>?, midi: ChainMIDI, clock: Int) {
         let runs = s.fixedFrames == 0 || s.fixedFrames == frames
-        let bypassed = s.bypass.load() != 0
+        let bypassCell = s.bypass.load()
+        let bypassed = bypassCell != 0
         let began = monotonicNanoseconds()
         defer { time(s, nanoseconds: monotonicNanoseconds() - began, frames: frames) }
         let entering = bypassed && s.midiBypassed.pointee == 0
         if runs { s.midiBypassed.pointee = bypassed ? 1 : 0 }
         if runs {
+            // Each control is read once per cycle, for every instance alike, and a value that differs from the one
+            // applied last is noted with this cycle's clock: what a take's control log says is exactly what ran.
+            if s.instanceCount > 0 {
+                let first = s.instances[0].controlValues
+                for k in 0..<s.controlCount {
+                    let cell = s.controls.load(k)
+                    first[k] = Float(bitPattern: UInt32(truncatingIfNeeded: cell))
+                    if cell != s.seen[k] {
+                        s.seen[k] = cell
+                        note(c, .control, clock: clock, b: Int64(index) << 32 | Int64(k), c: Int64(cell))
+                    }
+                }
+                for i in 1..<max(1, s.instanceCount) {
+                    s.instances[i].controlValues.update(from: first, count: s.controlCount)
+                }
+            }
+            if bypassCell != s.seen[s.controlCount] {
+                s.seen[s.controlCount] = bypassCell
+                note(c, .bypass, clock: clock, b: Int64(index), c: bypassed ? 1 : 0)
+            }
             for i in 0..<s.instanceCount {
                 let inst = s.instances[i]
-                for k in 0..<s.controlCount {
-                    inst.controlValues[k] = Float(bitPattern: UInt32(truncatingIfNeeded: s.controls.load(k)))
-                }
                 if s.enabledControl >= 0 && bypassed { inst.controlValues[s.enabledControl] = 0 }
                 for j in 0..<s.ins {
                     inst.connect(inst.handle, inst.audioIn[j], UnsafeMutableRawPointer(inputs[inst.firstChannel + j]))
@@ -112,9 +134,18 @@ extension ChainState {
     /// Realtime: safe.
     @inline(__always)
     static func mix(_ c: ChainState, inputs: UnsafePointer<UnsafeMutablePointer<Float>>,
-                    outputs: UnsafePointer<UnsafeMutablePointer<Float>>, frames: Int) {
-        let wantMix = Float(bitPattern: UInt32(truncatingIfNeeded: c.settings.load(Setting.mix.rawValue)))
-        let wantGain = Float(bitPattern: UInt32(truncatingIfNeeded: c.settings.load(Setting.gain.rawValue)))
+                    outputs: UnsafePointer<UnsafeMutablePointer<Float>>, frames: Int, clock: Int) {
+        let mixCell = c.settings.load(Setting.mix.rawValue), gainCell = c.settings.load(Setting.gain.rawValue)
+        let wantMix = Float(bitPattern: UInt32(truncatingIfNeeded: mixCell))
+        let wantGain = Float(bitPattern: UInt32(truncatingIfNeeded: gainCell))
+        if mixCell != c.seenSettings[0] {
+            c.seenSettings[0] = mixCell
+            note(c, .mix, clock: clock, c: Int64(mixCell))
+        }
+        if gainCell != c.seenSettings[1] {
+            c.seenSettings[1] = gainCell
+            note(c, .gain, clock: clock, c: Int64(gainCell))
+        }
         let mix0 = c.current[0], gain0 = c.current[1]
         c.current[0] = wantMix
         c.current[1] = wantGain
@@ -131,6 +162,14 @@ extension ChainState {
                 if dryNeeded { v = v * m + readDry(c.dry, channel: o, delay: latency, frames: frames, at: i) * (1 - m) }
                 out[i] = v * g
             }
+        }
+    }
+
+    /// Puts a change on `changes` (or counts it when the ring is full). Realtime: safe.
+    @inline(__always)
+    static func note(_ c: ChainState, _ kind: Change, clock: Int, b: Int64 = 0, c value: Int64 = 0) {
+        if !c.changes.push(RTMessage(kind: kind.rawValue, a: Int64(clock), b: b, c: value)) {
+            _ = c.counts.add(Count.changesDropped.rawValue, 1)
         }
     }
 

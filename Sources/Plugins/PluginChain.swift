@@ -281,6 +281,13 @@ public final class PluginChain: @unchecked Sendable {
         let current = zeroed(2)
         current[0] = 1
         current[1] = 1
+        let changes = MessageRing.allocate(capacity: ChainState.changeCapacity)
+        let seenSettings = UnsafeMutablePointer<Int>.allocate(capacity: 2)
+        seenSettings.initialize(repeating: 0, count: 2)
+        cleanups.append {
+            changes.deallocate()
+            seenSettings.deallocate()
+        }
         state.initialize(to: ChainState(stages: stagePointer, stageCount: stages.count, inputChannels: inputs,
                                         outputChannels: outputChannels, width: width, between: between,
                                         sideInputs: sides.count, sideOutputs: cvOutputs.count,
@@ -288,7 +295,8 @@ public final class PluginChain: @unchecked Sendable {
                                         current: current, dry: delayLines(channels: outputChannels), counts: counts,
                                         sequenceURID: host.urid(LV2.atomSequence), midiURID: host.urid(LV2.midiEvent),
                                         timeURIDs: timeURIDs, timeSent: timeSent,
-                                        takesTime: stages.contains { $0.rt.takesTime }))
+                                        takesTime: stages.contains { $0.rt.takesTime }, changes: changes,
+                                        seenSettings: seenSettings))
         cleanups.append { [state] in
             between.deallocate()
             stagePointer.deallocate()
@@ -298,6 +306,7 @@ public final class PluginChain: @unchecked Sendable {
         }
         if let savedState { restoreSettings(from: savedState) }
         storeSettings()
+        markApplied()
         for p in problems { logger.error("\(p.description)", metadata: ["chain": "\(label)"]) }
     }
 
@@ -453,7 +462,12 @@ public final class PluginChain: @unchecked Sendable {
         fade.pointee = spec.bypass && enabled < 0 ? 1 : 0
         let midiBypassed = UnsafeMutablePointer<Int>.allocate(capacity: 1)
         midiBypassed.initialize(to: spec.bypass ? 1 : 0)
-        cleanups.append { midiBypassed.deallocate() }
+        let seen = UnsafeMutablePointer<Int>.allocate(capacity: stage.controls.count + 1)
+        seen.initialize(repeating: 0, count: stage.controls.count + 1)
+        cleanups.append {
+            midiBypassed.deallocate()
+            seen.deallocate()
+        }
         let takesMIDI = info.ports.contains { $0.kind == .atom && $0.isInput && $0.supportsMIDI }
         let timing = AtomicCounterArray.allocate(count: StageTiming.Cell.allCases.count)
         cleanups.append { timing.deallocate() }
@@ -468,7 +482,8 @@ public final class PluginChain: @unchecked Sendable {
                               takesMIDI: takesMIDI,
                               takesTime: info.ports.contains { $0.kind == .atom && $0.isInput && $0.supportsTime },
                               midiBypassed: midiBypassed, timing: timing,
-                              budgetPerFrame: Int(StageTiming.budgetShare * 1e9 * 1024 / Double(max(1, sampleRate))))
+                              budgetPerFrame: Int(StageTiming.budgetShare * 1e9 * 1024 / Double(max(1, sampleRate))),
+                              seen: seen)
         return stage
     }
 

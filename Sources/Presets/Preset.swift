@@ -203,6 +203,13 @@ public struct SessionSection: Sendable, Equatable {
     /// The tempos a preset or the command line may give, in beats per minute.
     public static let tempos = 1.0...999.0
     public init() {}
+
+    /// Where this session keeps a chain's saved plugin state: `<directory>/<name>.plugins/<engine>` ("recorder",
+    /// "player"; a rack's under `rack-<rack name>`). A session restores it live, a render of the chain offline.
+    public func pluginStateDirectory(engine: String) -> String {
+        let folder = engine == "recorder" || engine == "player" ? engine : "rack-\(engine)"
+        return "\(directory)/\(name).plugins/\(folder)"
+    }
 }
 
 public extension SessionSection {
@@ -349,6 +356,8 @@ public struct Preset: Sendable, Equatable {
     public var connections: [ConnectionRule] = []
     /// `[[map]]` tables: MIDI from the racks' inputs onto controls, bypasses, presets and markers, in file order.
     public var maps: [ControlMap] = []
+    /// `[render]`: how `tandem render` runs one of the chains over files (nil: its defaults).
+    public var render: RenderSection?
     public init() {}
 }
 

@@ -279,7 +279,7 @@ struct Validator {
     // MARK: Sections
 
     mutating func preset(_ root: TOMLTable) -> Preset {
-        unknownKeys(root, ["session", "recorder", "player", "rack", "connect", "map"], section: "")
+        unknownKeys(root, ["session", "recorder", "player", "rack", "connect", "map", "render"], section: "")
         var p = Preset()
         if let v = root["session"] {
             if case .table(let t) = v { p.session = session(t) } else {
@@ -330,6 +330,11 @@ struct Validator {
         if let v = root["map"] {
             p.maps = maps(v, preset: p)
             p.giveMappedRacksMIDIInputs()
+        }
+        if let v = root["render"] {
+            if case .table(let t) = v { p.render = render(t, preset: p) } else {
+                problem("render", v.line, "expected a table [render], found \(v.typeName)")
+            }
         }
         if let r = p.recorder, let why = FileNameTemplate(r.template).lengthProblem(session: p.session.name, channels: r.ports) {
             problem("recorder.template", nil, why)

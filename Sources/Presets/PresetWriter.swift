@@ -102,6 +102,7 @@ public extension Preset {
             if rule.mode != .pairs { out.raw("mode", rule.mode.rawValue) }
         }
         for map in maps { out.map(map) }
+        if let r = render { out.render(r) }
         return out.text
     }
 }
@@ -163,6 +164,48 @@ struct TOMLText {
                 line("controls = { " + spec.controls.map { "\(Self.key($0.symbol)) = \(Self.number($0.value))" }
                     .joined(separator: ", ") + " }")
             }
+        }
+    }
+
+    /// The `[render]` table and its `[[render.event]]`s.
+    mutating func render(_ r: RenderSection) {
+        let d = RenderSection()
+        table("render")
+        if let e = r.engine { string("engine", e) }
+        if let p = r.period { integer("period", p) }
+        if let rate = r.sampleRate { integer("rate", rate) }
+        if r.resampleQuality != d.resampleQuality { raw("resample_quality", r.resampleQuality.rawValue) }
+        if r.cycleOffset != 0 { integer("cycle_offset", r.cycleOffset) }
+        if r.prerollSeconds != d.prerollSeconds { number("preroll", r.prerollSeconds) }
+        if case .seconds(let s) = r.tail { number("tail", s) }
+        if r.tailLimitSeconds != d.tailLimitSeconds { number("tail_limit", r.tailLimitSeconds) }
+        if let f = r.format {
+            raw("format", f.container.rawValue)
+            raw("sample", f.sample.rawValue)
+            if let q = f.quality { number("quality", q) }
+        }
+        if !r.inputs.isEmpty { strings("inputs", r.inputs) }
+        if let o = r.output { string("output", o) }
+        if r.jobs != 1 { integer("jobs", r.jobs) }
+        if let a = r.automationFile { string("automation", a) }
+        for e in r.events {
+            arrayTable("render.event")
+            switch e.at {
+            case .frame(let f): integer("at", f)
+            case .seconds(let s): number("at", s)
+            }
+            if let address = e.address {
+                string("command", address)
+                if !e.args.isEmpty {
+                    line("args = [" + e.args.map { a -> String in
+                        switch a {
+                        case .text(let t): return Self.quoted(t)
+                        case .number(let n): return Self.number(n)
+                        }
+                    }.joined(separator: ", ") + "]")
+                }
+            }
+            if let m = e.midi { line("midi = [" + m.map(String.init).joined(separator: ", ") + "]") }
         }
     }
 

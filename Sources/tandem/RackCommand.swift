@@ -249,6 +249,9 @@ struct RackCommand: ParsableCommand {
             // A marker map's marker goes to the session, whose recorder adds it at the message's frame.
             let teller = heart
             runner.session.markRelay = { label, frameTime in teller.tell(kind: "mark", text: "\(frameTime) \(label)") }
+            runner.session.controlRelay = { entry, frameTime in
+                teller.tell(kind: "control", text: Session.controlRelayText(entry, frameTime: frameTime))
+            }
             runner.tick = { session, events in
                 for text in documents?.take() ?? [] {
                     if let next = takeDocument(text, into: preset) {

@@ -4,6 +4,7 @@ import Foundation
 import Jack
 import Logging
 import Presets
+import Render
 import Control
 
 /// Finds a preset: a path, or a name in ./Presets, in the folders of `$TANDEM_PRESETS` (colon-separated; the systemd
@@ -190,6 +191,14 @@ struct PresetCommand: ParsableCommand {
                             preset = nil
                         }
                     case .skipped(let why): pluginNote = "; \(why)"
+                    }
+                }
+                if let p = preset, p.render != nil {
+                    // What `tandem render` would refuse of its [render] table.
+                    let found = RenderCheck.preset(p)
+                    if !found.isEmpty {
+                        problems += found
+                        preset = nil
                     }
                 }
                 if let preset {

@@ -70,7 +70,8 @@ struct Tandem: ParsableCommand {
         commandName: "tandem",
         abstract: "A headless recorder and player that lives in a JACK graph.",
         version: TandemVersion.string,
-        subcommands: [RunCommand.self, RecordCommand.self, PlayCommand.self, RackCommand.self, PresetCommand.self, StitchCommand.self,
+        subcommands: [RunCommand.self, RecordCommand.self, PlayCommand.self, RackCommand.self, RenderCommand.self,
+                      PresetCommand.self, StitchCommand.self,
                       StatusCommand.self, CtlCommand.self, PortsCommand.self, PluginsCommand.self, HTTPTokenCommand.self, DemoCommand.self,
                       BenchWriterCommand.self])
 }

@@ -4,7 +4,8 @@
  * - fixedblock: requires buf-size:fixedBlockLength and reads the nominal block length from the options; every
  *   run() whose n_samples differs from it is counted on the `mismatches` output. Copies its input to its output.
  * - crash: copies its input, until its `mode` control says otherwise: 1 segfaults in run(), 2 aborts, 3 hangs
- *   (spins forever in run()). For crash isolation: a plugin that fails on command.
+ *   (spins forever in run()), 4 segfaults in the run() whose input holds a sample above 0.9 (one loud file in a
+ *   batch of quiet ones fails alone). For crash isolation: a plugin that fails on command.
  * - heavy: copies its input after spinning `micros` microseconds in run(): a plugin of a known cost, for per-plugin
  *   timing.
  */
@@ -108,6 +109,13 @@ static void crash_run(LV2_Handle h, uint32_t n) {
     } else if (mode == 3) {
         volatile int spin = 1;
         while (spin) {}
+    } else if (mode == 4 && p->in) {
+        for (uint32_t i = 0; i < n; ++i) {
+            if (p->in[i] > 0.9f) {
+                volatile int *nowhere = NULL;
+                *nowhere = 1;
+            }
+        }
     }
     if (p->in && p->out) memmove(p->out, p->in, n * sizeof(float));
 }

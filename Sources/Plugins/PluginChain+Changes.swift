@@ -1,0 +1,75 @@
+import Foundation
+import Realtime
+
+/// One change a chain's process thread applied, at the start of the cycle it names (`clock`: that cycle's place on
+/// its engine's clock, a JACK frame time live, a render's frame offline). Read by the control thread from
+/// `PluginChain.drainChanges`, in the order the cycles applied them: what a take's control log and a render's report
+/// say, exact to the cycle.
+public struct ChainChange: Sendable, Equatable {
+    public enum What: Sendable, Equatable {
+        /// A control of a plugin took this value.
+        case control(plugin: String, symbol: String, value: Float)
+        case bypass(plugin: String, on: Bool)
+        /// The chain's dry/wet mix, and its output gain (in dB).
+        case mix(Double)
+        case gain(dB: Double)
+        /// The chain's first cycle (it was swapped in: an LV2 preset loaded, the chain rebuilt).
+        case started
+    }
+    public var clock: Int
+    public var what: What
+
+    public init(clock: Int, what: What) {
+        self.clock = clock
+        self.what = what
+    }
+}
+
+extension PluginChain {
+    /// The changes the process thread applied since the last call (see `ChainChange`). Control thread (the ring's
+    /// one consumer).
+    public func drainChanges() -> [ChainChange] {
+        var out: [ChainChange] = []
+        let c = state.pointee
+        while let m = c.changes.pop() {
+            guard let kind = ChainState.Change(rawValue: m.kind) else { continue }
+            let clock = Int(m.a)
+            let bits = UInt32(truncatingIfNeeded: m.c)
+            switch kind {
+            case .control:
+                let stage = Int(m.b >> 32), k = Int(m.b & 0xFFFF_FFFF)
+                guard stages.indices.contains(stage), stages[stage].controls.indices.contains(k) else { continue }
+                out.append(ChainChange(clock: clock, what: .control(plugin: stages[stage].spec.name,
+                                                                     symbol: stages[stage].controls[k].symbol,
+                                                                     value: Float(bitPattern: bits))))
+            case .bypass:
+                guard stages.indices.contains(Int(m.b)) else { continue }
+                out.append(ChainChange(clock: clock, what: .bypass(plugin: stages[Int(m.b)].spec.name, on: m.c != 0)))
+            case .mix:
+                out.append(ChainChange(clock: clock, what: .mix(Double(Float(bitPattern: bits)))))
+            case .gain:
+                let g = Double(Float(bitPattern: bits))
+                out.append(ChainChange(clock: clock, what: .gain(dB: g > 0 ? 20 * log10(g) : Self.gainRange.lowerBound)))
+            case .started:
+                out.append(ChainChange(clock: clock, what: .started))
+            }
+        }
+        return out
+    }
+
+    /// Changes the process thread could not note because the last ones had not been read (the ring was full).
+    public var changesDropped: Int { state.pointee.counts.load(ChainState.Count.changesDropped.rawValue) }
+
+    /// The values the chain holds now count as applied: only what changes later is noted. Building calls it; a
+    /// caller that sets the values a chain must start from (a render of a take: the values the take started with,
+    /// over the saved state) calls it again before the chain runs. Control thread.
+    public func markApplied() {
+        let c = state.pointee
+        for s in stages {
+            for k in 0..<s.controls.count { s.rt.seen[k] = s.rt.controls.load(k) }
+            s.rt.seen[s.controls.count] = s.rt.bypass.load()
+        }
+        c.seenSettings[0] = c.settings.load(ChainState.Setting.mix.rawValue)
+        c.seenSettings[1] = c.settings.load(ChainState.Setting.gain.rawValue)
+    }
+}

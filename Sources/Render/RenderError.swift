@@ -1,0 +1,22 @@
+/// Why a render (or one job of it) did not complete, in words for a person, and what kind of failure it is: the kind
+/// decides the exit code (docs/CLI.md): bad input 2, a disk error 4, anything else (a plugin that crashed, a chain
+/// that cannot run) 1.
+public struct RenderError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Kind: String, Sendable, Codable {
+        /// A file, an option, a preset, an automation event or a rate the chain cannot take.
+        case badInput
+        /// The output could not be written (a full disk, an I/O error, a folder that refuses files).
+        case disk
+        /// The job failed otherwise (a plugin crashed, the chain could not be built).
+        case failed
+    }
+    public let kind: Kind
+    public let message: String
+
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    public var description: String { message }
+}
