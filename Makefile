@@ -6,10 +6,12 @@ APT_PACKAGES := libjack-jackd2-dev jackd2 dpkg-dev man-db libsndfile1-dev libsox
                 iproute2 util-linux pipewire pipewire-bin pipewire-jack prometheus blop-lv2 fomp
 # What only `make bench` compares against (installed by `bench`, not by `deps`).
 BENCH_PACKAGES := ecasound
+# What only `make web-test` drives the page with (installed by `web-test`, not by `deps`).
+WEB_TEST_PACKAGES := chromium chromium-driver
 TEST_FLAGS ?=
 
 .PHONY: deps build release demo test test-tsan fuzz bench soak clean man completions install install-files uninstall deb deb-check \
-        plugin-sweep plugin-sweep-ci
+        plugin-sweep plugin-sweep-ci web-test
 
 # Installs what is missing with apt (idempotent). As non-root it prints the exact command instead.
 deps:
@@ -58,6 +60,17 @@ fuzz: deps
 	TANDEM_FUZZ_SEEDS=$(SEED) TANDEM_FUZZ_COUNT=$(COUNT) TANDEM_PRESET_FUZZ_SEED=$(PRESET_SEED) \
 	  TANDEM_PRESET_FUZZ_COUNT=$(PRESET_COUNT) \
 	  $(SWIFT) test --skip-build --no-parallel --filter 'OSCFuzzTests|PresetRunFuzzTests' $(TEST_FLAGS)
+
+# The HTTP API against its OpenAPI document (schemathesis: 0 server errors, 0 schema violations) and the page in a
+# real browser (chromium through selenium), each against a session of its own (about 3 + 4 minutes on 2 cores).
+web-test: build
+	@$(MAKE) --no-print-directory deps APT_PACKAGES="$(WEB_TEST_PACKAGES)"
+	@python3 -c 'import selenium, schemathesis' 2>/dev/null || python3 -m pip install -q selenium schemathesis \
+	  || python3 -m pip install -q --break-system-packages selenium schemathesis
+	@scripts/clean-jack-shm.sh
+	scripts/api-check.py
+	@scripts/clean-jack-shm.sh
+	scripts/page-test.py --no-firefox
 
 # The lock-free ring under ThreadSanitizer (its own build folder).
 test-tsan: deps

@@ -1,0 +1,1045 @@
+#!/usr/bin/env python3
+"""The page served by Tandem, tested in a real browser (Debian's chromium and chromedriver, driven by selenium).
+
+It starts its own JACK server (its own name, dummy driver, 48 kHz, period 256, real-time with -R where the machine
+allows it) and a Tandem session on it: a recorder (2 channels, armed), a player looping a test signal (a 1 kHz sine at
+-6.02 dBFS peak with a little noise so no two stretches of it are alike), an in-process rack `fx` with swh's amp whose
+gain a MIDI CC map drives (CC 7 -> -40..0 dB), and an isolated rack `iso` (its own process) with another amp. The
+player's first output feeds the recorder's first input; its second feeds both racks. A probe client of this script's
+own (libjack through ctypes) sends MIDI and captures audio. Then each acceptance point of the page is checked, each
+with its measured number printed as `measured: …`:
+
+  console     the page loads and runs without console errors (a 404 of a route this server does not have, which
+              the page probes for and does without, is allowed and named)
+  page live   the page opens its event stream and reads the status and the plugins
+  server      the Server card shows the JACK server's DSP load and xruns as the status has them
+  meter       the meter of in_1 reads the test signal's RMS and peak within 1 dB
+  slider      dragging the amp's gain slider changes the rack's output by the value it set (samples captured from
+              fx:out_1 before and after, within 0.5 dB)
+  isolated    the same for the isolated rack: its amp's slider dragged on the page changes iso:out_1 by the value set
+              (relayed to the rack's process), and a value set there by another client comes back to the page
+  levels      the fx chain's mix set over OSC and its gain over HTTP, by other clients: the page's sliders show both
+  player      the player's gain set over HTTP shows on the page, and its queue is listed with the item playing
+  marker      a take started and a marker added over HTTP: the page's badge says recording and its markers list
+              shows the marker (label and time) from the `marker-added` event
+  midi        a CC 7 sent into fx:midi_in moves the gain control on the page to the map's value
+  network     every connection to Tandem cut (ss -K): the page reconnects by itself and catches up from the event
+              sequence (a change made meanwhile shows)
+  labels      every button, input, select, link and audio element of the page has an accessible name
+  graph       choosing fx:out_1 and then pt-rec:in_2 in the graph view makes that JACK connection (`jack_lsp -c`)
+  presets     the running setup saved from the page appears in the list and can be switched to
+  chain       a plugin added to the rack from the installed-plugin browser, moved first, removed
+  favourites  a control pinned on the Racks tab is stored by the server and shown on the Favourites tab; a pin
+              added by another client (PUT /api/favourites) shows there too, by the `favourites-changed` event
+  firefox     the same page in Firefox (when installed; driven over Marionette): live, meter level, every tab drawn
+  cpu         Tandem's CPU (utime + stime from /proc/PID/stat) over 20 s with no page and with 10 open pages, and
+              the share of one page
+  take        a take recorded with the 10 pages open (started and stopped from a page) equals the test signal bit
+              for bit
+  download    the take appears in the Takes list, and its download from the page is bit-exact
+  audio       the take plays in the page: its <audio> element reads the length and seeks
+  restart     the JACK server is killed and started again with the same name: the page shows the server lost,
+              then the session again (live, meters at the signal's level, the graph's connections) without a reload
+
+    scripts/page-test.py                       # every check; exit 1 when one fails
+    scripts/page-test.py --screenshots         # also docs/screenshots/TAB-1280x800.png and TAB-390x844.png
+    scripts/page-test.py --no-firefox          # skip the Firefox check (it takes a minute more)
+    scripts/page-test.py --tandem .build/release/tandem --keep
+
+Exit 0 when every check passed, 1 when one failed (or the rig could not be set up: the reason is printed), 3 when a
+tool is missing. Needs: jackd, jack_lsp, chromium, chromedriver (apt-get install jackd2 chromium chromium-driver), the Python package
+selenium (pip install selenium), swh-lv2 (the amp), a built tandem. Takes about three minutes on two cores (four
+with Firefox).
+"""
+import argparse, array, ctypes, hashlib, json, math, os, random, re, shutil, signal, socket, struct, subprocess
+import sys, tempfile, threading, time, urllib.error, urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+PAGE_DIR = os.path.join(ROOT, "Sources", "WebAPI", "Resources", "page")
+RATE, PERIOD = 48000, 256
+AMP = "http://plugin.org.uk/swh-plugins/amp"
+TABS = ["overview", "racks", "graph", "takes", "presets", "favourites"]
+SIZES = [(1280, 800), (390, 844)]
+PAGES = 10
+CPU_SECONDS = 20.0
+# The most CPU one page on the Overview (meters at 20 a second, the status every 2 s) may add to Tandem, in percent
+# of one core, for the debug build on two cores. The meters message is built once per loop turn and shared by every
+# stream now, so a page costs its socket writes and its status reads. Measured (CPU_PER_PAGE_MEASURED): see the
+# report; the limit is that figure with a margin for a busy CI machine.
+CPU_PER_PAGE_LIMIT = 2.0
+
+failures = []
+# (wall-clock ms, check name) of each check as it is made: a console error is placed between them.
+marks = [(0, "the start")]
+
+
+def say(msg):
+    print(msg, flush=True)
+
+
+def check(name, ok, measured):
+    marks.append((time.time() * 1000, name))
+    say(f"{'PASS' if ok else 'FAIL'} {name}: measured: {measured}")
+    if not ok:
+        failures.append(name)
+
+
+def wait_for(what, fn, timeout, every=0.1):
+    """Calls fn until it returns a true value (returned) or `timeout` seconds pass (None)."""
+    end = time.monotonic() + timeout
+    while True:
+        try:
+            v = fn()
+        except Exception:  # noqa: BLE001  (the page or the server may be between states)
+            v = None
+        if v:
+            return v
+        if time.monotonic() > end:
+            say(f"  (gave up waiting for {what} after {timeout} s)")
+            return None
+        time.sleep(every)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Files: the test signal, the preset, WAV reading.
+# ---------------------------------------------------------------------------------------------------------------------
+
+def test_signal(path, seconds=4):
+    """A stereo float WAV: a 1 kHz sine at amplitude 0.5 plus noise of 1e-4, the same on both channels. Returns the
+    samples of one channel (array of float32) and its RMS and peak in dB."""
+    rng = random.Random(7)
+    n = RATE * seconds
+    one = array.array("f", (0.5 * math.sin(2 * math.pi * 1000 * i / RATE) + rng.uniform(-1e-4, 1e-4) for i in range(n)))
+    both = array.array("f", bytes(8 * n))
+    both[0::2] = one
+    both[1::2] = one
+    data = both.tobytes()
+    fmt = struct.pack("<HHIIHH", 3, 2, RATE, RATE * 8, 8, 32)
+    with open(path, "wb") as f:
+        f.write(b"RIFF" + struct.pack("<I", 4 + 8 + len(fmt) + 8 + len(data)) + b"WAVE")
+        f.write(b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"data" + struct.pack("<I", len(data)) + data)
+    rms = math.sqrt(sum(x * x for x in one) / n)
+    peak = max(abs(x) for x in one)
+    return one, 20 * math.log10(rms), 20 * math.log10(peak)
+
+
+def read_wav(path):
+    """(channels, samples as one interleaved float32 array) of a float WAV or RF64 file."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    if blob[:4] not in (b"RIFF", b"RF64") or blob[8:12] != b"WAVE":
+        raise ValueError(f"{path} is no WAV file")
+    pos, channels, fmt, data = 12, None, None, None
+    ds64 = None
+    while pos + 8 <= len(blob):
+        cid, size = blob[pos:pos + 4], struct.unpack("<I", blob[pos + 4:pos + 8])[0]
+        body = pos + 8
+        if cid == b"ds64":
+            ds64 = struct.unpack("<Q", blob[body + 8:body + 16])[0]
+        elif cid == b"fmt ":
+            fmt, channels = struct.unpack("<HH", blob[body:body + 4])
+            if fmt == 0xFFFE:
+                fmt = struct.unpack("<H", blob[body + 24:body + 26])[0]
+        elif cid == b"data":
+            if size == 0xFFFFFFFF and ds64 is not None:
+                size = ds64
+            data = blob[body:body + size]
+            break
+        pos = body + size + (size & 1)
+    if fmt != 3 or data is None:
+        raise ValueError(f"{path}: not float samples (format {fmt})")
+    samples = array.array("f")
+    samples.frombytes(data[:len(data) - len(data) % 4])
+    return channels, samples
+
+
+PRESET = """# Written by scripts/page-test.py.
+[session]
+name = "pagetest"
+directory = "{dir}"
+server = "{server}"
+
+[recorder]
+client = "pt-rec"
+channels = 2
+format = "wav"
+sample = "float32"
+start = "armed"
+
+[player]
+client = "pt-play"
+channels = 2
+queue = ["signal.wav"]
+loop = "item"
+
+[[rack]]
+name = "fx"
+isolate = false
+inputs = 1
+outputs = 1
+[[rack.plugins]]
+uri = "{amp}"
+name = "amp"
+controls = {{ gain = 0.0 }}
+
+[[rack]]
+name = "iso"
+isolate = true
+inputs = 1
+outputs = 1
+[[rack.plugins]]
+uri = "{amp}"
+name = "amp"
+controls = {{ gain = 0.0 }}
+
+[[map]]
+cc = 7
+engine = "fx"
+plugin = "amp"
+control = "gain"
+min = -40.0
+max = 0.0
+
+[[connect]]
+from = "pt-play:out_1"
+to = "pt-rec:in_1"
+[[connect]]
+from = "pt-play:out_2"
+to = "fx:in_1"
+[[connect]]
+from = "pt-play:out_2"
+to = "iso:in_1"
+"""
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The probe: a JACK client of this process that captures one port and sends MIDI.
+# ---------------------------------------------------------------------------------------------------------------------
+
+AUDIO_TYPE, MIDI_TYPE = b"32 bit float mono audio", b"8 bit raw midi"
+PROCESS = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p)
+
+
+class Probe:
+    def __init__(self, name="pt-probe"):
+        c = ctypes
+        j = c.CDLL("libjack.so.0")
+        for fn, res, args in [
+            ("jack_client_open", c.c_void_p, [c.c_char_p, c.c_int, c.POINTER(c.c_int)]),
+            ("jack_port_register", c.c_void_p, [c.c_void_p, c.c_char_p, c.c_char_p, c.c_ulong, c.c_ulong]),
+            ("jack_port_get_buffer", c.c_void_p, [c.c_void_p, c.c_uint32]),
+            ("jack_set_process_callback", c.c_int, [c.c_void_p, c.c_void_p, c.c_void_p]),
+            ("jack_activate", c.c_int, [c.c_void_p]),
+            ("jack_deactivate", c.c_int, [c.c_void_p]),
+            ("jack_client_close", c.c_int, [c.c_void_p]),
+            ("jack_connect", c.c_int, [c.c_void_p, c.c_char_p, c.c_char_p]),
+            ("jack_disconnect", c.c_int, [c.c_void_p, c.c_char_p, c.c_char_p]),
+            ("jack_midi_clear_buffer", None, [c.c_void_p]),
+            ("jack_midi_event_write", c.c_int, [c.c_void_p, c.c_uint32, c.c_char_p, c.c_size_t]),
+        ]:
+            f = getattr(j, fn)
+            f.restype, f.argtypes = res, args
+        self.j = j
+        self.name = name
+        status = c.c_int(0)
+        self.client = j.jack_client_open(name.encode(), 0x01, c.byref(status))
+        if not self.client:
+            raise RuntimeError(f"probe: cannot open a JACK client (status 0x{status.value:x})")
+        self.cap = j.jack_port_register(self.client, b"cap", AUDIO_TYPE, 0x1, 0)
+        self.midi = j.jack_port_register(self.client, b"midi", MIDI_TYPE, 0x2, 0)
+        self.lock = threading.Lock()
+        self.want = 0
+        self.captured = array.array("f")
+        self.outgoing = []
+        self.errors = []
+        self.cb = PROCESS(self.cycle)
+        j.jack_set_process_callback(self.client, ctypes.cast(self.cb, ctypes.c_void_p), None)
+        if j.jack_activate(self.client):
+            raise RuntimeError("probe: cannot activate")
+
+    def cycle(self, n, _):
+        try:
+            with self.lock:
+                if self.want > 0:
+                    buf = self.j.jack_port_get_buffer(self.cap, n)
+                    self.captured.frombytes(ctypes.string_at(buf, 4 * n))
+                    self.want -= n
+                mbuf = self.j.jack_port_get_buffer(self.midi, n)
+                self.j.jack_midi_clear_buffer(mbuf)
+                for data in self.outgoing:
+                    self.j.jack_midi_event_write(mbuf, 0, data, len(data))
+                self.outgoing = []
+        except Exception as e:  # noqa: BLE001  (an exception must not escape into libjack)
+            self.errors.append(repr(e))
+        return 0
+
+    def connect(self, a, b):
+        if self.j.jack_connect(self.client, a.encode(), b.encode()):
+            raise RuntimeError(f"probe: cannot connect {a} to {b}")
+
+    def disconnect(self, a, b):
+        if self.j.jack_disconnect(self.client, a.encode(), b.encode()):
+            raise RuntimeError(f"probe: cannot disconnect {a} from {b}")
+
+    def capture(self, seconds):
+        """`seconds` of the cap port, from the next cycle."""
+        with self.lock:
+            self.captured = array.array("f")
+            self.want = int(seconds * RATE)
+        wait_for("the capture", lambda: self.want <= 0, seconds * 4 + 2, every=0.02)
+        with self.lock:
+            return self.captured
+
+    def send(self, data):
+        with self.lock:
+            self.outgoing.append(bytes(data))
+
+    def close(self):
+        self.j.jack_deactivate(self.client)
+        self.j.jack_client_close(self.client)
+
+
+def level_db(samples):
+    if not samples:
+        return float("-inf")
+    rms = math.sqrt(sum(x * x for x in samples) / len(samples))
+    return 20 * math.log10(rms) if rms > 0 else float("-inf")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The rig: jackd, tandem, the browser.
+# ---------------------------------------------------------------------------------------------------------------------
+
+class Rig:
+    def __init__(self, args):
+        self.args = args
+        self.dir = tempfile.mkdtemp(prefix="tandem-page-")
+        self.server = f"pagetest{os.getpid()}"
+        self.env = dict(os.environ, JACK_DEFAULT_SERVER=self.server, TANDEM_PAGE_DIR=PAGE_DIR,
+                        JACK_NO_AUDIO_RESERVATION="1")
+        os.environ["JACK_DEFAULT_SERVER"] = self.server    # the probe's libjack reads it
+        self.jackd = None
+        self.tandem = None
+        self.port = free_port()
+        self.osc_port = free_port(socket.SOCK_DGRAM)
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.drivers = []
+        # Processes this run started beyond jackd and tandem (the isolated rack's, Firefox): ended by PID at the end.
+        self.children = []
+        self.realtime = None
+
+    def start_jack(self):
+        subprocess.run([os.path.join(ROOT, "scripts", "clean-jack-shm.sh")], stdout=subprocess.DEVNULL)
+        # Real-time scheduling where the machine allows it (root, or rtprio granted), so the browsers do not starve
+        # the graph on two cores; without it a take may lose cycles under load (its report says so). A jackd that
+        # cannot start with -R is started again without it, and the run says so.
+        tries = [True, False] if self.args.realtime and self.realtime is not False else [False]
+        for rt in tries:
+            log_path = os.path.join(self.dir, "jackd.log")
+            log = open(log_path, "ab")
+            start = log.tell()
+            self.jackd = subprocess.Popen(["jackd", "-n", self.server, "-R" if rt else "-r", "-d", "dummy",
+                                           "-r", str(RATE), "-p", str(PERIOD)], stdout=log, stderr=log, env=self.env)
+            ok = wait_for("jackd", lambda: self.jackd.poll() is None and subprocess.run(
+                ["jack_lsp"], env=self.env, capture_output=True, timeout=10).returncode == 0, 20, every=0.2)
+            with open(log_path, "rb") as f:
+                f.seek(start)
+                words = f.read().decode(errors="replace")
+            if ok and rt and re.search(r"cannot use real-time|Cannot lock down|real-time.*fail", words, re.I):
+                say("  jackd could not get real-time scheduling here: started without -R")
+                ok = None
+            if ok:
+                self.realtime = rt
+                return
+            if self.jackd.poll() is None:
+                self.jackd.kill()
+                self.jackd.wait(10)
+        raise SetupError(f"jackd did not start (server {self.server}); see {log_path}")
+
+    def stop_jack(self, sig=signal.SIGKILL):
+        if self.jackd and self.jackd.poll() is None:
+            self.jackd.send_signal(sig)
+            self.jackd.wait(10)
+
+    def start_tandem(self):
+        log = open(os.path.join(self.dir, "tandem.log"), "ab")
+        self.tandem = subprocess.Popen([self.args.tandem, "run", os.path.join(self.dir, "page.toml"), "--http",
+                                        f"127.0.0.1:{self.port}", "--control-port", str(self.osc_port), "--no-view"],
+                                       cwd=self.dir, stdout=log, stderr=log, env=self.env)
+        ok = wait_for("Tandem's HTTP API and its racks", lambda: self.api("status").get("meters") and all(
+            r.get("running") for r in self.api("status").get("racks", [])), 60, every=0.2)
+        if not ok:
+            raise SetupError(f"tandem did not start (or its racks did not run) within 60 s; see {log.name}")
+        for r in self.api("status").get("racks", []):
+            if r.get("pid"):
+                self.children.append(r["pid"])
+
+    def osc(self, address, *args):
+        """Sends one OSC message to the session's control port, as another client would."""
+        def pad(b):
+            return b + b"\0" * (4 - len(b) % 4)
+        tags, data = ",", b""
+        for a in args:
+            if isinstance(a, str):
+                tags, data = tags + "s", data + pad(a.encode())
+            else:
+                tags, data = tags + "f", data + struct.pack(">f", a)
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+            u.sendto(pad(address.encode()) + pad(tags.encode()) + data, ("127.0.0.1", self.osc_port))
+
+    def api(self, path, method="GET", body=None, timeout=10):
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(f"{self.base}/api/{path}", data=data, method=method,
+                                     headers={"Content-Type": "application/json"} if data else {})
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return json.loads(r.read() or b"null")
+
+    def browser(self, width=1280, height=800, downloads=None):
+        from selenium import webdriver
+        from selenium.webdriver.chrome.options import Options
+        from selenium.webdriver.chrome.service import Service
+        o = Options()
+        o.binary_location = shutil.which("chromium")
+        for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                  "--autoplay-policy=no-user-gesture-required", f"--window-size={width},{height}"]:
+            o.add_argument(a)
+        o.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+        d = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=o)
+        d.set_script_timeout(30)
+        if downloads:
+            d.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": downloads,
+                                                               "eventsEnabled": True})
+        self.drivers.append(d)
+        return d
+
+    def close(self):
+        for d in self.drivers:
+            try:
+                d.quit()
+            except Exception:  # noqa: BLE001
+                pass
+            # A driver that did not quit leaves its chromedriver: ended by its PID.
+            proc = getattr(getattr(d, "service", None), "process", None)
+            if proc and proc.poll() is None:
+                proc.kill()
+        if self.tandem and self.tandem.poll() is None:
+            self.tandem.send_signal(signal.SIGTERM)
+            try:
+                self.tandem.wait(20)
+            except subprocess.TimeoutExpired:
+                self.tandem.kill()
+        self.stop_jack(signal.SIGTERM)
+        # The isolated rack's process ends with the session; one left over (a session killed hard) is ended by PID,
+        # after making sure that PID is still a tandem rack and not a process that took the number since.
+        for pid in self.children:
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if b"tandem" in f.read():
+                        os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        if not self.args.keep:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        else:
+            say(f"kept {self.dir}")
+
+
+class Marionette:
+    """Firefox driven over its own Marionette protocol (no geckodriver: Debian has none), enough to load the page and
+    run scripts in it."""
+
+    def __init__(self, directory):
+        self.profile = tempfile.mkdtemp(prefix="ff-", dir=directory)
+        self.port = free_port()
+        with open(os.path.join(self.profile, "user.js"), "w") as f:
+            f.write(f'user_pref("marionette.port", {self.port});\nuser_pref("browser.shell.checkDefaultBrowser", false);\n')
+        exe = shutil.which("firefox-esr") or shutil.which("firefox")
+        self.process = subprocess.Popen([exe, "--headless", "--marionette", "--no-remote", "--profile", self.profile,
+                                         "--window-size=1280,800"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.sock = wait_for("Firefox's Marionette port", lambda: socket.create_connection(("127.0.0.1", self.port)), 30, 0.2)
+        if not self.sock:
+            raise RuntimeError("Firefox did not open its Marionette port")
+        self.buffer, self.id = b"", 0
+        self.read()
+        self.command("WebDriver:NewSession", {"capabilities": {}})
+
+    def read(self):
+        while b":" not in self.buffer:
+            self.buffer += self.sock.recv(65536)
+        size, rest = self.buffer.split(b":", 1)
+        while len(rest) < int(size):
+            rest += self.sock.recv(65536)
+        self.buffer = rest[int(size):]
+        return json.loads(rest[:int(size)])
+
+    def command(self, name, params=None):
+        self.id += 1
+        message = json.dumps([0, self.id, name, params or {}]).encode()
+        self.sock.sendall(str(len(message)).encode() + b":" + message)
+        answer = self.read()
+        if answer[2]:
+            raise RuntimeError(f"{name}: {answer[2]}")
+        return answer[3]
+
+    def script(self, source, *args):
+        return self.command("WebDriver:ExecuteScript", {"script": source, "args": list(args)})["value"]
+
+    def close(self):
+        try:
+            self.command("WebDriver:DeleteSession")
+        except Exception:  # noqa: BLE001
+            pass
+        self.process.terminate()
+        try:
+            self.process.wait(15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def firefox_check(rig, signal_rms):
+    """The same page in Firefox: it goes live, shows the meter's level, and draws every tab."""
+    ff = Marionette(rig.dir)
+    try:
+        ff.command("WebDriver:Navigate", {"url": rig.base + "/"})
+        live = wait_for("the page in Firefox", lambda: ff.script(
+            "return window.tandem && tandem.store.stream === 'live' && tandem.store.meterMessages > 5"), 20)
+        level = wait_for("the meter in Firefox", lambda: ff.script(
+            "return document.querySelector('.meter[data-port=\"in_1\"]')?.dataset.rms"), 10)
+        drawn = {}
+        for name in TABS:
+            ff.script(f"document.querySelector('[data-tab=\"{name}\"]').click()")
+            time.sleep(0.8)
+            drawn[name] = ff.script(f"const p = document.getElementById('panel-{name}'); "
+                                    "return !p.hidden && p.querySelectorAll('.card').length")
+        agent = ff.script("return navigator.userAgent.match(/Firefox\\/[0-9.]+/)[0]")
+    finally:
+        ff.close()
+    ok = bool(live) and level is not None and abs(float(level) - signal_rms) <= 1 and all(drawn.values())
+    check("firefox", ok, f"{agent}: live, in_1 at {float(level or 'nan'):.2f} dB RMS, tabs drawn "
+          + ", ".join(f"{k} ({v} cards)" for k, v in drawn.items()))
+
+
+class SetupError(Exception):
+    """The rig could not be set up (jackd or tandem did not start): no check could run."""
+
+
+def free_port(kind=socket.SOCK_STREAM):
+    with socket.socket(socket.AF_INET, kind) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def browser_seconds():
+    """CPU seconds of every chromium process now (the pages' own cost, for the record)."""
+    total = 0.0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                if not f.read().startswith("chrom"):
+                    continue
+            total += cpu_seconds(pid)
+        except OSError:
+            pass
+    return total
+
+
+def cpu_share(pid, seconds):
+    """Percent of one core the process used over `seconds`, and the browsers meanwhile."""
+    c0, b0, t0 = cpu_seconds(pid), browser_seconds(), time.monotonic()
+    time.sleep(seconds)
+    wall = time.monotonic() - t0
+    return 100 * (cpu_seconds(pid) - c0) / wall, 100 * (browser_seconds() - b0) / wall
+
+
+def connections(env):
+    out = subprocess.run(["jack_lsp", "-c"], env=env, capture_output=True, text=True).stdout
+    pairs, port = set(), None
+    for line in out.splitlines():
+        if line.startswith(" ") or line.startswith("\t"):
+            pairs.add((port, line.strip()))
+        else:
+            port = line.strip()
+    return pairs
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Page helpers.
+# ---------------------------------------------------------------------------------------------------------------------
+
+def open_page(d, base):
+    d.get(base + "/")
+    return wait_for("the page to be live", lambda: d.execute_script(
+        "return window.tandem && tandem.store.stream === 'live' && tandem.store.status && tandem.store.plugins"), 20)
+
+
+def tab(d, name):
+    d.find_element("css selector", f'[role="tab"][data-tab="{name}"]').click()
+    time.sleep(0.3)
+
+
+def css(d, selector):
+    return d.find_element("css selector", selector)
+
+
+def click(d, selector, timeout=10):
+    """Clicks what `selector` finds, again when the page redrew it meanwhile (a stale element)."""
+    def attempt():
+        css(d, selector).click()
+        return True
+    return wait_for(f"a click on {selector}", attempt, timeout)
+
+
+def console_errors(d):
+    return [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def allowed_probe(rig, message):
+    """A 404 of a route the server does not have (the page asks once and does without): allowed, and named."""
+    m = re.match(r"(\S+) - Failed to load resource: the server responded with a status of 404", message)
+    if not m:
+        return None
+    path = m.group(1).split(rig.base, 1)[-1]
+    # The console does not say the method: a route that one of them lacks is the probe's.
+    for method, body in (("GET", None), ("POST", {})):
+        try:
+            rig.api(path[len("/api/"):], method=method, body=body)
+        except urllib.error.HTTPError as e:
+            if e.code == 404 and re.search(r'"no %s \\?/api' % method, e.read().decode(errors="replace")):
+                return path
+    return None
+
+
+def screenshots(rig, d, out):
+    os.makedirs(out, exist_ok=True)
+    for width, height in SIZES:
+        d.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                          {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600})
+        for name in TABS:
+            tab(d, name)
+            d.execute_script("window.scrollTo(0, 0)")
+            time.sleep(1.2)
+            path = os.path.join(out, f"{name}-{width}x{height}.png")
+            d.save_screenshot(path)
+            say(f"  screenshot {os.path.relpath(path, ROOT)}")
+    d.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The checks.
+# ---------------------------------------------------------------------------------------------------------------------
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--tandem", default=os.path.join(ROOT, ".build", "debug", "tandem"), help="the tandem binary")
+    ap.add_argument("--screenshots", action="store_true", help="write docs/screenshots/TAB-WxH.png of each tab")
+    ap.add_argument("--keep", action="store_true", help="keep the session folder and logs")
+    ap.add_argument("--no-realtime", dest="realtime", action="store_false",
+                    help="run jackd without real-time scheduling (-r instead of -R)")
+    ap.add_argument("--no-firefox", dest="firefox", action="store_false",
+                    help="skip the Firefox check (it runs when firefox-esr or firefox is installed)")
+    args = ap.parse_args()
+
+    missing = [t for t in ("jackd", "jack_lsp", "chromium", "chromedriver", "ss") if not shutil.which(t)]
+    if not os.access(args.tandem, os.X_OK):
+        missing.append(args.tandem)
+    if not os.path.isdir("/usr/lib/lv2/amp-swh.lv2"):
+        missing.append("swh-lv2 (the amp plugin)")
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        missing.append("the Python package selenium (pip install selenium)")
+    if missing:
+        say("page-test: missing: " + ", ".join(missing))
+        say("  apt-get install -y jackd2 chromium chromium-driver swh-lv2 iproute2; pip install selenium")
+        return 3
+    try:
+        import ctypes.util
+        if not ctypes.util.find_library("jack"):
+            raise OSError("no libjack")
+    except OSError:
+        say("page-test: missing: libjack (apt-get install -y libjack-jackd2-0)")
+        return 3
+
+    rig = Rig(args)
+    try:
+        run(rig)
+    except SetupError as e:
+        say(f"page-test: the rig could not be set up: {e}")
+        return 1
+    except Exception as e:  # noqa: BLE001  (any other failure is a failed run, said in words, never a pass)
+        import traceback
+        traceback.print_exc()
+        say(f"page-test: stopped by an error after {len(marks) - 1} check(s): {type(e).__name__}: {e}")
+        failures.append("error")
+    finally:
+        rig.close()
+    if failures:
+        say(f"page-test: {len(failures)} check(s) failed: {', '.join(failures)}")
+        return 1
+    say("page-test: every check passed")
+    return 0
+
+
+def run(rig):
+    signal_one, signal_rms, signal_peak = test_signal(os.path.join(rig.dir, "signal.wav"))
+    with open(os.path.join(rig.dir, "page.toml"), "w") as f:
+        f.write(PRESET.format(dir=rig.dir, server=rig.server, amp=AMP))
+    rig.start_jack()
+    rig.start_tandem()
+    pid = rig.tandem.pid
+    say(f"session in {rig.dir}, JACK server {rig.server}, page at {rig.base}/")
+
+    # CPU with no page open, once the session has settled.
+    time.sleep(3)
+    idle, _ = cpu_share(pid, CPU_SECONDS)
+    say(f"  Tandem with no page: {idle:.2f} % of one core over {CPU_SECONDS:.0f} s")
+
+    downloads = os.path.join(rig.dir, "downloads")
+    os.makedirs(downloads)
+    d = rig.browser(downloads=downloads)
+    t0 = time.monotonic()
+    live = open_page(d, rig.base)
+    check("page live", bool(live), f"live (stream open, status and plugins read) after {time.monotonic() - t0:.2f} s"
+          if live else "never live")
+    d.execute_script("window.__pageTestMark = 'same page'")
+
+    # Meter: in_1 carries the signal as it is.
+    def meter():
+        row = css(d, '.meter[data-port="in_1"]')
+        return float(row.get_attribute("data-rms")), float(row.get_attribute("data-peak")), \
+            css(d, '.meter[data-port="in_1"] .rms-db').text, css(d, '.meter[data-port="in_1"] .peak-db').text
+    wait_for("meter numbers", lambda: meter()[2] not in ("", "–", "-inf"), 10)
+    rms, peak, rms_text, peak_text = meter()
+    shown_rms, shown_peak = float(rms_text), float(peak_text)
+    check("meter", abs(shown_rms - signal_rms) <= 1 and abs(shown_peak - signal_peak) <= 1,
+          f"in_1 shows RMS {rms_text} dB and peak {peak_text} dB; the signal is RMS {signal_rms:.2f} dB, "
+          f"peak {signal_peak:.2f} dB (off by {shown_rms - signal_rms:+.2f} and {shown_peak - signal_peak:+.2f} dB)")
+
+    # Slider: the amp's gain, dragged on the page, heard in fx:out_1.
+    probe = Probe()
+    probe.connect("fx:out_1", f"{probe.name}:cap")
+    probe.connect(f"{probe.name}:midi", "fx:midi_in")
+    time.sleep(0.3)
+    before = level_db(probe.capture(0.5))
+    tab(d, "racks")
+    slider = wait_for("the gain slider", lambda: css(d, '.control[data-key="fx/amp/gain"] input[type="range"]'), 10)
+    from selenium.webdriver.common.action_chains import ActionChains
+    width = slider.size["width"]
+    # From the middle (0 dB) to a quarter of the way: -35 dB on the amp's -70..70 dB.
+    ActionChains(d).move_to_element(slider).click_and_hold().move_by_offset(-width // 4, 0).release().perform()
+    set_value = wait_for("the control's value", lambda: rig.api("engines/fx/plugins/amp/controls/gain")["value"]
+                         if abs(rig.api("engines/fx/plugins/amp/controls/gain")["value"]) > 1 else None, 5)
+    time.sleep(0.3)
+    after = level_db(probe.capture(0.5))
+    shown = d.execute_script("return document.querySelector('.control[data-key=\"fx/amp/gain\"] .value').value")
+    change = after - before
+    check("slider", set_value is not None and abs(change - set_value) < 0.5,
+          f"gain dragged to {shown} (server: {set_value}); fx:out_1 went from {before:.2f} to {after:.2f} dB RMS, "
+          f"a change of {change:+.2f} dB")
+
+    # MIDI CC 7 through the map moves the control on the page.
+    cc_value = 64
+    expected = -40 + 40 * cc_value / 127
+    t0 = time.monotonic()
+    probe.send([0xB0, 7, cc_value])
+    moved = wait_for("the page to show the CC", lambda: abs(float(css(d, '.control[data-key="fx/amp/gain"]')
+                                                                 .get_attribute("data-value")) - expected) < 0.05, 5, every=0.01)
+    latency = time.monotonic() - t0
+    gain = "document.querySelector('.control[data-key=\"fx/amp/gain\"]')"
+    page_value = float(d.execute_script(f"return {gain}.dataset.value"))
+    position = int(d.execute_script(f"return {gain}.querySelector('input[type=range]').value"))
+    check("midi", bool(moved) and abs(position - round((expected + 70) / 140 * 1000)) <= 1,
+          f"CC 7 = {cc_value} sent; the page shows {page_value:.2f} dB (map: {expected:.2f} dB), slider at "
+          f"{position}/1000, {latency * 1000:.0f} ms after the message")
+    probe.close()
+
+    # A lost network: every connection to Tandem is cut (ss -K); a change made meanwhile reaches the page when it
+    # has reconnected by itself and caught up from the event it last saw.
+    connects = d.execute_script("return tandem.store.connects")
+    cut = subprocess.run(["ss", "-K", "state", "established", f"( sport = :{rig.port} )"], capture_output=True) \
+        if shutil.which("ss") else subprocess.CompletedProcess([], 127)
+    t0 = time.monotonic()
+    rig.api("engines/fx/plugins/amp/controls/gain", method="PUT", body={"value": -12})
+    caught = wait_for("the page to catch up", lambda: d.execute_script("return tandem.store.connects") > connects
+                      and float(css(d, '.control[data-key="fx/amp/gain"]').get_attribute("data-value")) == -12, 15, 0.02)
+    took = time.monotonic() - t0
+    shown = d.execute_script(f"return {gain}.dataset.value")
+    check("network", cut.returncode == 0 and bool(caught),
+          f"connections cut, gain set to -12 dB meanwhile; the page reconnected (stream {connects + 1}) and shows "
+          f"{shown} dB {took:.2f} s later" if caught else f"the page did not catch up (ss -K: {cut.returncode})")
+
+    # Every control of every tab has a name a screen reader says.
+    unnamed = d.execute_script("""
+        const out = [];
+        for (const el of document.querySelectorAll("main button, main input, main select, main a[href], main audio, nav button")) {
+            if (el.type === "hidden") continue;
+            const byId = (el.getAttribute("aria-labelledby") || "").split(" ").map((i) => document.getElementById(i)?.textContent || "").join("");
+            const name = el.getAttribute("aria-label") || byId || [...(el.labels || [])].map((l) => l.textContent).join("")
+                || el.textContent.trim() || el.title;
+            if (!name || !name.trim()) out.push(el.outerHTML.slice(0, 120));
+        }
+        return [out, document.querySelectorAll("main button, main input, main select, main a[href], main audio, nav button").length];
+    """)
+    check("labels", not unnamed[0], f"{unnamed[1]} controls on the page, {len(unnamed[0])} without a name"
+          + (": " + " | ".join(unnamed[0][:5]) if unnamed[0] else ""))
+
+    # Graph: fx:out_1 to pt-rec:in_2 by pointer.
+    tab(d, "graph")
+    wait_for("the graph", lambda: css(d, '.port[data-port="fx:out_1"]'), 10)
+    css(d, '.port[data-port="fx:out_1"]').click()
+    css(d, '.port[data-port="pt-rec:in_2"]').click()
+    made = wait_for("the connection", lambda: ("fx:out_1", "pt-rec:in_2") in connections(rig.env), 5)
+    listed = wait_for("the page's connection list",
+                      lambda: d.find_elements("css selector", 'li[data-from="fx:out_1"][data-to="pt-rec:in_2"]'), 5)
+    check("graph", bool(made) and bool(listed),
+          "jack_lsp -c shows fx:out_1 -> pt-rec:in_2" + (" and the page lists it" if listed else ", the page does not")
+          if made else "jack_lsp -c shows no fx:out_1 -> pt-rec:in_2")
+
+    # Presets: the running setup saved from the page, then switched to (applying it changes nothing).
+    tab(d, "presets")
+    css(d, "#preset-name").send_keys("from-page")
+    css(d, "#preset-save").click()
+    switch = 'li[data-path$="/from-page.toml"] button'
+    saved = wait_for("the saved preset in the list", lambda: d.find_elements("css selector", switch), 10)
+    applied = None
+    if saved:
+        time.sleep(0.5)
+        click(d, switch)
+        click(d, switch)     # a second press confirms
+        applied = wait_for("the switch", lambda: "from-page:" in css(d, "#toast").text and css(d, "#toast").text, 10)
+    check("presets", bool(saved) and bool(applied) and os.path.exists(os.path.join(rig.dir, "from-page.toml")),
+          f"saved from-page.toml from the page, listed, switched to it: {applied!r}")
+
+    # A chain edited from the page: a plugin added from the installed-plugin browser, moved first, removed.
+    tab(d, "racks")
+    names = lambda: [p["name"] for p in rig.api("engines/fx/plugins")]
+    time.sleep(1)   # the switch above redraws the rack
+    if not d.find_elements("css selector", '.card[data-engine="fx"] button.add'):
+        say("SKIP chain: the page offers no chain editing (this server has no POST /api/engines/{engine}/plugins)")
+    else:
+        steps = []
+        click(d, '.card[data-engine="fx"] button.add')
+        css(d, "#browse-search").send_keys("swh-plugins/amp")
+        if not click(d, '.browse-results button[aria-label="Add Simple amplifier"]', 30):
+            steps.append("the browser listed: " + css(d, ".browse-results").text.replace("\n", " / ")[:300])
+            d.execute_script("document.querySelector('dialog.browser').close()")
+        added = wait_for("the added plugin", lambda: len(names()) == 2 and names(), 10)
+        steps.append(f"added: {added}")
+        new = added[1] if added else None
+        if new:
+            click(d, f'li.plugin[data-engine="fx"][data-plugin="{new}"] button[aria-label$="earlier"]')
+            moved = wait_for("the move", lambda: names() == [new, "amp"] and names(), 10)
+            steps.append(f"moved first: {moved}")
+            remove = f'li.plugin[data-engine="fx"][data-plugin="{new}"] button.danger'
+            wait_for("the moved plugin on the page", lambda: css(d, remove).text == "Remove", 10)
+            time.sleep(0.5)
+            click(d, remove)
+            click(d, remove)     # a second press confirms
+            removed = wait_for("the removal", lambda: names() == ["amp"] and names(), 10)
+            steps.append(f"removed: {removed}")
+        shown = d.execute_script("return [...document.querySelectorAll('li.plugin[data-engine=\"fx\"]')].map((li) => li.dataset.plugin)")
+        check("chain", len(steps) == 3 and all(not st.endswith("None") for st in steps) and shown == ["amp"],
+              "; ".join(steps) + f"; the page shows {shown}")
+
+    # Pin the gain: kept by the server (every device sees it), shown on the favourites tab.
+    click(d, '.control[data-key="fx/amp/gain"] .pin')
+    stored = wait_for("the stored favourite", lambda: {"engine": "fx", "plugin": "amp", "symbol": "gain"}
+                      in rig.api("favourites"), 5) if "favourites" not in d.execute_script(
+                          "return [...tandem.store.missing]") else None
+    tab(d, "favourites")
+    listed = wait_for("the favourites tab", lambda: d.find_elements("css selector", 'li.favourite[data-key="fx/amp/gain"] input[type="range"]'), 5)
+    check("favourites", bool(listed) and (stored or "favourites" in d.execute_script("return [...tandem.store.missing]")),
+          "fx amp gain pinned; " + ("GET /api/favourites has it" if stored else "kept in the browser (no /api/favourites)")
+          + ("; the favourites tab shows its slider" if listed else "; the favourites tab does not show it"))
+
+    errors = console_errors(d)
+    d.quit()
+    rig.drivers.remove(d)
+
+    if rig.args.firefox and (shutil.which("firefox-esr") or shutil.which("firefox")):
+        firefox_check(rig, signal_rms)
+    elif rig.args.firefox:
+        say("SKIP firefox: no firefox-esr or firefox installed (apt-get install firefox-esr)")
+
+    # Ten pages open; a take recorded meanwhile, started and stopped from one of them.
+    many = rig.browser()
+    handles = []
+    for i in range(PAGES):
+        if i:
+            many.switch_to.new_window("window")
+        open_page(many, rig.base)
+        handles.append(many.current_window_handle)
+    flowing = 0
+    for h in handles:
+        many.switch_to.window(h)
+        n0 = many.execute_script("return tandem.store.meterMessages")
+        time.sleep(0.2)
+        if many.execute_script("return tandem.store.meterMessages") > n0 and \
+                many.execute_script("return document.visibilityState") == "visible":
+            flowing += 1
+    many.switch_to.window(handles[0])
+    before_take = rig.api("status")
+    css(many, "#rec-start").click()
+    wait_for("the take to start", lambda: rig.api("status")["recorder"]["recording"], 5)
+    loaded, browsers = cpu_share(pid, CPU_SECONDS)
+    load = os.getloadavg()[0]
+    css(many, "#rec-stop").click()
+    wait_for("the take to end", lambda: not rig.api("status")["recorder"]["recording"], 10)
+    errors += console_errors(many)
+    many.quit()
+    rig.drivers.remove(many)
+    added = loaded - idle
+    check("cpu", flowing == PAGES and added < CPU_PER_PAGE_LIMIT * PAGES,
+          f"Tandem used {idle:.2f} % of one core with no page and {loaded:.2f} % with {PAGES} pages "
+          f"({flowing} of them receiving meters at 20 a second): {added:+.2f} points (limit {CPU_PER_PAGE_LIMIT * PAGES:.0f}, {added / PAGES:.2f} a page); "
+          f"the browsers used {browsers:.0f} %, load average {load:.1f} on {os.cpu_count()} cores")
+
+    # The take: bit-exact against the signal, listed on the page, downloaded bit-exact.
+    d = rig.browser(downloads=downloads)
+    open_page(d, rig.base)
+    d.execute_script("window.__pageTestMark = 'same page'")
+    take = wait_for("the take's report", lambda: rig.api("takes")[-1] if rig.api("takes") else None, 10)
+    path = take["files"][0]
+    channels, samples = read_wav(path)
+    first = samples[0::channels]
+    exact, detail = bit_exact(first, signal_one)
+    report = rig.api(f"takes/{take['id']}")
+    if not exact:
+        after_take = rig.api("status")
+        detail += "; during the take the player missed {} and underran {} frames, the recorder counted {} xruns".format(
+            after_take["player"]["missedFrames"] - before_take["player"]["missedFrames"],
+            after_take["player"]["underrunFrames"] - before_take["player"]["underrunFrames"],
+            after_take["recorder"]["xruns"] - before_take["recorder"]["xruns"])
+    if not exact and report.get("drops"):
+        detail += " (the report's gaps, at take frames: " + ", ".join(
+            f"{g['atFrame']}+{g['frames']} {g['cause']}" for g in report["drops"][:8]) + \
+            f"; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores: the server ran cycles without Tandem)"
+    check("take", exact, f"take {take['take']}: {len(first)} frames ({len(first) / RATE:.1f} s) recorded with "
+          f"{PAGES} pages open; {detail}; its report: {report.get('xruns')} xruns, {report.get('droppedFrames')} "
+          f"dropped and {report.get('missedFrames')} missed frames, {len(report.get('drops') or [])} gaps")
+    tab(d, "takes")
+    item = wait_for("the take in the list", lambda: css(d, f'li.take[data-id="{take["id"]}"]'), 10)
+    link = item.find_element("css selector", 'a[data-file="0"]')
+    link.click()
+    name = os.path.basename(path)
+    got = wait_for("the download", lambda: os.path.exists(os.path.join(downloads, name))
+                   and not os.path.exists(os.path.join(downloads, name + ".crdownload"))
+                   and os.path.getsize(os.path.join(downloads, name)) == os.path.getsize(path), 20)
+    same = bool(got) and sha(os.path.join(downloads, name)) == sha(path)
+    check("download", bool(item) and same,
+          f"take {take['take']} listed; downloaded {os.path.getsize(path)} bytes, sha256 "
+          f"{'equal to' if same else 'DIFFERENT from'} the file on disk")
+
+    # Played in the page: the <audio> element reads the file by ranges and seeks in it.
+    audio = d.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        const a = document.querySelector(`li.take[data-id="${arguments[0]}"] audio`);
+        a.muted = true;
+        a.preload = "auto";
+        a.addEventListener("error", () => done({error: a.error && a.error.code}));
+        a.addEventListener("loadedmetadata", () => {
+            a.addEventListener("seeked", () => done({duration: a.duration, at: a.currentTime,
+                seekable: a.seekable.length ? a.seekable.end(0) : 0}), {once: true});
+            a.currentTime = a.duration / 2;
+        }, {once: true});
+        a.load();
+        setTimeout(() => done({error: "timeout"}), 15000);
+    """, take["id"])
+    seconds = len(first) / RATE
+    check("audio", "duration" in audio and abs(audio["duration"] - seconds) < 0.05 and abs(audio["at"] - seconds / 2) < 0.1
+          and audio["seekable"] >= seconds - 0.05,
+          f"the page's player read {audio.get('duration', 0):.2f} s of the {seconds:.2f} s take, seekable to "
+          f"{audio.get('seekable', 0):.2f} s, and sought to {audio.get('at', 0):.2f} s" if "duration" in audio
+          else f"the page's player failed: {audio}")
+
+    if rig.args.screenshots:
+        # A take running and something pinned make the pictures say more.
+        tab(d, "overview")
+        css(d, "#rec-start").click()
+        time.sleep(1.5)
+        screenshots(rig, d, os.path.join(ROOT, "docs", "screenshots"))
+        tab(d, "overview")
+        css(d, "#rec-stop").click()
+        wait_for("the take to end", lambda: not rig.api("status")["recorder"]["recording"], 10)
+        tab(d, "overview")
+
+    # The JACK server goes away and comes back: the same page shows it.
+    tab(d, "overview")
+    t0 = time.monotonic()
+    rig.stop_jack(signal.SIGKILL)
+    lost = wait_for("the page to show the server lost", lambda: css(d, "#link").get_attribute("data-state") == "lost", 15)
+    lost_after = time.monotonic() - t0
+    time.sleep(1)
+    t1 = time.monotonic()
+    rig.start_jack()
+    back = wait_for("the page to show the session again", lambda: css(d, "#link").get_attribute("data-state") == "live"
+                    and abs(float(css(d, '.meter[data-port="in_1"]').get_attribute("data-rms")) - signal_rms) < 1, 60)
+    back_after = time.monotonic() - t1
+    back_rms = css(d, '.meter[data-port="in_1"] .rms-db').text
+    if not back:
+        st = rig.api("status")
+        say("  the page then: " + json.dumps(d.execute_script(
+            "return {link: document.querySelector('#link').dataset.state, stream: tandem.store.stream, "
+            "serverLost: tandem.store.status && tandem.store.status.serverLost, meters: tandem.store.meters, "
+            "meterMessages: tandem.store.meterMessages}")))
+        say(f"  the server then: serverLost {st['serverLost']}, meters {st['meters']}, player playing "
+            f"{st['player'] and st['player']['playing']}")
+    tab(d, "graph")
+    graph_back = wait_for("the graph's connections", lambda: d.find_elements(
+        "css selector", 'li[data-from="pt-play:out_1"][data-to="pt-rec:in_1"]'), 10)
+    same_page = d.execute_script("return window.__pageTestMark") == "same page"
+    check("restart", bool(lost) and bool(back) and bool(graph_back) and same_page,
+          (f"page showed the server lost {lost_after:.1f} s after jackd was killed" if lost else "never showed it lost")
+          + (f"; live again with in_1 at {back_rms} dB RMS {back_after:.1f} s after "
+             "jackd started again" if back else "; never live again")
+          + ("; the graph shows the rules' connections" if graph_back else "; the graph lacks the connections")
+          + ("; no reload" if same_page else "; the page was reloaded"))
+
+    errors += console_errors(d)
+    allowed, real = [], []
+    for e in errors:
+        probe_path = allowed_probe(rig, e["message"])
+        after = [name for at, name in marks if at <= e["timestamp"]][-1]
+        (allowed if probe_path else real).append(probe_path or f"{e['message']} (after {after})")
+    check("console", not real, f"{len(real)} console error(s)" + (": " + " | ".join(real[:5]) if real else "")
+          + (f"; allowed: 404 of route(s) this server lacks, which the page probes once: {', '.join(sorted(set(allowed)))}"
+             if allowed else ""))
+
+
+def bit_exact(take, signal):
+    """Whether the take is the looped signal sample for sample, from some offset: (bool, words)."""
+    if len(take) == 0:
+        return False, "the take is empty"
+    n = len(signal)
+    starts = [i for i in range(n) if signal[i] == take[0]]
+    for s in starts:
+        looped = signal[s:] + signal * ((len(take) - (n - s)) // n + 1)
+        if looped[:len(take)] == take:
+            return True, f"every sample equals the test signal's (from its frame {s}, looped)"
+    # Where it first differs, from the best start.
+    best, where = None, -1
+    for s in starts[:10]:
+        looped = signal[s:] + signal * ((len(take) - (n - s)) // n + 1)
+        k = next((i for i in range(len(take)) if take[i] != looped[i]), len(take))
+        if k > where:
+            best, where = s, k
+    if best is None:
+        return False, "its first sample is not in the test signal"
+    silent = all(x == 0 for x in take[where:where + PERIOD])
+    return False, (f"differs from the test signal at frame {where} (from its frame {best})"
+                   + (", where a period of silence is in the take" if silent else ""))
+
+
+def sha(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
