@@ -94,6 +94,11 @@ extension Session {
             return .refused(error.message)
         }
         events.append(.chainEdited(engine: e, detail: done, source: context.source))
+        // A running take's control log names the edit (at the frame it was made, to a period): a render of the take
+        // refuses it in words rather than rendering the chain as it stood before.
+        if let r = recorder {
+            r.logControl(TimedCommand(frame: 0, command: command, source: context.source), frameTime: r.client.frameTime)
+        }
         return .done(done)
     }
 

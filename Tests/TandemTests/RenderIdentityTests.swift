@@ -237,6 +237,33 @@ import TestSupport
         _ = try Self.check(.rack, period: period, nodelay: nodelay)
     }
 
+    /// A plugin added to the chain while a take runs is in the take's log; rendering the take again refuses it in
+    /// words (a render applies values, not chain edits) instead of rendering the chain as it stood before.
+    @Test(.enabled(if: hasPlugins))
+    func aChainEditedDuringATakeIsNamedAndTheRenderRefusesIt() throws {
+        let server = try TestEnvironment.server("ridedit", period: 256)
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("render-identity-edit")
+        let source = dir.appendingPathComponent("src.wav").path
+        try TestEnvironment.writeWAV(Signals.noise(frames: 48000 * 3, channels: 2).map { $0 * 0.5 }, channels: 2,
+                                     path: source, sample: .float32)
+        let port = 30000 + Int(getpid() % 20000) + 41
+        let text = Self.preset(.rack, nodelay: false, dir: dir, source: source, port: port, seconds: 2.5)
+        let add = Change(at: 48000, address: "/tandem/plugin/add", values: [.text("fx"), .text(RackTests.amp + ",name=amp2")])
+        let (_, reportPath, _) = try Self.live(text, server: server, dir: dir, port: port, changes: [add], seconds: 2.5)
+        let report = try JSONDecoder().decode(TakeSidecar.self, from: Data(contentsOf: URL(fileURLWithPath: reportPath)))
+        let logged = try #require(report.controlLog).entries.map(\.address)
+        #expect(logged.contains("/tandem/plugin/add"), "\(logged)")
+        let presetPath = dir.appendingPathComponent("render.toml").path
+        try text.replacingOccurrences(of: "control_port = \(port)\n", with: "").write(toFile: presetPath, atomically: true, encoding: .utf8)
+        let out = dir.appendingPathComponent("again.wav").path
+        let r = try TestEnvironment.run([TestEnvironment.product("tandem"), "render", presetPath, "--take", reportPath,
+                                         "-o", out, "--tail", "0"], timeout: 120)
+        #expect(r.code == 2 && r.output.contains("/tandem/plugin/add"), "\(r.code): \(r.output)")
+        #expect(!FileManager.default.fileExists(atPath: out))
+        print("render of an edited take: exit \(r.code): \(r.output.split(separator: "\n").first ?? "")")
+    }
+
     /// An isolated rack's changes come back to the session over its heartbeat pipe, at their cycles.
     @Test(.enabled(if: hasPlugins))
     func anIsolatedRacksChangesAreLoggedAndRenderedToo() throws {
