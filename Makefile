@@ -39,9 +39,11 @@ release: deps
 demo: build
 	$(SWIFT) run tandem demo
 
-# Every test: unit tests, tests against private JACK servers, the real peers and the RT-safety interposer.
+# Every test: docs/ARCHITECTURE.md's names against the code, unit tests, tests against private JACK servers, the real
+# peers and the RT-safety interposer.
 # JACK allows one server per process, so tests run one at a time.
 test: deps
+	scripts/check-architecture.py
 	@scripts/clean-jack-shm.sh
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --no-parallel $(TEST_FLAGS)

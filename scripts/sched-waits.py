@@ -3,8 +3,8 @@
 
 Records the scheduler for a few seconds (`perf sched record -a`, needs root), takes the real-time threads of the
 machine at that moment (`ps`, class FF or RR), and lists every wake-up of one of them that waited longer than the
-threshold before it ran, with the task that held the CPU just before it. Run it beside a recording (docs/
-ARCHITECTURE.md, "Wide recorders: where the time goes"):
+threshold before it ran, with the task that held the CPU just before it. Run it beside a recording (docs/notes/
+architecture-history.md, "Wide recorders: where the time goes"):
 
     scripts/sched-waits.py --seconds 6 --threshold-ms 0.2
 

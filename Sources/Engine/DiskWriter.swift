@@ -59,7 +59,7 @@ final class DiskWriter: @unchecked Sendable {
     /// kernel that is not fully preemptible (PREEMPT_DYNAMIC in `none` or `voluntary` mode), 2–4 µs per KiB on the
     /// 2-vCPU VM this was measured on; a real-time thread woken on that CPU (JACK's server thread, a client's) waits
     /// until it ends. Handing over all a 50 ms wake-up found (~1.2 MB at 128 channels) made them wait 2–4 ms: xruns
-    /// at period 64 (`perf record -e sched:*`; docs/ARCHITECTURE.md, "Wide recorders"). 16 KiB pieces bound that to
+    /// at period 64 (`perf record -e sched:*`; docs/notes/architecture-history.md, "Wide recorders"). 16 KiB pieces bound that to
     /// tens of µs; jack_capture writes 8 KiB at a time.
     static let writeBytes = 16 << 10
 

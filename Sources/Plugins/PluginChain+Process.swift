@@ -13,7 +13,7 @@ extension ChainState {
     /// where the MIDI they write goes (see `ChainMIDI`). `clock`: the cycle's place on the engine's clock (a JACK
     /// frame time; a render's frame), which every change this cycle applies is noted with (see `changes`).
     ///
-    /// Floating point: the plugins run with flush-to-zero and denormals-are-zero set (see docs/ARCHITECTURE.md,
+    /// Floating point: the plugins run with flush-to-zero and denormals-are-zero set (see docs/notes/architecture-history.md,
     /// "Denormals"); the thread's own mode is restored before returning. Realtime: safe.
     @inline(__always)
     public static func run(_ c: ChainState, inputs: UnsafePointer<UnsafeMutablePointer<Float>>,

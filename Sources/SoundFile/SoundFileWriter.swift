@@ -35,7 +35,7 @@ public struct BroadcastInfo: Sendable {
 /// from the caller, integer ones converted into a 16 KiB block exactly as libsndfile converts them; what a call leaves
 /// short of a boundary waits in the block), and libsndfile still writes every header, from the file's length.
 /// libsndfile's own path wrote 8 KiB pieces (its conversion buffer) straddling page boundaries (the data starts at
-/// byte 112), which cost the kernel about 40 % more per byte (docs/ARCHITECTURE.md, "Wide recorders"). A recorder's
+/// byte 112), which cost the kernel about 40 % more per byte (docs/notes/architecture-history.md, "Wide recorders"). A recorder's
 /// wide files go further (`writeUnbuffered`): their whole pieces bypass the page cache. The files are byte for byte
 /// libsndfile's (SoundFileTests).
 ///
@@ -53,7 +53,7 @@ public final class SoundFileWriter {
     public var writebackBytes = 0
     /// The recorder's writeback step: 256 KiB, so the once-a-second `fsync` finds the second's audio already on its
     /// way to the disk instead of pushing it all at once (at 128 channels, 24 MB per second, whose writeback held a CPU
-    /// for milliseconds beside the real-time threads; docs/ARCHITECTURE.md, "Wide recorders").
+    /// for milliseconds beside the real-time threads; docs/notes/architecture-history.md, "Wide recorders").
     public static let recordingWriteback = 256 << 10
     private var bytesSinceWriteback = 0
     /// Rewrite the header after this many frames (nil: only at `close`). WAV and RF64: 50 ms of audio, the ring's
@@ -98,7 +98,7 @@ public final class SoundFileWriter {
     /// The most one direct `pwrite` hands the kernel. Pinning a piece's pages and building its requests runs in the
     /// kernel without a rescheduling point on a kernel that does not preempt system calls, so a real-time thread
     /// woken onto the writer's CPU waits for it: a 1.2 MB piece held a CPU for up to 0.5 ms at 128 channels. A piece
-    /// goes out in writes of at most this many bytes (docs/ARCHITECTURE.md, "Wide recorders").
+    /// goes out in writes of at most this many bytes (docs/notes/architecture-history.md, "Wide recorders").
     public static let directWriteMax = 256 << 10
     /// A direct write failed: what follows is refused, with this message.
     private var directFailure: String?
@@ -195,7 +195,7 @@ public final class SoundFileWriter {
     /// From here on, the samples' whole pieces go to the disk past the page cache (O_DIRECT, pieces of about 50 ms
     /// of audio, 4 KiB-aligned in the file and in memory): a buffered write costs the kernel a page-cache page per
     /// 4 KiB (allocated, copied into, accounted dirty, written back, freed), which at 128 channels was two thirds of
-    /// the disk writer's CPU; a direct write only pins the block and hands it to the device (docs/ARCHITECTURE.md,
+    /// the disk writer's CPU; a direct write only pins the block and hands it to the device (docs/notes/architecture-history.md,
     /// "Wide recorders"), `directWriteMax` bytes at a time. What stays buffered: the header, the piece from the header
     /// to the first boundary, and the part-page a `flush` or `close` ends on (a flush's whole pages go past the page
     /// cache, and its piece is written again, whole, at its boundary; `putBlockInFile`). The header is still
