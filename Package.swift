@@ -21,6 +21,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        // SHA-256 of a render's inputs and output (built already: swift-nio-extras depends on it).
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
     targets: [
         .systemLibrary(name: "CJack", pkgConfig: "jack",
@@ -56,6 +58,7 @@ let package = Package(
         .target(name: "Render", dependencies: [
             "Plugins", "Presets", "SoundFile", "MIDIFile", "Commands", "Realtime",
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .target(name: "Engine", dependencies: [
             "Realtime", "Jack", "SoundFile", "Presets", "Plugins", "MIDIFile", "Commands",
