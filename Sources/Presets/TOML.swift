@@ -54,8 +54,9 @@ public struct TOMLError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 /// Parses the TOML this project's presets use: tables, arrays of tables, dotted keys, basic and literal strings,
-/// integers, floats, booleans, arrays (over several lines) and inline tables. Every value keeps its line number, so
-/// validation can point at the exact place. Dates and multi-line strings are refused with a clear message.
+/// integers (decimal, hexadecimal, octal, binary) and floats as TOML 1.0 writes them, booleans, arrays (over several
+/// lines) and inline tables. Every value keeps its line number, so validation can point at the exact place. Dates,
+/// multi-line strings, `inf` and `nan` are refused with a clear message.
 public struct TOMLParser {
     private let chars: [Character]
     private var i = 0
@@ -252,6 +253,9 @@ public struct TOMLParser {
         return true
     }
 
+    /// A number as TOML 1.0 writes it: decimal integers (no leading zeros), `0x`, `0o` and `0b` integers (no sign),
+    /// floats with a fraction and/or an exponent; an underscore only between two digits. `inf` and `nan` are TOML
+    /// floats, refused here in words: no preset value takes them.
     private mutating func number(_ valueLine: Int) throws(TOMLError) -> TOMLValue {
         var s = ""
         while let c = peek, c.isNumber || "+-_.eE".contains(c) || c.isLetter || c == ":" {
@@ -262,16 +266,62 @@ public struct TOMLParser {
         if s.contains(":") || (s.count >= 10 && s.dropFirst(4).first == "-" && s.first?.isNumber == true) {
             throw TOMLError(line: valueLine, message: "dates and times are not supported; write them as strings")
         }
-        let clean = String(s.filter { $0 != "_" })
-        if let v = Int(clean) { return .integer(v, line: valueLine) }
-        let digits = clean.hasPrefix("+") || clean.hasPrefix("-") ? clean.dropFirst() : Substring(clean)
-        if !digits.isEmpty && digits.allSatisfy({ $0.isASCII && $0.isNumber }) {
-            throw TOMLError(line: valueLine, message: "'\(s)' is too large for an integer (at most \(Int.max))")
+        func problem(_ why: String) -> TOMLError { TOMLError(line: valueLine, message: "'\(s)' is not a number: \(why)") }
+        let tooLarge = TOMLError(line: valueLine, message: "'\(s)' is too large for an integer (at most \(Int.max))")
+        let signed = s.first == "+" || s.first == "-"
+        let unsigned = signed ? s.dropFirst() : Substring(s)
+        guard let first = unsigned.first, first.isASCII && first.isNumber || unsigned == "inf" || unsigned == "nan" else {
+            throw TOMLError(line: valueLine, message: "'\(s)' is not a value (strings need quotes)")
         }
-        if clean.contains(where: { ".eE".contains($0) }), let v = Double(clean), v.isFinite {
-            return .float(v, line: valueLine)
+        if unsigned == "inf" || unsigned == "nan" {
+            throw TOMLError(line: valueLine, message: "'\(s)' is a TOML float, but a preset takes finite numbers only")
         }
-        throw TOMLError(line: valueLine, message: "'\(s)' is not a value (strings need quotes)")
+        // Digits of one kind, an underscore only between two of them.
+        func digits(_ t: Substring, _ isDigit: (Character) -> Bool) throws(TOMLError) -> String {
+            guard let a = t.first, let z = t.last else { throw problem("digits are missing") }
+            if a == "_" || z == "_" || t.contains("__") { throw problem("an underscore goes between two digits") }
+            guard t.allSatisfy({ $0 == "_" || isDigit($0) }) else { throw problem("'\(t)' holds something other than digits") }
+            return String(t.filter { $0 != "_" })
+        }
+        let decimal: (Character) -> Bool = { $0.isASCII && $0.isNumber }
+        for (prefix, radix, name) in [("0x", 16, "a hexadecimal"), ("0o", 8, "an octal"), ("0b", 2, "a binary")]
+        where unsigned.hasPrefix(prefix) {
+            if signed { throw problem("\(name) integer takes no sign") }
+            let body = try digits(unsigned.dropFirst(2)) { c in c.isASCII && c.hexDigitValue.map { $0 < radix } == true }
+            guard let v = Int(body, radix: radix) else { throw tooLarge }
+            return .integer(v, line: valueLine)
+        }
+        // Decimal: an integer part, then a fraction and/or an exponent for a float.
+        let end = unsigned.firstIndex { $0 == "." || $0 == "e" || $0 == "E" } ?? unsigned.endIndex
+        let whole = try digits(unsigned[..<end], decimal)
+        if whole.count > 1 && whole.first == "0" { throw problem("a decimal number has no leading zeros") }
+        var rest = unsigned[end...]
+        if rest.isEmpty {
+            guard let v = Int((s.first == "-" ? "-" : "") + whole) else { throw tooLarge }
+            return .integer(v, line: valueLine)
+        }
+        var text = (s.first == "-" ? "-" : "") + whole
+        if rest.first == "." {
+            rest = rest.dropFirst()
+            let stop = rest.firstIndex { $0 == "e" || $0 == "E" } ?? rest.endIndex
+            let fraction = try digits(rest[..<stop], decimal)
+            text += "." + fraction
+            rest = rest[stop...]
+        }
+        if let e = rest.first, e == "e" || e == "E" {
+            rest = rest.dropFirst()
+            var sign = ""
+            if let c = rest.first, c == "+" || c == "-" {
+                sign = String(c)
+                rest = rest.dropFirst()
+            }
+            let exponent = try digits(rest, decimal)
+            text += "e" + sign + exponent
+            rest = rest[rest.endIndex...]
+        }
+        guard rest.isEmpty, let v = Double(text) else { throw problem("a float is digits, a fraction (.5) and/or an exponent (e3)") }
+        guard v.isFinite else { throw TOMLError(line: valueLine, message: "'\(s)' is too large for a number") }
+        return .float(v, line: valueLine)
     }
 
     private mutating func basicString() throws(TOMLError) -> String {
