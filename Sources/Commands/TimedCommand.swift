@@ -39,7 +39,7 @@ public struct TimedCommand: Sendable, Equatable, Codable {
     public static func set(_ frame: Int, engine: String, plugin: String, symbol: String, value: Float,
                            source: String? = nil) -> TimedCommand {
         TimedCommand(frame: frame, command: .pluginSet(engine: engine, plugin: plugin, symbol: symbol,
-                                                       value: .number(Double(value))), source: source)
+                                                       value: .number(Limits.double(value))), source: source)
     }
 
     public static func bypass(_ frame: Int, engine: String, plugin: String, on: Bool,

@@ -1,4 +1,5 @@
 import Foundation
+import Presets
 import Realtime
 
 /// One change a chain's process thread applied, at the start of the cycle it names (`clock`: that cycle's place on
@@ -46,15 +47,26 @@ extension PluginChain {
                 guard stages.indices.contains(Int(m.b)) else { continue }
                 out.append(ChainChange(clock: clock, what: .bypass(plugin: stages[Int(m.b)].spec.name, on: m.c != 0)))
             case .mix:
-                out.append(ChainChange(clock: clock, what: .mix(Double(Float(bitPattern: bits)))))
+                out.append(ChainChange(clock: clock, what: .mix(Limits.double(Float(bitPattern: bits)))))
             case .gain:
-                let g = Double(Float(bitPattern: bits))
-                out.append(ChainChange(clock: clock, what: .gain(dB: g > 0 ? 20 * log10(g) : Self.gainRange.lowerBound)))
+                out.append(ChainChange(clock: clock, what: .gain(dB: Self.decibels(Float(bitPattern: bits)))))
             case .started:
                 out.append(ChainChange(clock: clock, what: .started))
             }
         }
         return out
+    }
+
+    /// The gain `g` (a factor, as the process thread holds it) in dB: the shortest decimal that sets the same 32-bit
+    /// factor again (-3, not the -3.0000002493010487 that 20·log10 of the rounded factor gives), so a log or a
+    /// report reads as it was set and a render that applies it gets the same gain to the bit.
+    static func decibels(_ g: Float) -> Double {
+        guard g > 0 else { return gainRange.lowerBound }
+        let exact = 20 * log10(Double(g))
+        for digits in 1...16 {
+            if let d = Double(String(format: "%.\(digits)g", exact)), Float(pow(10, d / 20)) == g { return d }
+        }
+        return exact
     }
 
     /// Changes the process thread could not note because the last ones had not been read (the ring was full).

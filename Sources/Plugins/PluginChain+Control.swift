@@ -141,7 +141,7 @@ extension PluginChain {
     public var currentSpecs: [PluginSpec] {
         status.enumerated().map { k, st in
             var spec = specs[k]
-            spec.controls = st.controls.map { .init(symbol: $0.symbol, value: Double($0.value)) }
+            spec.controls = st.controls.map { .init(symbol: $0.symbol, value: Limits.double($0.value)) }
             spec.bypass = st.bypassed
             return spec
         }

@@ -97,6 +97,12 @@ public enum Limits {
         d == d.rounded() && abs(d) < 1e15 ? String(Int64(d)) : String(d)
     }
 
+    /// A control value (a `Float` in the plugin) as the Double that prints as the Float does: -3.0000002, not the
+    /// -3.0000002384185791 that widening gives. It converts back to the same Float.
+    public static func double(_ f: Float) -> Double {
+        f.isFinite ? Double(f.description) ?? Double(f) : Double(f)
+    }
+
     /// A problem with a name a person or a file system will not take: empty, too long, control characters (NUL
     /// among them), or a path separator where `allowSlash` is false. Nil when the name is fine.
     public static func nameProblem(_ name: String, what: String, bytes: ClosedRange<Int>, allowSlash: Bool = false)
