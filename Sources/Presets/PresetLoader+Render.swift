@@ -9,7 +9,8 @@ extension Validator {
     mutating func render(_ t: TOMLTable, preset p: Preset) -> RenderSection {
         let s = "render"
         unknownKeys(t, ["engine", "period", "rate", "resample_quality", "cycle_offset", "preroll", "tail", "tail_limit",
-                        "format", "sample", "quality", "inputs", "output", "jobs", "automation", "event"], section: s)
+                        "format", "sample", "quality", "inputs", "output", "jobs", "job_timeout", "automation", "event"],
+                    section: s)
         var r = RenderSection()
         r.line = t.line
         if let (engine, line) = string(t, "engine", s) {
@@ -68,6 +69,7 @@ extension Validator {
             }
         }
         r.jobs = integer(t, "jobs", s, Limits.renderJobs) ?? 1
+        r.jobTimeoutSeconds = number(t, "job_timeout", s, Limits.renderJobTimeoutSeconds, unit: " seconds")
         if let (file, line) = string(t, "automation", s) {
             let resolved = path(file)
             if !FileManager.default.fileExists(atPath: resolved) {
@@ -142,10 +144,10 @@ extension Validator {
         return AutomationEntry(at: at, address: command?.0, args: args, midi: midi, line: t.line)
     }
 
-    /// MIDI bytes: numbers 0 to 255, or "0x90"-style strings; a status byte first.
+    /// MIDI bytes: numbers 0 to 255 (`0x90` or `144`), or "0x90"-style strings; a status byte first.
     mutating func midiBytes(_ v: TOMLValue, key: String) -> [UInt8]? {
         guard case .array(let items, let line) = v else {
-            problem(key, v.line, "expected an array of bytes (e.g. [0x90, 60, 100] written [144, 60, 100] or [\"0x90\", 60, 100])")
+            problem(key, v.line, "expected an array of bytes (e.g. [0x90, 60, 100], [144, 60, 100] or [\"0x90\", 60, 100])")
             return nil
         }
         var bytes: [UInt8] = []
@@ -155,7 +157,7 @@ extension Validator {
             case .string(let text, _) where text.lowercased().hasPrefix("0x") && UInt8(text.dropFirst(2), radix: 16) != nil:
                 bytes.append(UInt8(text.dropFirst(2), radix: 16)!)
             default:
-                problem(key, item.line, "a MIDI byte is 0 to 255 (or \"0x00\" to \"0xFF\"), found \(item.typeName)")
+                problem(key, item.line, "a MIDI byte is 0 to 255 (0x00 to 0xFF), found \(item.typeName)")
                 return nil
             }
         }

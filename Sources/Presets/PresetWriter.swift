@@ -187,6 +187,7 @@ struct TOMLText {
         if !r.inputs.isEmpty { strings("inputs", r.inputs) }
         if let o = r.output { string("output", o) }
         if r.jobs != 1 { integer("jobs", r.jobs) }
+        if let t = r.jobTimeoutSeconds { number("job_timeout", t) }
         if let a = r.automationFile { string("automation", a) }
         for e in r.events {
             arrayTable("render.event")

@@ -111,6 +111,9 @@ public struct RenderSection: Sendable, Equatable {
     public var output: String?
     /// Jobs run at once (each in its own process when there is more than one input).
     public var jobs = 1
+    /// A job in its own process that gives no sign of progress for this long is killed and reported as hung (nil:
+    /// `defaultJobTimeout`).
+    public var jobTimeoutSeconds: Double?
     /// An automation file (lines `AT ADDRESS ARGS...` or `AT midi BYTES...`), and events written in the preset.
     public var automationFile: String?
     public var events: [AutomationEntry] = []
@@ -118,6 +121,7 @@ public struct RenderSection: Sendable, Equatable {
     public var line: Int?
 
     public static let defaultPeriod = 1024
+    public static let defaultJobTimeout = 60.0
     /// What `tail = "silence"` counts as silence, and for how long.
     public static let silenceDBFS = -120.0
     public static let silenceSeconds = 1.0
@@ -129,6 +133,7 @@ public struct RenderSection: Sendable, Equatable {
             && a.resampleQuality == b.resampleQuality && a.cycleOffset == b.cycleOffset
             && a.prerollSeconds == b.prerollSeconds && a.tail == b.tail && a.tailLimitSeconds == b.tailLimitSeconds
             && a.format == b.format && a.inputs == b.inputs && a.output == b.output && a.jobs == b.jobs
+            && a.jobTimeoutSeconds == b.jobTimeoutSeconds
             && a.automationFile == b.automationFile
             && a.events.map { AutomationEntry(at: $0.at, address: $0.address, args: $0.args, midi: $0.midi) }
             == b.events.map { AutomationEntry(at: $0.at, address: $0.address, args: $0.args, midi: $0.midi) }
@@ -140,6 +145,7 @@ extension Limits {
     public static let renderRate: ClosedRange<Int> = 1000...768_000
     public static let renderPeriod: ClosedRange<Int> = 1...Period.maxFrames
     public static let renderJobs: ClosedRange<Int> = 1...256
+    public static let renderJobTimeoutSeconds: ClosedRange<Double> = 1...86400
     public static let renderPrerollSeconds: ClosedRange<Double> = 0...60
     public static let renderTailSeconds: ClosedRange<Double> = 0...3600
 }

@@ -213,7 +213,17 @@ public enum RenderCheck {
                     problems.append("\(e.origin): <\(spec.uri)> has no preset '\(uri)'"
                                     + (known.isEmpty ? " (it has none)" : " (it has: \(known.joined(separator: ", ")))"))
                 }
-            case .mix, .gain, .midi:
+            case .midi:
+                // A MIDI line for a chain where nothing takes MIDI would be heard nowhere.
+                let infos = specs.map { host.plugin($0.uri) }
+                func takesMIDI(_ info: PluginInfo?) -> Bool {
+                    info?.ports.contains(where: { p in p.kind == .atom && p.isInput && p.supportsMIDI }) ?? false
+                }
+                if host.canLookUp, !infos.contains(where: { $0 == nil }), !infos.contains(where: takesMIDI) {
+                    problems.append("\(e.origin): MIDI for the rack '\(chain.engine)', but none of its plugins takes MIDI"
+                                    + " (plugins: " + specs.map(\.name).joined(separator: ", ") + ")")
+                }
+            case .mix, .gain:
                 break
             }
         }
@@ -263,9 +273,10 @@ extension RenderCheck {
                                    + " (\(frames) frames" + (tail > 0 ? " and a tail of \(tail))" : ")")))
             }
         }
-        if let o = section.output, section.inputs.count <= 1, !o.contains("{"), !RenderPlan.isFolder(o),
-           FileManager.default.fileExists(atPath: o) {
-            out.append(problem("render.output", nil, "'\(o)' exists: a render never overwrites a file"))
+        if let o = section.output, section.inputs.count <= 1, !o.contains("{"), !RenderPlan.isFolder(o) {
+            for p in [o, (o as NSString).deletingPathExtension + ".json"] where FileManager.default.fileExists(atPath: p) {
+                out.append(problem("render.output", nil, "'\(p)' exists: a render never overwrites a file"))
+            }
         }
         return out
     }

@@ -111,6 +111,8 @@ public struct RenderJob: Sendable, Codable, Equatable {
     public var session = "render"
     /// The take report this job renders again, if any.
     public var take: String?
+    /// What the plan changed from what a take gives or a preset says, in words; the report's `notes`.
+    public var notes: [String] = []
 
     public init(number: Int, chain: RenderChain, inputs: [RenderInput], output: String, report: String,
                 format: AudioFormat, period: Int) {

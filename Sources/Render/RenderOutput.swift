@@ -2,16 +2,18 @@ import Foundation
 import SoundFile
 
 /// A render's output file, written where nobody takes it for finished: under a hidden partial name beside its final
-/// name (`.NAME.rendering-PID`), published by a hard link only once complete, closed and synced, and never over an
-/// existing file (the link fails instead). A job that fails removes what it wrote; a killed one leaves only the
-/// partial name. The report beside it is published the same way, after the audio: a render is complete when both
-/// are there.
+/// name (`.NAME.rendering-PID`), finished (closed and synced, so its checksum can be taken), and published by a hard
+/// link only then, never over an existing file (the link fails instead). A job that fails removes what it wrote; a
+/// killed one leaves only the partial name, which the next render of that output removes once its process is gone
+/// (`removeStale`). The report beside it is published the same way and before the audio: an output file is always
+/// complete, with its report beside it.
 ///
 /// Threads: one owner (the job).
 public final class RenderOutput {
     let path: String
     let partial: String
     let writer: SoundFileWriter
+    private var finished = false
     private var published = false
 
     /// Why `path` cannot be a new output (it exists, or its folder does not), or nil.
@@ -57,8 +59,9 @@ public final class RenderOutput {
         }
     }
 
-    /// Closes and syncs the file and gives it its final name.
-    func publish() throws(RenderError) {
+    /// Closes and syncs the file under its partial name; returns that name (its checksum is taken there, before the
+    /// file is published).
+    func finish() throws(RenderError) -> String {
         do throws(SoundFileError) {
             writer.flush()
             try writer.close()
@@ -71,6 +74,13 @@ public final class RenderOutput {
             close(fd)
             if synced != 0 { throw RenderError(.disk, "cannot sync '\(path)': \(String(cString: strerror(errno)))") }
         }
+        finished = true
+        return partial
+    }
+
+    /// Gives the finished file its final name.
+    func publish() throws(RenderError) {
+        if !finished { _ = try finish() }
         try Self.link(partial, to: path)
         published = true
         unlink(partial)
@@ -79,14 +89,28 @@ public final class RenderOutput {
     /// Removes what an unfinished output wrote (its partial file); a published output stays. Safe to call twice.
     func discard() {
         guard !published else { return }
-        try? writer.close()
+        if !finished { try? writer.close() }
         unlink(partial)
     }
 
-    /// Removes the published output (its report could not be written: a render is complete with both).
-    func withdraw() {
-        if published { unlink(path) }
-        published = false
+    /// Removes the partial files of `path` left by render processes that are gone (killed, or crashed while not
+    /// isolated): hidden files `.NAME.rendering-PID` in the output's own folder, which only a render writes, whose
+    /// process no longer exists. Returns what it removed.
+    @discardableResult
+    public static func removeStale(for path: String) -> [String] {
+        let ns = path as NSString
+        let folder = ns.deletingLastPathComponent
+        let prefix = ".\(ns.lastPathComponent).rendering-"
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.isEmpty ? "." : folder) else { return [] }
+        var removed: [String] = []
+        for name in names where name.hasPrefix(prefix) {
+            let digits = name.dropFirst(prefix.count)
+            guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }), let pid = Int32(digits),
+                  pid > 0, kill(pid, 0) != 0 && errno == ESRCH else { continue }
+            let full = folder.isEmpty ? name : (folder as NSString).appendingPathComponent(name)
+            if unlink(full) == 0 { removed.append(full) }
+        }
+        return removed
     }
 
     /// Gives `from` the name `to` without replacing anything there.

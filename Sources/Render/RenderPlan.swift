@@ -61,16 +61,30 @@ public enum RenderPlan {
         case .failure(let why): return .failure(RenderProblems([why.message]))
         case .success(let c): chain = c
         }
+        var notes: [String] = []
         if let take {
-            // The chain as it was when the take was asked to start.
+            // The chain as it was when the take was asked to start; --mix and --gain start it elsewhere, and the
+            // log's later changes still apply at their frames.
             if let start = take.controlLog?.chains?[chain.engine] {
                 chain.plugins = start.plugins
-                chain.mix = start.mix
-                chain.gainDB = start.gainDB
+                chain.mix = r.mix ?? start.mix
+                chain.gainDB = r.gainDB ?? start.gainDB
                 chain.startsAsGiven = true
+                if let m = r.mix {
+                    notes.append("mix \(Limits.number(m)) from --mix, over the take's start of \(Limits.number(start.mix))")
+                }
+                if let g = r.gainDB {
+                    notes.append("gain \(Limits.number(g)) dB from --gain, over the take's start of"
+                                 + " \(Limits.number(start.gainDB)) dB")
+                }
             } else if chain.kind == .recorder, let specs = take.plugins {
                 chain.plugins = specs
                 chain.startsAsGiven = true
+            }
+            if chain.plugins.isEmpty {
+                let recorders = chain.kind != .recorder && take.plugins?.isEmpty == false
+                return .failure(RenderProblems(["the \(chain.engine) has no plugins" + (recorders
+                    ? "; the take's chain is the recorder's (--engine recorder)" : ": nothing to render through")]))
             }
         }
         if let strict = r.strict { chain.strict = strict }
@@ -135,15 +149,37 @@ public enum RenderPlan {
         let session = r.preset?.session.name ?? take?.session ?? "render"
         var names = Set<String>()
         var jobs: [RenderJob] = []
-        let period = r.period ?? section.period ?? take?.controlLog?.period ?? RenderSection.defaultPeriod
+        var period = r.period ?? section.period ?? RenderSection.defaultPeriod
+        var cycleOffset = r.cycleOffset ?? section.cycleOffset
+        var sampleRate = r.sampleRate ?? section.sampleRate
+        if let take, let log = take.controlLog {
+            // A take is rendered again as it was heard: its period, rate and cycle offset come before the [render]
+            // table's, and an option that asks for another is refused.
+            let given: [(option: String, key: String, asked: Int?, take: Int, what: String, table: Int?)] = [
+                ("--period", "period", r.period, log.period, "period of \(log.period) frames", section.period),
+                ("--rate", "rate", r.sampleRate, take.sampleRate, "rate of \(take.sampleRate) Hz", section.sampleRate),
+                ("--cycle-offset", "cycle_offset", r.cycleOffset, log.cycleOffset,
+                 "cycle offset of \(log.cycleOffset)", section.cycleOffset),
+            ]
+            for g in given {
+                if let asked = g.asked, asked != g.take {
+                    problems.append("\(g.option) \(asked): take \(take.take) ran at a \(g.what); rendered otherwise, the"
+                                    + " result would not be what was heard (leave \(g.option) out)")
+                } else if g.asked == nil, let table = g.table, table != g.take, g.key != "cycle_offset" || table != 0 {
+                    notes.append("take \(take.take)'s \(g.what), not the preset's [render] \(g.key) = \(table)")
+                }
+            }
+            period = log.period
+            cycleOffset = log.cycleOffset
+            sampleRate = take.sampleRate
+        }
         if !Limits.renderPeriod.contains(period) {
             problems.append("a period of \(period) frames is out of range (\(Limits.renderPeriod.lowerBound) to \(Limits.renderPeriod.upperBound))")
         }
-        let cycleOffset = r.cycleOffset ?? (take?.controlLog?.cycleOffset) ?? section.cycleOffset
         if cycleOffset < 0 || cycleOffset >= period {
             problems.append("cycle offset \(cycleOffset) is not inside a cycle of \(period) frames (0 to \(period - 1))")
         }
-        if let rate = r.sampleRate ?? section.sampleRate, !Limits.renderRate.contains(rate) {
+        if let rate = sampleRate, !Limits.renderRate.contains(rate) {
             problems.append("a rate of \(rate) Hz is out of range (\(Limits.renderRate.lowerBound) to \(Limits.renderRate.upperBound) Hz)")
         }
         // Automation as written (frames or seconds): resolved per job at its rate.
@@ -169,7 +205,8 @@ public enum RenderPlan {
             var job = RenderJob(number: k + 1, chain: chain, inputs: inputs, output: output, report: report,
                                 format: format, period: period)
             job.midi = midi
-            job.sampleRate = r.sampleRate ?? section.sampleRate ?? take?.sampleRate
+            job.sampleRate = sampleRate
+            job.notes = notes
             job.quality = r.quality ?? section.resampleQuality
             job.cycleOffset = cycleOffset
             job.prerollSeconds = r.prerollSeconds ?? section.prerollSeconds
@@ -254,7 +291,8 @@ public enum RenderPlan {
             c.mix = rack.mix
             c.gainDB = rack.gainDB
         }
-        if c.plugins.isEmpty && take?.plugins == nil {
+        if c.plugins.isEmpty && take == nil {
+            // (With a take, the chain may come from its report: checked once it has.)
             return .failure(RenderError(.badInput, "the \(engine) has no plugins: nothing to render through"))
         }
         if let m = r.mix { c.mix = m }

@@ -76,13 +76,16 @@ public struct RenderReport: Codable, Sendable {
     public var outputSHA256: String?
     /// The take this job rendered again, when it did.
     public var take: String?
+    /// What the render did differently from what it was given to repeat, in words (a take rendered with `--mix`: "mix
+    /// 0.5 from --mix, over the take's start of 1"; the take's period used over the preset's `[render]` one).
+    public var notes: [String]?
     public var seconds: Double
     /// Audio seconds rendered per second of wall time.
     public var speed: Double
 
     public func json() -> Data {
         let e = JSONEncoder()
-        e.outputFormatting = [.prettyPrinted, .sortedKeys]
+        e.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         e.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
         return (try? e.encode(self)) ?? Data()
     }

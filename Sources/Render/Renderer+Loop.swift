@@ -99,7 +99,8 @@ extension Renderer {
 
         /// Cycles until the input and its tail are rendered.
         mutating func loop(commands: [(event: AutomationEvent, action: AutomationAction)], midiEvents: [AutomationEvent],
-                           tailFixed: Int, output: RenderOutput, progress: Progress?) throws(RenderError) {
+                           tailFixed: Int, output: RenderOutput, progress: Progress?,
+                           stop: (() -> Int32?)? = nil) throws(RenderError) {
             let sequence = AtomSequence.sequenceURID, midiType = AtomSequence.midiURID
             let path = ChainPath(inputs: inputs, inputChannels: inputCount, sides: sides, outputs: outputs,
                                  outputChannels: outputCount, sideOutputs: sideOuts, fade: fade, sequenceURID: sequence)
@@ -109,6 +110,7 @@ extension Renderer {
             var nextCommand = 0, nextMIDI = 0, nextFileMIDI = 0
             var q = 0
             var cycles = 0
+            var told = DispatchTime.now().uptimeNanoseconds
             let main = job.chain.inputs
             let audio = !job.inputs.isEmpty && main > 0
             while !done {
@@ -180,8 +182,12 @@ extension Renderer {
                     }
                 }
                 q += period
-                if cycles % 64 == 0, let progress {
-                    progress(written, max(written, source.frames + tailFixed))
+                // About ten times a second: progress (a batch's sign of life from this job), and a stop asked for.
+                let now = DispatchTime.now().uptimeNanoseconds
+                if now &- told >= 100_000_000 {
+                    told = now
+                    if let signal = stop?() { throw RenderError.stopped(signal) }
+                    progress?(written, max(written, source.frames + tailFixed))
                 }
             }
             drainChanges()

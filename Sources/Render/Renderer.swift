@@ -31,10 +31,18 @@ public enum Renderer {
         return n - Period.maxFrames
     }
 
+    /// Renders `job`. `progress` is called about ten times a second while the chain runs (a batch's watchdog takes
+    /// it as the job's sign of life); `stop`, when it returns a signal number, ends the job at its next cycle with
+    /// `stopped`, leaving nothing.
     public static func run(_ job: RenderJob, host: PluginHost = .shared, logger: Logger = Logger(label: "tandem.render"),
-                           progress: Progress? = nil) throws(RenderError) -> RenderReport {
+                           progress: Progress? = nil, stop: (() -> Int32?)? = nil) throws(RenderError) -> RenderReport {
         let began = Date()
-        for p in [job.output, job.report] { if let why = RenderOutput.problem(p) { throw why } }
+        for p in [job.output, job.report] {
+            for stale in RenderOutput.removeStale(for: p) {
+                logger.info("removed a partial file of a render that is gone", metadata: ["file": "\(stale)"])
+            }
+            if let why = RenderOutput.problem(p) { throw why }
+        }
         guard Limits.renderPeriod.contains(job.period) else {
             throw RenderError(.badInput, "a period of \(job.period) frames is out of range (\(Limits.renderPeriod.lowerBound) to"
                               + " \(Limits.renderPeriod.upperBound))")
@@ -71,6 +79,14 @@ public enum Renderer {
                 try? chain.setBypass(spec.name, spec.bypass)
             }
             chain.markApplied()
+        }
+        if kind == .rack, !chain.takesMIDI, let e = job.events.first(where: { $0.midi != nil }) {
+            throw RenderError(.badInput, "\(e.origin): MIDI for the rack '\(job.chain.engine)', but none of its plugins"
+                              + " takes MIDI")
+        }
+        if kind == .rack, job.midi != nil, !chain.takesMIDI, !chain.isEmpty {
+            throw RenderError(.badInput, "'\(job.midi ?? "")' is MIDI, but none of the plugins of the rack"
+                              + " '\(job.chain.engine)' takes MIDI")
         }
         let startSpecs = chain.currentSpecs
         let mainOut = chainOutputs ?? (chain.isEmpty ? job.chain.inputs : chain.outputChannels)
@@ -133,15 +149,19 @@ public enum Renderer {
         defer { run.free() }
         let output = try RenderOutput(path: job.output, format: job.format, channels: mainOut, sampleRate: rate,
                                       broadcast: broadcast(job, source: source, rate: rate))
+        // The audio is finished and its checksums taken under its partial name; then the report is published, and
+        // the audio last: a process killed at any point leaves no output without its report.
+        let finished: String
         do throws(RenderError) {
             try run.loop(commands: commands, midiEvents: midiEvents, tailFixed: tailFixed, output: output,
-                         progress: progress)
-            try output.publish()
+                         progress: progress, stop: stop)
+            finished = try output.finish()
         } catch {
             output.discard()
             throw error
         }
         let (files, midi) = source.checksums()
+        let outputSHA256 = SHA256.file(finished)
         let seconds = Date().timeIntervalSince(began)
         let frames = run.written
         let report = RenderReport(
@@ -156,13 +176,21 @@ public enum Renderer {
             tail: job.tail.description, tailFrames: max(0, frames - (run.inputEnd ?? source.frames)),
             events: run.eventNotes, applied: run.applied, output: job.output, format: job.format.container.rawValue,
             sampleFormat: job.format.sample.rawValue, channels: mainOut, frames: frames,
-            outputSHA256: SHA256.file(job.output), take: job.take, seconds: seconds,
+            outputSHA256: outputSHA256, take: job.take, notes: job.notes.isEmpty ? nil : job.notes, seconds: seconds,
             speed: seconds > 0 ? Double(frames) / Double(rate) / seconds : 0)
         do throws(RenderError) {
+            if let signal = stop?() { throw RenderError.stopped(signal) }
             try RenderOutput.writeNew(report.json(), to: job.report)
         } catch {
-            // A render is complete with its report: without one, the output goes too.
-            unlink(job.output)
+            output.discard()
+            throw error
+        }
+        do throws(RenderError) {
+            try output.publish()
+        } catch {
+            // A report without its output describes nothing: it goes too.
+            unlink(job.report)
+            output.discard()
             throw error
         }
         return report

@@ -1,14 +1,17 @@
 import Foundation
 import Jack
 import Logging
+import Presets
 import Render
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// Runs a render's jobs: in this process one after another, or each in a child process (`tandem render --job`), as
-/// many at once as asked, so a plugin that crashes fails its job, named with its signal, and the batch goes on. Says
-/// what happens as it happens: a progress line on a terminal, JSON lines with `--json`, a line per job otherwise.
+/// many at once as asked, so a plugin that crashes fails its job, named with its signal, a job that hangs is killed
+/// after `jobTimeout` seconds without a sign of progress, and the batch goes on. Says what happens as it happens: a
+/// progress line on a terminal, JSON lines with `--json`, a line per job otherwise. SIGINT or SIGTERM (`stop`) ends
+/// it at its next turn, its children killed and every partial file removed.
 ///
 /// Threads: the main thread only.
 final class RenderBatch {
@@ -16,6 +19,9 @@ final class RenderBatch {
     let parallel: Int
     let isolate: Bool
     let json: Bool
+    /// Seconds a child may go without a word before it is taken for hung and killed.
+    let jobTimeout: Double
+    let stop: RenderStop
     private let terminal = isatty(STDERR_FILENO) == 1
     private var progress: [Int: (Int, Int)] = [:]
     private var lastDraw = Date.distantPast
@@ -24,37 +30,54 @@ final class RenderBatch {
     /// How one job ended.
     enum Outcome {
         case done(RenderReport)
-        case failed(RenderError.Kind, String, signal: Int32?)
+        case failed(RenderError.Kind, String, signal: Int32?, hung: Bool = false)
     }
 
-    init(jobs: [RenderJob], parallel: Int, isolate: Bool, json: Bool) {
+    init(jobs: [RenderJob], parallel: Int, isolate: Bool, json: Bool, jobTimeout: Double, stop: RenderStop) {
         self.jobs = jobs
         self.parallel = max(1, parallel)
         self.isolate = isolate
         self.json = json
+        self.jobTimeout = jobTimeout
+        self.stop = stop
     }
 
-    /// Runs every job; the exit status: 0 all rendered; 4 a disk error; 1 a job failed (crashed); 2 bad input.
-    func run() -> ExitStatus {
+    /// Runs every job; the exit code: 0 all rendered; 4 a disk error; 1 a job failed (crashed or hung); 2 bad
+    /// input; 128 + the signal when SIGINT or SIGTERM stopped the batch.
+    func run() -> Int32 {
         let began = Date()
         if isolate { runChildren() } else { runHere() }
         clearLine()
         let failed = results.values.compactMap { o -> RenderError.Kind? in
-            if case .failed(let k, _, _) = o { return k }
+            if case .failed(let k, _, _, _) = o { return k }
             return nil
         }
-        let status: ExitStatus = failed.contains(.disk) ? .diskError : failed.contains(.failed) ? .failure
-            : failed.contains(.badInput) ? .badInput : .ok
+        var status: Int32 = failed.contains(.disk) ? ExitStatus.diskError.rawValue
+            : failed.contains(.failed) ? ExitStatus.failure.rawValue
+            : failed.contains(.badInput) ? ExitStatus.badInput.rawValue : ExitStatus.ok.rawValue
+        if let signal = stop.signal {
+            status = 128 + signal
+            if !json {
+                Console.err("tandem: stopped by signal \(signal) (\(Self.signalName(signal))): \(jobs.count - results.count)"
+                            + " job(s) not finished, nothing of them left\n")
+            }
+        }
         let seconds = Date().timeIntervalSince(began)
         let audio = results.values.reduce(0.0) { sum, o in
             if case .done(let r) = o { return sum + Double(r.frames) / Double(max(1, r.sampleRate)) }
             return sum
         }
+        let rendered = results.values.filter { if case .done = $0 { return true } else { return false } }.count
         if json {
-            emit(["event": "finished", "jobs": jobs.count, "rendered": jobs.count - failed.count, "failed": failed.count,
-                  "seconds": seconds, "speed": seconds > 0 ? audio / seconds : 0, "exit": Int(status.rawValue)])
+            var o: [String: Any] = ["event": "finished", "jobs": jobs.count, "rendered": rendered, "failed": failed.count,
+                                    "seconds": seconds, "speed": seconds > 0 ? audio / seconds : 0, "exit": Int(status)]
+            if let signal = stop.signal {
+                o["stoppedBy"] = Self.signalName(signal)
+                o["notFinished"] = jobs.count - results.count
+            }
+            emit(o)
         } else if jobs.count > 1 {
-            say("\(jobs.count - failed.count) of \(jobs.count) rendered, \(failed.count) failed, in "
+            say("\(rendered) of \(jobs.count) rendered, \(failed.count) failed, in "
                 + String(format: "%.2f s (%.0f× real time)", seconds, seconds > 0 ? audio / seconds : 0))
         }
         return status
@@ -65,13 +88,18 @@ final class RenderBatch {
     private func runHere() {
         let logger = Logger(label: "tandem.render")
         for job in jobs {
+            if stop.signal != nil { return }
+            let partials = [job.output, job.report].map { RenderOutput.partialName($0) }
+            stop.track(partials)
+            defer { stop.untrack(partials) }
             started(job)
             do throws(RenderError) {
-                let report = try Renderer.run(job, logger: logger) { frames, total in
+                let report = try Renderer.run(job, logger: logger, progress: { frames, total in
                     self.progressed(job.number, frames, total)
-                }
+                }, stop: { self.stop.signal })
                 finished(job, .done(report))
             } catch {
+                if error.kind == .stopped { return }
                 finished(job, .failed(error.kind, error.message, signal: nil))
             }
         }
@@ -79,7 +107,7 @@ final class RenderBatch {
 
     // MARK: Children
 
-    /// One running child: its process, the read end of its answer pipe, what it has said so far.
+    /// One running child: its process, the read end of its answer pipe, what it has said so far and when.
     private final class Child {
         let job: RenderJob
         let process: ChildProcess
@@ -88,22 +116,41 @@ final class RenderBatch {
         var report: String?
         var error: (RenderError.Kind, String)?
         var open = true
+        /// When it last said anything (progress comes about ten times a second while its chain runs).
+        var heard = Date()
+        /// Killed for saying nothing for `jobTimeout` seconds.
+        var hung = false
         init(job: RenderJob, process: ChildProcess, fd: Int32) {
             self.job = job
             self.process = process
             self.fd = fd
         }
+        /// Its partial files (a child that did not finish leaves them).
+        var partials: [String] { [job.output, job.report].map { RenderOutput.partialName($0, pid: process.pid) } }
     }
 
     private func runChildren() {
         var waiting = jobs[...]
         var running: [Child] = []
         while !waiting.isEmpty || !running.isEmpty {
+            if stop.signal != nil {
+                // Stopped: every child killed, its partial files removed; the jobs not started stay so.
+                for child in running { child.process.signal(SIGKILL) }
+                for child in running {
+                    _ = child.process.wait(timeout: 5)
+                    close(child.fd)
+                    for path in child.partials { unlink(path) }
+                    stop.untrack(child.partials)
+                }
+                return
+            }
             while running.count < parallel, let job = waiting.first {
                 waiting = waiting.dropFirst()
                 started(job)
                 do {
-                    running.append(try spawn(job))
+                    let child = try spawn(job)
+                    stop.track(child.partials)
+                    running.append(child)
                 } catch {
                     finished(job, .failed(.failed, "cannot start its process: \(error)", signal: nil))
                 }
@@ -111,6 +158,12 @@ final class RenderBatch {
             var fds = running.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
             _ = poll(&fds, nfds_t(fds.count), 200)
             for (k, child) in running.enumerated() where fds[k].revents != 0 { read(child) }
+            // The watchdog: a child silent for jobTimeout seconds is hung (a plugin that does not return).
+            for child in running where child.open && !child.hung && Date().timeIntervalSince(child.heard) > jobTimeout {
+                child.hung = true
+                child.process.signal(SIGKILL)
+            }
+            if stop.signal != nil { continue }
             for child in running where !child.open {
                 let code = child.process.wait(timeout: 30) ?? {
                     child.process.signal(SIGKILL)
@@ -119,8 +172,13 @@ final class RenderBatch {
                 close(child.fd)
                 let job = child.job
                 // What a child that died wrote keeps its partial name: removed here.
-                for path in [job.output, job.report] { unlink(RenderOutput.partialName(path, pid: child.process.pid)) }
-                if code > 128 {
+                for path in child.partials { unlink(path) }
+                stop.untrack(child.partials)
+                if child.hung {
+                    finished(job, .failed(.failed, "its process gave no sign of progress for \(Limits.number(jobTimeout)) s"
+                                          + " (--job-timeout) and was killed: a plugin hung; its output was not written",
+                                          signal: SIGKILL, hung: true))
+                } else if code > 128 {
                     let sig = code - 128
                     finished(job, .failed(.failed, "its process was killed by signal \(sig) (\(Self.signalName(sig)))"
                                           + " while rendering: a plugin crashed; its output was not written", signal: sig))
@@ -173,6 +231,7 @@ final class RenderBatch {
             if n == 0 || (errno != EINTR && errno != EAGAIN) { child.open = false }
             return
         }
+        child.heard = Date()
         child.buffer.append(contentsOf: bytes[0..<n])
         while let newline = child.buffer.firstIndex(of: 0x0A) {
             let line = String(decoding: child.buffer[child.buffer.startIndex..<newline], as: UTF8.self)
@@ -216,15 +275,18 @@ final class RenderBatch {
         switch outcome {
         case .done(let r):
             if json {
-                emit(["event": "done", "job": job.number, "input": job.inputs.first?.path ?? job.midi ?? "",
-                      "output": r.output, "report": job.report, "frames": r.frames, "seconds": r.seconds, "speed": r.speed,
-                      "latency": r.latency.frames])
+                var o: [String: Any] = ["event": "done", "job": job.number, "input": job.inputs.first?.path ?? job.midi ?? "",
+                                        "output": r.output, "report": job.report, "frames": r.frames, "seconds": r.seconds,
+                                        "speed": r.speed, "latency": r.latency.frames]
+                if let notes = r.notes { o["notes"] = notes }
+                emit(o)
             } else {
                 say("rendered \(job.name) -> \(r.output): \(r.frames) frames (\(String(format: "%.3f", Double(r.frames) / Double(max(1, r.sampleRate)))) s"
                     + " of audio in \(String(format: "%.2f", r.seconds)) s, \(String(format: "%.0f", r.speed))× real time);"
                     + " report \(job.report)")
+                for note in r.notes ?? [] { say("  note: \(note)") }
             }
-        case .failed(let kind, let message, let signal):
+        case .failed(let kind, let message, let signal, let hung):
             if json {
                 var o: [String: Any] = ["event": "failed", "job": job.number, "input": job.inputs.first?.path ?? job.midi ?? "",
                                         "kind": kind.rawValue, "error": message]
@@ -232,6 +294,7 @@ final class RenderBatch {
                     o["signal"] = Int(signal)
                     o["signalName"] = Self.signalName(signal)
                 }
+                if hung { o["hung"] = true }
                 emit(o)
             } else {
                 Console.err("tandem: job \(job.number) (\(job.name)) failed: \(message)\n")
@@ -244,7 +307,7 @@ final class RenderBatch {
     }
 
     private func emit(_ object: [String: Any]) {
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]),
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]),
               let line = String(data: data, encoding: .utf8) else { return }
         say(line)
     }
@@ -269,6 +332,8 @@ final class RenderBatch {
 enum RenderChild {
     static func run() -> Never {
         _ = ChildProcess.endWithParent(signal: SIGKILL)
+        // A terminal's Ctrl-C reaches the whole process group: the parent decides, and kills its children.
+        Glibc.signal(SIGINT, SIG_IGN)
         let data = FileHandle.standardInput.readDataToEndOfFile()
         func answer(_ line: String) {
             let bytes = Array((line.replacingOccurrences(of: "\n", with: " ") + "\n").utf8)
@@ -278,11 +343,8 @@ enum RenderChild {
             answer("error failed the job it was given cannot be read")
             exit(ExitStatus.failure.rawValue)
         }
-        var last = Date.distantPast
         do throws(RenderError) {
             let report = try Renderer.run(job, logger: Logger(label: "tandem.render")) { frames, total in
-                guard Date().timeIntervalSince(last) > 0.1 else { return }
-                last = Date()
                 answer("progress \(frames) \(total)")
             }
             answer("progress \(report.frames) \(report.frames)")

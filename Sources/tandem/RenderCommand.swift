@@ -19,7 +19,8 @@ struct RenderCommand: ParsableCommand {
             overwritten; an output appears only when it is complete, with its report (NAME.json) beside it. \
             --take renders a take again, through the chain it was recorded with and the control changes made while \
             it recorded, at the same frames. Exit codes: 0 every job rendered, 2 bad input (nothing started, or a \
-            job's input was refused), 4 a disk error, 1 a job failed otherwise (a plugin crashed: its signal is said).
+            job's input was refused), 4 a disk error, 1 a job failed otherwise (a plugin crashed: its signal is said; \
+            or hung: killed after --job-timeout), 130/143 stopped by SIGINT/SIGTERM (nothing unfinished is left).
             """)
 
     @Argument(help: ArgumentHelp("A preset (.toml), then the input files; or the input files alone with --preset or --plugin.",
@@ -97,7 +98,10 @@ struct RenderCommand: ParsableCommand {
     @Option(name: .long, help: "Jobs run at once (each in its own process).")
     var jobs: Int?
 
-    @Flag(name: .long, inversion: .prefixedNo, help: "Run each job in its own process, so a crashing plugin fails only its job (default: when there is more than one input).")
+    @Option(name: .long, help: ArgumentHelp("A job that gives no sign of progress for this long is killed and reported as hung (default 60; jobs in their own process).", valueName: "SECONDS"))
+    var jobTimeout: Double?
+
+    @Flag(name: .long, inversion: .prefixedNo, help: "Run each job in its own process, so a crashing plugin fails only its job and a hanging one is killed (default: when there is more than one input, or a job timeout is given).")
     var isolate: Bool?
 
     @Flag(name: .long, help: "Progress and results as JSON lines on stdout.")
@@ -116,6 +120,17 @@ struct RenderCommand: ParsableCommand {
     func validate() throws {
         if job { return }
         if let n = jobs, !Limits.renderJobs.contains(n) { throw ValidationError("--jobs must be 1 to \(Limits.renderJobs.upperBound)") }
+        if let t = jobTimeout, !Limits.contains(Limits.renderJobTimeoutSeconds, t) {
+            throw ValidationError("--job-timeout must be \(Limits.describe(Limits.renderJobTimeoutSeconds)) seconds")
+        }
+        if isolate == false, let n = jobs, n > 1 {
+            throw ValidationError("--no-isolate runs the jobs one after another in this process: it cannot run \(n) at"
+                                  + " once (--jobs \(n)); leave out one of them")
+        }
+        if isolate == false, jobTimeout != nil {
+            throw ValidationError("--job-timeout needs each job in its own process to kill a hung one: it cannot be used"
+                                  + " with --no-isolate")
+        }
         if let p = period, !Limits.renderPeriod.contains(p) {
             throw ValidationError("--period must be \(Limits.renderPeriod.lowerBound) to \(Limits.renderPeriod.upperBound)")
         }
@@ -158,6 +173,7 @@ struct RenderCommand: ParsableCommand {
     func run() throws {
         bootstrapLogging()
         if job { RenderChild.run() }
+        let stop = RenderStop.install()
         var request = RenderRequest()
         var inputs = files
         var presetPath = preset
@@ -209,9 +225,21 @@ struct RenderCommand: ParsableCommand {
             Foundation.exit(ExitStatus.badInput.rawValue)
         case .success(let j): planned = j
         }
-        let parallel = jobs ?? request.preset?.render?.jobs ?? 1
-        let batch = RenderBatch(jobs: planned, parallel: parallel, isolate: isolate ?? (planned.count > 1), json: json)
-        Foundation.exit(batch.run().rawValue)
+        let section = request.preset?.render
+        let parallel = jobs ?? section?.jobs ?? 1
+        if isolate == false && parallel > 1 {
+            fail(.badInput, "--no-isolate runs the jobs one after another in this process: it cannot run \(parallel) at"
+                 + " once (the preset's [render] jobs = \(parallel)); give --jobs 1 or leave out --no-isolate")
+        }
+        if isolate == false, let t = section?.jobTimeoutSeconds {
+            fail(.badInput, "--no-isolate cannot kill a hung job: the preset's [render] job_timeout = \(Limits.number(t))"
+                 + " needs each job in its own process; leave out --no-isolate")
+        }
+        let timeout = jobTimeout ?? section?.jobTimeoutSeconds
+        let batch = RenderBatch(jobs: planned, parallel: parallel,
+                                isolate: isolate ?? (planned.count > 1 || timeout != nil), json: json,
+                                jobTimeout: timeout ?? RenderSection.defaultJobTimeout, stop: stop)
+        Foundation.exit(batch.run())
     }
 
     func bootstrapLogging() {

@@ -34,6 +34,7 @@ import TestSupport
             inputs = ["take.wav"]
             output = "out/{input}-{take:02}.flac"
             jobs = 2
+            job_timeout = 30
             automation = "auto.txt"
             [[render.event]]
             at = 48000
@@ -41,7 +42,7 @@ import TestSupport
             args = ["fx", "amp", "gain", -6.5]
             [[render.event]]
             at = "1.5 s"
-            midi = ["0x90", 60, 100]
+            midi = [0x90, 60, 0x64]
             [[render.event]]
             at = 2.25
             command = "/tandem/plugin/set"
@@ -53,6 +54,7 @@ import TestSupport
         #expect(r.cycleOffset == 17 && r.prerollSeconds == 0.5 && r.tail == .seconds(4.5) && r.tailLimitSeconds == 60)
         #expect(r.format == AudioFormat(container: .flac, sample: .int16, quality: 0.75))
         #expect(r.inputs == [audio] && r.output == Self.dir.path + "/out/{input}-{take:02}.flac" && r.jobs == 2)
+        #expect(r.jobTimeoutSeconds == 30)
         #expect(r.automationFile == auto)
         #expect(r.events.count == 3)
         #expect(r.events[0].at == .frame(48000) && r.events[0].args.last == .number(-6.5))
@@ -76,6 +78,7 @@ import TestSupport
             cycle_offset = 2000
             tail = true
             jobs = 0
+            job_timeout = 0.5
             inputs = ["missing.wav"]
             output = "out/{chunk}.wav"
             hue = 3
@@ -92,7 +95,7 @@ import TestSupport
         let text = problems.map(\.description).joined(separator: "\n")
         for words in ["bad.toml:6: render.engine: 'recorder' is not a chain of this preset (chains: fx)",
                       "render.period: 100000 is out of range", "render.cycle_offset", "render.tail: expected \"silence\" or seconds",
-                      "render.jobs: 0 is out of range", "render.inputs: 'missing.wav' does not exist",
+                      "render.jobs: 0 is out of range", "render.job_timeout: 0.5 is out of range", "render.inputs: 'missing.wav' does not exist",
                       "render.output: the output takes {input}", "unknown key 'hue' in [render]",
                       "render.event.at: an event needs 'at'", "render.event.at: -5 is before the input's start",
                       "render.event.midi: a MIDI byte is 0 to 255", "render.event.at: 'soon' is not a time",

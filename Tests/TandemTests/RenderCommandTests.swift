@@ -162,4 +162,48 @@ import TestSupport
             #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("out.wav").path))
         }
     }
+    /// Bug: a MIDI line in an automation file for a chain where no plugin takes MIDI was accepted and reported as
+    /// applied. Refused, naming the line (a MIDI file into such a chain too).
+    @Test(.enabled(if: RackTests.hasSWH))
+    func midiForAChainWithoutMIDIIsRefused() throws {
+        let dir = TestEnvironment.temporaryDirectory("render-nomidi")
+        let input = dir.appendingPathComponent("in.wav").path
+        try TestEnvironment.writeWAV(Signals.noise(frames: 4800, channels: 1), channels: 1, path: input, sample: .float32)
+        let auto = dir.appendingPathComponent("auto.txt").path
+        try "0 /tandem/plugin/set rack amp gain -3\n100 midi 0x90 60 100\n".write(toFile: auto, atomically: true, encoding: .utf8)
+        let r = try Self.tandem(["render", "--plugin", "\(RackTests.amp),name=amp", "--automation", auto, input,
+                                 "-o", dir.appendingPathComponent("o.wav").path])
+        #expect(r.code == 2 && r.output.contains("\(auto):2: MIDI for the rack 'rack', but none of its plugins takes MIDI"),
+                "\(r.code): \(r.output)")
+        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("o.wav").path))
+        print("render: a MIDI line for an amp: exit \(r.code): \(r.output.split(separator: "\n").first ?? "")")
+    }
+
+    /// Bug: control values in a report printed as the Double a Float widens to (-3.0000002384185791), a gain as
+    /// -3.0000002493010487, and JSON wrote every '/' as '\\/'. Values print as they were set; slashes stay slashes.
+    @Test(.enabled(if: RackTests.hasSWH))
+    func reportsPrintValuesAsSetAndSlashesPlain() throws {
+        let dir = TestEnvironment.temporaryDirectory("render-print")
+        let input = dir.appendingPathComponent("in.wav").path
+        try TestEnvironment.writeWAV(Signals.noise(frames: 4800, channels: 1), channels: 1, path: input, sample: .float32)
+        let auto = dir.appendingPathComponent("auto.txt").path
+        try "1000 /tandem/plugin/set rack amp gain -3.1\n2000 /tandem/plugin/gain rack -3\n3000 /tandem/plugin/mix rack 0.3\n"
+            .write(toFile: auto, atomically: true, encoding: .utf8)
+        let out = dir.appendingPathComponent("o.wav").path
+        let r = try Self.tandem(["render", "--plugin", "\(RackTests.amp),name=amp,gain=-3.0000002", "--automation", auto,
+                                 "--json", "--tail", "0", input, "-o", out])
+        #expect(r.code == 0, "\(r.output)")
+        let text = try String(contentsOfFile: dir.appendingPathComponent("o.json").path, encoding: .utf8)
+        #expect(text.contains("\"value\" : -3.0000002\n") || text.contains("\"value\" : -3.0000002,")
+                || text.contains("\"value\" : -3.0000002 "), "the start value as set")
+        for long in ["-3.00000023", "-3.10000002", "-3.0000002493", "0.30000001"] {
+            #expect(!text.contains(long), "\(long) in the report:\n\(text)")
+        }
+        let report = try RenderReport.read(from: dir.appendingPathComponent("o.json").path)
+        #expect(report.applied.map(\.line) == ["1024 /tandem/plugin/set rack amp gain -3.1", "2048 /tandem/plugin/gain rack -3",
+                                               "3072 /tandem/plugin/mix rack 0.3"], "\(report.applied.map(\.line))")
+        #expect(text.contains("\"uri\" : \"http://plugin.org.uk/swh-plugins/amp\"") && !text.contains("\\/"), "\(text)")
+        #expect(r.output.contains("\"output\":\"\(out)\"") && !r.output.contains("\\/"), "\(r.output)")
+        print("render report values: \(report.applied.map(\.line)); slashes plain in the report and --json")
+    }
 }
