@@ -208,6 +208,31 @@ extension Renderer {
             let threshold = Float(pow(10, RenderSection.silenceDBFS / 20))
             let hold = Limits.frames(seconds: RenderSection.silenceSeconds, rate: Double(rate)) ?? rate
             var staged = 0
+            // A block wholly before the input's end decides nothing about the tail: its frames go out as they are,
+            // interleaved channel by channel, and only its trailing silence is counted (the loop below, frame by
+            // frame, took a sixth of a 16-channel render's time).
+            if pendingSilence.isEmpty, inputEnd.map({ written + count <= $0 }) ?? true {
+                var trailing = 0
+                back: for n in stride(from: count - 1, through: 0, by: -1) {
+                    for ch in 0..<mainOut where !(abs(outputs[ch][offset + n]) <= threshold) { break back }
+                    trailing += 1
+                }
+                silentRun = trailing == count ? silentRun + count : trailing
+                let channels = mainOut
+                interleaved.withUnsafeMutableBufferPointer { dst in
+                    for ch in 0..<channels {
+                        let src = outputs[ch] + offset
+                        var j = ch
+                        for n in 0..<count {
+                            dst[j] = src[n]
+                            j += channels
+                        }
+                    }
+                }
+                staged = count
+                try write(&staged, output: output)
+                return
+            }
             for n in 0..<count {
                 let frame = written + staged + pendingSilence.count / mainOut   // the output frame this one becomes
                 if let end = inputEnd {
