@@ -345,7 +345,7 @@ to = "hl-rec:in_{CHANNELS + 1}"
             if baseline_cpu is None:
                 baseline_cpu = cpu
             row = {"phase": label, "cpu": cpu, "seconds": len(frames) / 48000, "exact": exact,
-                   "xruns": report["xruns"], "missed": report.get("missedFrames", 0), "dropped": report["droppedFrames"],
+                   "xruns": report["xruns"], "missed": report.get("missedFrames", 0), "repeated": report.get("repeatedFrames", 0), "dropped": report["droppedFrames"],
                    "ws_frames": counts["frames"], "ws_closed": counts["closed"], "status_ok": counts["ok"],
                    "status_failed": counts["failed"], **figures}
             if latencies:
@@ -366,12 +366,12 @@ to = "hl-rec:in_{CHANNELS + 1}"
         per_client = (load["cpu"] - baseline_cpu) / 50
         print()
         print(f"period {args.period}, {CHANNELS} channels recorded (+1 through the rack), {args.seconds:.0f} s per phase")
-        print("| phase | Tandem CPU (s/s) | take (frames not the ramp's; jumps where the server ran no cycle) | xruns | missed | dropped | WS frames | status req ok/failed | status p50/p99 ms | change → effect p50/p99/max (samples) |")
+        print("| phase | Tandem CPU (s/s) | take (frames not the ramp's; jumps where the server ran no cycle) | xruns | missed/repeated (report) | dropped | WS frames | status req ok/failed | status p50/p99 ms | change → effect p50/p99/max (samples) |")
         print("|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             print(f"| {r['phase']} | {r['cpu']:.3f} | {'bit-exact' if r['exact'] else ('ramp, whole periods' if r['whole_periods'] else 'DIFFERS')} "
                   f"{r['seconds']:.1f} s, {r['foreign']} foreign, {r['jumps']} jumps | "
-                  f"{r['xruns']} | {r['missed']} | {r['dropped']} | {r['ws_frames']} | {r['status_ok']}/{r['status_failed']} | "
+                  f"{r['xruns']} | {r['missed']}/{r['repeated']} | {r['dropped']} | {r['ws_frames']} | {r['status_ok']}/{r['status_failed']} | "
                   + (f"{r['status_p50_ms']:.1f}/{r['status_p99_ms']:.1f}" if "status_p50_ms" in r else "–") + " | "
                   + (f"{r['change_p50']}/{r['change_p99']}/{r['change_max']} ({r['changes']} changes)" if "change_p50" in r else "–")
                   + " |")
