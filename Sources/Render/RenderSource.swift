@@ -248,12 +248,37 @@ final class RenderSource {
         return midi[start..<index]
     }
 
-    /// The source files' checksums (for the report; read again from disk).
-    func checksums() -> (files: [FileFacts], midi: FileFacts?) {
-        var out = files
-        for i in out.indices { out[i].sha256 = SHA256.file(out[i].path) }
-        var m = midiFile
-        if let p = m?.path { m?.sha256 = SHA256.file(p) }
-        return (out, m)
+    /// The source files' checksums (for the report; read again from disk), on a thread of their own that starts
+    /// now: on a machine of two cores the hashing runs beside the chain instead of after it.
+    func checksums() -> PendingChecksums { PendingChecksums(files: files, midi: midiFile) }
+}
+
+/// Checksums being taken on a thread of their own; `wait` gives them.
+///
+/// Threads: the thread writes `result` once and signals; `wait` reads it after the signal.
+final class PendingChecksums: @unchecked Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    private var result: (files: [RenderSource.FileFacts], midi: RenderSource.FileFacts?) = ([], nil)
+    private var waited = false
+
+    init(files: [RenderSource.FileFacts], midi: RenderSource.FileFacts?) {
+        let thread = Thread { [self] in
+            var out = files
+            for i in out.indices { out[i].sha256 = SHA256.file(out[i].path) }
+            var m = midi
+            if let p = m?.path { m?.sha256 = SHA256.file(p) }
+            result = (out, m)
+            done.signal()
+        }
+        thread.name = "render-checksums"
+        thread.start()
+    }
+
+    func wait() -> (files: [RenderSource.FileFacts], midi: RenderSource.FileFacts?) {
+        if !waited {
+            done.wait()
+            waited = true
+        }
+        return result
     }
 }

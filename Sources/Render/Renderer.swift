@@ -62,6 +62,7 @@ public enum Renderer {
         }
         let source = try RenderSource(inputs: job.inputs, midiPath: job.midi, rate: rate, chainInputs: job.chain.inputs,
                                       quality: job.quality)
+        let checksums = source.checksums()
 
         // The chain, as the live engine builds it.
         let chainOutputs = kind == .rack ? job.chain.outputs : job.chain.inputs
@@ -160,7 +161,7 @@ public enum Renderer {
             output.discard()
             throw error
         }
-        let (files, midi) = source.checksums()
+        let (files, midi) = checksums.wait()
         let outputSHA256 = SHA256.file(finished)
         let seconds = Date().timeIntervalSince(began)
         let frames = run.written
