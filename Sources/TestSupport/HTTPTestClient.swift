@@ -157,6 +157,29 @@ public struct HTTPTestClient {
             }
         }
 
+        /// Sends a close frame (status 1000, masked as a client must) and reads until the server ends the
+        /// connection: whether the server's close frame came, and how many data frames came after it (a browser
+        /// calls any such frame an error).
+        public func closeAndDrain() -> (closeSeen: Bool, framesAfterClose: Int) {
+            let mask: [UInt8] = [0x12, 0x34, 0x56, 0x78]
+            let payload: [UInt8] = [0x03, 0xE8]
+            let frame: [UInt8] = [0x88, 0x80 | 2] + mask + payload.enumerated().map { $1 ^ mask[$0 % 4] }
+            _ = frame.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            var closeSeen = false, after = 0
+            while true {
+                while let (_, used) = Self.frame(pending) {
+                    let opcode = pending[0] & 0x0F
+                    if closeSeen && opcode < 0x8 { after += 1 }
+                    if opcode == 0x8 { closeSeen = true }
+                    pending.removeFirst(used)
+                }
+                var buffer = [UInt8](repeating: 0, count: 65536)
+                let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                if n <= 0 { return (closeSeen, after) }
+                pending += buffer[0..<n]
+            }
+        }
+
         /// The next message parsed as a JSON object.
         public func nextJSON() -> [String: Any]? {
             next().flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }

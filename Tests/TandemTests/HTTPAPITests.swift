@@ -210,6 +210,10 @@ import Glibc
         #expect((changed?["text"] as? String)?.contains("fx amp gain -3") == true, "\(String(describing: changed))")
         print("measured: \(meters) meter frames in 2 s at ?meters=30")
         #expect(meters >= 40 && meters <= 70, "\(meters)")
+        // The client closes while meters flow: the server answers with its close and sends nothing after it (a
+        // browser calls a frame after the close an error and drops the socket as failed; the page did so).
+        let closing = ws.closeAndDrain()
+        #expect(closing.closeSeen && closing.framesAfterClose == 0, "\(closing)")
 
         // Metrics: the session's, the plugins', the server's own; Prometheus's checker passes them.
         let metrics = c.get("/metrics")
