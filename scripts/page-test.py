@@ -47,9 +47,9 @@ with its measured number printed as `measured: …`:
     scripts/page-test.py --tandem .build/release/tandem --keep
 
 Exit 0 when every check passed, 1 when one failed (or the rig could not be set up: the reason is printed), 3 when a
-tool is missing. Needs: jackd, jack_lsp, chromium, chromedriver (apt-get install jackd2 chromium chromium-driver), the Python package
-selenium (pip install selenium), swh-lv2 (the amp), a built tandem. Takes about three minutes on two cores (four
-with Firefox).
+tool is missing. Needs: jackd, jack_lsp, chromium, chromedriver (apt-get install jackd2 chromium chromium-driver), the
+Python package selenium (pip install selenium; it brings websocket-client, which the marker check reads the event
+stream with), swh-lv2 (the amp), a built tandem. Takes about three minutes on two cores (four with Firefox).
 """
 import argparse, array, ctypes, hashlib, json, math, os, random, re, shutil, signal, socket, struct, subprocess
 import sys, tempfile, threading, time, urllib.error, urllib.request
@@ -650,10 +650,11 @@ def main():
         missing.append(args.tandem)
     if not os.path.isdir("/usr/lib/lv2/amp-swh.lv2"):
         missing.append("swh-lv2 (the amp plugin)")
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        missing.append("the Python package selenium (pip install selenium)")
+    import importlib.util
+    # websocket-client comes with selenium; the marker check reads the event stream with it.
+    for module, package in (("selenium", "selenium"), ("websocket", "websocket-client")):
+        if importlib.util.find_spec(module) is None:
+            missing.append(f"the Python package {package} (pip install {package})")
     if missing:
         say("page-test: missing: " + ", ".join(missing))
         say("  apt-get install -y jackd2 chromium chromium-driver swh-lv2 iproute2; pip install selenium")
@@ -708,6 +709,7 @@ def run(rig):
     check("page live", bool(live), f"live (stream open, status and plugins read) after {time.monotonic() - t0:.2f} s"
           if live else "never live")
     d.execute_script("window.__pageTestMark = 'same page'")
+    server_check(rig, d)
 
     # Meter: in_1 carries the signal as it is.
     def meter():
@@ -742,6 +744,11 @@ def run(rig):
     check("slider", set_value is not None and abs(change - set_value) < 0.5,
           f"gain dragged to {shown} (server: {set_value}); fx:out_1 went from {before:.2f} to {after:.2f} dB RMS, "
           f"a change of {change:+.2f} dB")
+
+    isolated_check(rig, d, probe)
+    levels_check(rig, d)
+    player_check(rig, d)
+    marker_check(rig, d)
 
     # MIDI CC 7 through the map moves the control on the page.
     cc_value = 64
@@ -885,6 +892,8 @@ def run(rig):
             flowing += 1
     many.switch_to.window(handles[0])
     before_take = rig.api("status")
+    # The marker check's take is in the list already: this one is the take that was not.
+    takes_before = {t["id"] for t in rig.api("takes")}
     css(many, "#rec-start").click()
     wait_for("the take to start", lambda: rig.api("status")["recorder"]["recording"], 5)
     loaded, browsers = cpu_share(pid, CPU_SECONDS)
@@ -904,7 +913,8 @@ def run(rig):
     d = rig.browser(downloads=downloads)
     open_page(d, rig.base)
     d.execute_script("window.__pageTestMark = 'same page'")
-    take = wait_for("the take's report", lambda: rig.api("takes")[-1] if rig.api("takes") else None, 10)
+    take = wait_for("the take's report", lambda: next((t for t in rig.api("takes") if t["id"] not in takes_before),
+                                                      None), 10)
     path = take["files"][0]
     channels, samples = read_wav(path)
     first = samples[0::channels]
@@ -963,6 +973,8 @@ def run(rig):
         tab(d, "overview")
         css(d, "#rec-start").click()
         time.sleep(1.5)
+        rig.api("recorder/mark", method="POST", body={"label": "verse 2"})
+        time.sleep(0.5)
         screenshots(rig, d, os.path.join(ROOT, "docs", "screenshots"))
         tab(d, "overview")
         css(d, "#rec-stop").click()
@@ -981,15 +993,21 @@ def run(rig):
     back = wait_for("the page to show the session again", lambda: css(d, "#link").get_attribute("data-state") == "live"
                     and abs(float(css(d, '.meter[data-port="in_1"]').get_attribute("data-rms")) - signal_rms) < 1, 60)
     back_after = time.monotonic() - t1
-    back_rms = css(d, '.meter[data-port="in_1"] .rms-db').text
+    # A session that did not come back may show no meter at all.
+    back_rms = next((e.text for e in d.find_elements("css selector", '.meter[data-port="in_1"] .rms-db')), "no meter")
     if not back:
-        st = rig.api("status")
         say("  the page then: " + json.dumps(d.execute_script(
             "return {link: document.querySelector('#link').dataset.state, stream: tandem.store.stream, "
             "serverLost: tandem.store.status && tandem.store.status.serverLost, meters: tandem.store.meters, "
             "meterMessages: tandem.store.meterMessages}")))
-        say(f"  the server then: serverLost {st['serverLost']}, meters {st['meters']}, player playing "
-            f"{st['player'] and st['player']['playing']}")
+        try:
+            st = rig.api("status")
+            say(f"  the server then: serverLost {st['serverLost']}, meters {st['meters']}, player playing "
+                f"{st.get('player') and st['player']['playing']}, workers {st.get('workers')}")
+        except (OSError, ValueError) as e:
+            say(f"  the server then: GET /api/status failed: {e}")
+        lsp = subprocess.run(["jack_lsp", "-c"], env=rig.env, capture_output=True, text=True, timeout=10)
+        say("  jack_lsp -c then: " + " | ".join(lsp.stdout.split("\n")[:30]) + lsp.stderr.strip()[:300])
     tab(d, "graph")
     graph_back = wait_for("the graph's connections", lambda: d.find_elements(
         "css selector", 'li[data-from="pt-play:out_1"][data-to="pt-rec:in_1"]'), 10)
@@ -1010,6 +1028,203 @@ def run(rig):
     check("console", not real, f"{len(real)} console error(s)" + (": " + " | ".join(real[:5]) if real else "")
           + (f"; allowed: 404 of route(s) this server lacks, which the page probes once: {', '.join(sorted(set(allowed)))}"
              if allowed else ""))
+
+
+def server_check(rig, d):
+    """The Server card shows the JACK server's DSP load and xruns as GET /api/status has them (the page reads the
+    status every 2 s: its figures are compared with reads made just before and after reading the page)."""
+    seen = {}
+
+    def agree():
+        before = rig.api("status")
+        dsp_text, xruns_text = css(d, "#server-dsp").text, css(d, "#server-xruns").text
+        after = rig.api("status")
+        loads = [x.get("dspLoad") for x in (before, after)]
+        xruns = [x.get("xruns") for x in (before, after)]
+        seen.update(dsp=dsp_text, xruns=xruns_text, loads=loads, api_xruns=xruns)
+        shown_load = float(re.match(r"(-?[0-9.]+) %$", dsp_text).group(1))
+        shown_xruns = int(re.match(r"([0-9]+) ", xruns_text).group(1))
+        # The load moves from read to read: the page's shows what one of the reads around it said, to its 0.1 %.
+        off = min(abs(shown_load - x) for x in loads if x is not None)
+        seen.update(off=off)
+        return off <= max(1.0, 0.2 * max(x for x in loads if x is not None)) and shown_xruns in xruns
+    ok = wait_for("the Server card to agree with the status", agree, 10, every=0.5)
+    loads = " and ".join(f"{x:.2f}" for x in seen.get("loads", []) if x is not None) or "absent"
+    check("server", bool(ok),
+          f"the Server card shows DSP load {seen.get('dsp')!r} and xruns {seen.get('xruns')!r}; GET /api/status "
+          f"just before and after: dspLoad {loads} %, xruns {' and '.join(str(x) for x in seen.get('api_xruns', []))}"
+          + (f" (the page's load {seen['off']:.2f} points from the nearer)" if "off" in seen else ""))
+
+
+def drag(d, slider, dx):
+    """Drags a range input's thumb from the middle of its track by dx pixels, as a pointer would."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    d.execute_script("arguments[0].scrollIntoView({block: 'center'})", slider)
+    ActionChains(d).move_to_element(slider).click_and_hold().move_by_offset(dx, 0).release().perform()
+
+
+def isolated_check(rig, d, probe):
+    """The isolated rack's amp: its slider dragged on the page changes iso:out_1 by the value set (relayed to the
+    rack's process), and a value set over OSC by another client comes back to the page."""
+    route = "engines/iso/plugins/amp/controls/gain"
+    control = '.control[data-key="iso/amp/gain"]'
+    probe.disconnect("fx:out_1", f"{probe.name}:cap")
+    probe.connect("iso:out_1", f"{probe.name}:cap")
+    time.sleep(0.3)
+    before = level_db(probe.capture(0.5))
+    slider = wait_for("the isolated rack's gain slider", lambda: css(d, control + ' input[type="range"]'), 10)
+    # From the middle (0 dB) an eighth of the way down: about -17.5 dB on the amp's -70..70 dB.
+    drag(d, slider, -slider.size["width"] // 8)
+
+    def settled():
+        # The drag sends values as it goes: the last one is the one the server keeps.
+        a = rig.api(route)["value"]
+        time.sleep(0.3)
+        b = rig.api(route)["value"]
+        return (b,) if abs(b) > 1 and a == b else None
+    set_value = (wait_for("the isolated rack's control to settle", settled, 10) or (None,))[0]
+    time.sleep(0.3)
+    after = level_db(probe.capture(0.5))
+    shown = float(css(d, control).get_attribute("data-value"))
+    change = after - before
+    dragged = set_value is not None and abs(change - set_value) < 0.5 and abs(shown - set_value) < 1e-3
+
+    # Another client sets it over OSC: the rack's process tells the session, whose event brings it to the page.
+    t0 = time.monotonic()
+    rig.osc("/tandem/plugin/set", "iso", "amp", "gain", -12.0)
+    back = wait_for("the OSC value on the page",
+                    lambda: near([float(css(d, control).get_attribute("data-value"))], -12), 5, every=0.01)
+    latency = time.monotonic() - t0
+    time.sleep(0.3)
+    heard = level_db(probe.capture(0.5))
+    probe.disconnect("iso:out_1", f"{probe.name}:cap")
+    position = int(d.execute_script(f"return document.querySelector('{control} input[type=range]').value"))
+    # -12 dB is 58/140 of the way along the amp's -70..70 dB.
+    check("isolated", dragged and bool(back) and abs(heard - before + 12) < 0.5 and abs(position - 414) <= 1,
+          f"iso amp gain dragged to {shown:.2f} dB (server: {set_value}); iso:out_1 went from {before:.2f} to "
+          f"{after:.2f} dB RMS, a change of {change:+.2f} dB; -12 dB set over OSC shows on the page "
+          + (f"{latency * 1000:.0f} ms later" if back else "never")
+          + f" (slider at {position}/1000), iso:out_1 then {heard - before:+.2f} dB from where it started")
+
+
+def near(values, target):
+    """Whether every value is the target (dB kept as a 32-bit gain and read back differ in the 7th digit)."""
+    return all(v is not None and abs(v - target) < 1e-3 for v in values)
+
+
+def levels_check(rig, d):
+    """The fx chain's dry/wet mix set over OSC and its gain over HTTP, by other clients: the Racks tab's sliders
+    show both (by the `chain-level-changed` events). Both are set back to 1 and 0 dB afterwards."""
+    chain = '.control.chain-level[data-engine="fx"][data-level="{}"]'
+
+    def shown(what):
+        el = css(d, chain.format(what))
+        return (float(el.get_attribute("data-value")),
+                float(el.find_element("css selector", "input").get_property("value")),
+                el.find_element("css selector", "output").text)
+
+    def showing(mix, gain):
+        return near(shown("mix")[:2], mix) and near(shown("gain")[:2], gain)
+    t0 = time.monotonic()
+    rig.osc("/tandem/plugin/mix", "fx", 0.5)
+    rig.api("engines/fx/gain", method="PUT", body={"gain": -3.0})
+    both = wait_for("the chain's mix and gain on the page", lambda: showing(0.5, -3.0), 5, every=0.01)
+    took = time.monotonic() - t0
+    mix, gain = shown("mix"), shown("gain")
+    status = rig.api("status")["plugins"].get("fx", {})
+    rig.api("engines/fx/mix", method="PUT", body={"mix": 1.0})
+    rig.api("engines/fx/gain", method="PUT", body={"gain": 0.0})
+    restored = wait_for("the chain's mix and gain back on the page", lambda: showing(1.0, 0.0), 5)
+    check("levels", bool(both) and near([status.get("mix")], 0.5) and near([status.get("gainDB")], -3) and bool(restored),
+          f"fx mix 0.5 set over OSC and gain -3 dB over HTTP; the page's sliders show {mix[2]!r} (at {mix[1]}) and "
+          f"{gain[2]!r} (at {gain[1]}) {took * 1000:.0f} ms later; GET /api/status: mix {status.get('mix')}, gain "
+          f"{status.get('gainDB')} dB; set back to 1 and 0 dB" + (", shown" if restored else ", NOT shown"))
+
+
+def player_check(rig, d):
+    """The player's gain set over HTTP shows on the Overview's player card (by its status reads), and its queue is
+    listed with the item playing. The gain is set back to 0 dB (unity: the take check compares bit for bit)."""
+    tab(d, "overview")
+
+    def gain():
+        out = css(d, "#player-gain-value")
+        return float(out.get_attribute("data-value")), float(css(d, "#player-gain").get_property("value")), out.text
+    t0 = time.monotonic()
+    rig.api("player/gain", method="PUT", body={"gain": -6.0})
+    shown = wait_for("the player's gain on the page", lambda: near(gain()[:2], -6), 5, every=0.02)
+    took = time.monotonic() - t0
+    value = gain()
+    player = rig.api("status")["player"]
+    rows = d.execute_script("""return [...document.querySelectorAll('#queue li')].map((li) => ({
+        text: li.textContent, current: li.classList.contains('current'), aria: li.getAttribute('aria-current')}))""")
+    expected = [os.path.basename(q) for q in player.get("queue", [])]
+    names = [r["text"].replace(" (playing)", "") for r in rows]
+    marked = [i for i, r in enumerate(rows)
+              if r["current"] and r["aria"] == "true" and r["text"].endswith(" (playing)")]
+    rig.api("player/gain", method="PUT", body={"gain": 0.0})
+    unity = wait_for("the player's gain back at 0 dB", lambda: near(gain()[:2], 0)
+                     and rig.api("status")["player"]["gainDB"] == 0, 5)
+    check("player", bool(shown) and near([player.get("gainDB")], -6) and names == expected and player["playing"]
+          and marked == [player.get("item")] and bool(unity),
+          f"player gain -6 dB set over HTTP; the page shows {value[2]!r} (slider at {value[1]}) "
+          f"{took * 1000:.0f} ms later; "
+          f"the queue lists {names} (the status: {expected}, item {player.get('item')} "
+          f"{'playing' if player['playing'] else 'not playing'}), marked as playing: {marked}; set back to 0 dB"
+          + (", shown" if unity else ", NOT shown"))
+
+
+def clock(seconds):
+    """Seconds as the page writes a marker's time (M:SS.t, H:MM:SS.t past an hour)."""
+    whole = int(seconds)
+    hours, minutes, secs = whole // 3600, whole % 3600 // 60, whole % 60
+    return (f"{hours}:{minutes:02d}" if hours else f"{minutes}") + f":{secs:02d}.{int((seconds - whole) * 10)}"
+
+
+def marker_check(rig, d):
+    """A take started and a marker added over HTTP: the recorder's badge says recording, and the markers list shows
+    the marker with the label and time of the `marker-added` event (read by a WebSocket client of this script's
+    own). The take is stopped and its report waited for, so the take check's take is the next one."""
+    import websocket     # websocket-client, which selenium needs and brings
+    tab(d, "overview")
+    events = websocket.create_connection(f"ws://127.0.0.1:{rig.port}/api/events", timeout=10)
+    event, label = None, "page-test cue"
+    try:
+        events.recv()    # hello
+        rig.api("recorder/start", method="POST")
+        badge = wait_for("the recording badge", lambda: css(d, "#rec-state").get_attribute("data-state") == "recording"
+                         and css(d, "#rec-state").text, 10)
+        time.sleep(1.2)
+        reply = rig.api("recorder/mark", method="POST", body={"label": label})
+        end = time.monotonic() + 10
+        while event is None and time.monotonic() < end:
+            try:
+                msg = json.loads(events.recv())
+            except websocket.WebSocketTimeoutException:
+                break
+            if msg.get("type") == "event" and msg.get("kind") == "marker-added" and msg.get("label") == label:
+                event = msg
+    finally:
+        events.close()
+    # Read in one go: the list is drawn again when the status or an event changes it.
+    item = wait_for("the marker in the list", lambda: d.execute_script("""
+        const list = document.getElementById('marks');
+        const li = [...list.querySelectorAll('li')].find((x) => x.dataset.label === arguments[0]);
+        return li && {seconds: li.dataset.seconds, text: li.textContent.replace(/\\s+/g, ' '), take: list.dataset.take};
+    """, label), 5) or {}
+    text, take = item.get("text", ""), item.get("take")
+    listed = bool(event) and bool(item) and float(item["seconds"]) == event["seconds"] \
+        and text.startswith(clock(event["seconds"]) + " " + label) and take == str(event["take"])
+    rig.api("recorder/stop", method="POST")
+    stopped = wait_for("the marker take to end", lambda: not rig.api("status")["recorder"]["recording"], 10)
+    report = wait_for("the marker take's report", lambda: [t for t in rig.api("takes") if event
+                                                           and t["take"] == event["take"]], 10)
+    badge_after = wait_for("the badge to leave recording", lambda: css(d, "#rec-state").get_attribute("data-state")
+                           != "recording" and css(d, "#rec-state").text, 5)
+    check("marker", bool(badge) and listed and bool(stopped) and bool(report) and bool(badge_after),
+          f"take started over HTTP: the badge says {badge!r}; marker {label!r} added ({reply.get('detail')}); the "
+          + (f"event says take {event['take']} at {event['seconds']:.3f} s; " if event else "event never came; ")
+          + f"the page's list (take {take}) shows {text!r}; the take stopped (badge {badge_after!r}), its report "
+          + ("listed" if report else "NOT listed"))
 
 
 def bit_exact(take, signal):

@@ -21,14 +21,15 @@ async function command(path, body) {
 export function mount(root) {
   const v = () => h("span", {}, "–");
   el = {
-    server: v(), state: v(), rate: v(), period: v(), dsp: v(), xruns: v(), engineXruns: v(), heaviest: v(),
+    server: v(), state: v(), rate: v(), period: v(), dsp: h("span", { id: "server-dsp" }, "–"),
+    xruns: h("span", { id: "server-xruns" }, "–"), engineXruns: v(), heaviest: v(),
     health: h("ul", { class: "health" }),
-    recState: h("span", { class: "badge" }, "–"), take: v(), elapsed: h("span", { class: "big" }, "0:00"), disk: v(),
+    recState: h("span", { class: "badge", id: "rec-state" }, "–"), take: v(), elapsed: h("span", { class: "big" }, "0:00"), disk: v(),
     recFiles: v(), recCounters: v(),
     marksTitle: h("h3", { id: "marks-title", class: "sub" }, "Markers"),
     marks: h("ol", { class: "marks", id: "marks", "aria-labelledby": "marks-title", "aria-live": "polite" }),
     meters: h("div", { class: "meters", role: "group", "aria-label": "Input meters" }),
-    playState: h("span", { class: "badge" }, "–"), item: v(), position: h("span", { class: "big" }, "0:00"),
+    playState: h("span", { class: "badge", id: "play-state" }, "–"), item: v(), position: h("span", { class: "big" }, "0:00"),
     queue: h("ol", { class: "queue", id: "queue", "aria-labelledby": "queue-title" }),
     log: h("ol", { class: "log", role: "log", "aria-live": "off", "aria-label": "Session events", tabindex: 0 }),
   };
