@@ -5,7 +5,6 @@ import HTTPTypes
 import HummingbirdWebSocket
 import Logging
 import NIOCore
-import Synchronization
 
 /// `GET /api/events` upgraded to a WebSocket: the session's events in its one numbered stream, and its meters at the
 /// rate the client asks (`?meters=30`, at most 60 a second; none by default). `?since=N` catches up from event N
@@ -48,13 +47,7 @@ extension HTTPServer {
         return .upgrade([:]) { inbound, outbound, _ in
             var slow = false
             defer { feed.leave(slow: slow) }
-            // Pings and closes; messages are ignored. The reader ends when the client closes: nothing may be sent
-            // after that (a browser calls a frame after the close an error and drops the socket as failed).
-            let ended = StreamEnded()
-            let reader = Task {
-                do { for try await _ in inbound {} } catch {}
-                ended.set()
-            }
+            let reader = Task { for try await _ in inbound {} }   // pings and closes; messages are ignored
             defer { reader.cancel() }
             var last = since ?? feed.journal.last
             func send(_ object: [String: Any]) async -> Bool {
@@ -69,7 +62,7 @@ extension HTTPServer {
             }
             let meterInterval = rate > 0 ? 1 / rate : 0
             var nextMeters = Date()
-            while !Task.isCancelled && !feed.isClosed && !ended.isSet {
+            while !Task.isCancelled && !feed.isClosed && !reader.isCancelled {
                 let (events, missed) = feed.journal.since(last)
                 if missed {
                     guard await send(["type": "missed", "after": last]) else { slow = true; break }
@@ -79,7 +72,6 @@ extension HTTPServer {
                     var message: [String: Any] = ["type": "event", "sequence": e.sequence, "kind": kind, "text": text,
                                                   "time": ISO8601DateFormatter().string(from: e.time)]
                     for (k, v) in Self.fields(e.event) { message[k] = v }
-                    guard !ended.isSet else { break }
                     guard await send(message) else { slow = true; break }
                     last = e.sequence
                 }
@@ -87,7 +79,7 @@ extension HTTPServer {
                 if meterInterval > 0 && Date() >= nextMeters {
                     nextMeters = Date().addingTimeInterval(meterInterval)
                     let meters = feed.meters
-                    if !meters.isEmpty && !ended.isSet {
+                    if !meters.isEmpty {
                         guard await Self.write(meters, to: outbound) else { slow = true; break }
                     }
                 }
@@ -140,11 +132,4 @@ extension HTTPServer {
             return first
         }
     }
-}
-
-/// Whether a WebSocket's client has closed it (its reader task ended). Set once, read by the writer.
-final class StreamEnded: Sendable {
-    private let flag = Mutex(false)
-    var isSet: Bool { flag.withLock { $0 } }
-    func set() { flag.withLock { $0 = true } }
 }
