@@ -206,7 +206,7 @@ public final class RackSupervisor {
             }
             let code = c.exitCode ?? -1
             if code == 2 && !ready { return down(.refused(refusal())) }
-            let why = code > 128 ? "killed by signal \(code - 128) (\(Self.signalName(code - 128)))" : "exited with code \(code)"
+            let why = code > 128 ? "killed by signal \(code - 128) (\(ChildProcess.signalName(code - 128)))" : "exited with code \(code)"
             return down(.crashed(why))
         }
         // A stopped process holds up every client after it in the graph for as long as it stays stopped (JACK2
@@ -334,19 +334,5 @@ public final class RackSupervisor {
         guard named == 0 else { return nil }
         let port = Int(UInt16(bigEndian: addr.sin_port))
         return port >= 1024 ? port : nil
-    }
-
-    static func signalName(_ sig: Int32) -> String {
-        switch sig {
-        case SIGSEGV: return "SIGSEGV"
-        case SIGABRT: return "SIGABRT"
-        case SIGBUS: return "SIGBUS"
-        case SIGFPE: return "SIGFPE"
-        case SIGILL: return "SIGILL"
-        case SIGKILL: return "SIGKILL"
-        case SIGTERM: return "SIGTERM"
-        case SIGTRAP: return "SIGTRAP"
-        default: return "signal \(sig)"
-        }
     }
 }

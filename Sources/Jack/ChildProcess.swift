@@ -11,6 +11,21 @@ import Foundation
 ///
 /// Threads: one owner (control side). Not thread-safe.
 public final class ChildProcess: @unchecked Sendable {
+    /// The name of a signal that ends a child (a crashing plugin's, a killed one's), for messages and reports.
+    public static func signalName(_ sig: Int32) -> String {
+        switch sig {
+        case SIGSEGV: return "SIGSEGV"
+        case SIGABRT: return "SIGABRT"
+        case SIGBUS: return "SIGBUS"
+        case SIGFPE: return "SIGFPE"
+        case SIGILL: return "SIGILL"
+        case SIGKILL: return "SIGKILL"
+        case SIGTERM: return "SIGTERM"
+        case SIGTRAP: return "SIGTRAP"
+        default: return "signal \(sig)"
+        }
+    }
+
     /// Called by a child early: it gets `signal` when the process that started it ends, however that ends (SIGKILL
     /// included). False when the parent is gone already (the child was orphaned before it asked).
     public static func endWithParent(signal: Int32 = SIGTERM) -> Bool {

@@ -58,7 +58,7 @@ final class RenderBatch {
         if let signal = stop.signal {
             status = 128 + signal
             if !json {
-                Console.err("tandem: stopped by signal \(signal) (\(Self.signalName(signal))): \(jobs.count - results.count)"
+                Console.err("tandem: stopped by signal \(signal) (\(ChildProcess.signalName(signal))): \(jobs.count - results.count)"
                             + " job(s) not finished, nothing of them left\n")
             }
         }
@@ -72,7 +72,7 @@ final class RenderBatch {
             var o: [String: Any] = ["event": "finished", "jobs": jobs.count, "rendered": rendered, "failed": failed.count,
                                     "seconds": seconds, "speed": seconds > 0 ? audio / seconds : 0, "exit": Int(status)]
             if let signal = stop.signal {
-                o["stoppedBy"] = Self.signalName(signal)
+                o["stoppedBy"] = ChildProcess.signalName(signal)
                 o["notFinished"] = jobs.count - results.count
             }
             emit(o)
@@ -180,7 +180,7 @@ final class RenderBatch {
                                           signal: SIGKILL, hung: true))
                 } else if code > 128 {
                     let sig = code - 128
-                    finished(job, .failed(.failed, "its process was killed by signal \(sig) (\(Self.signalName(sig)))"
+                    finished(job, .failed(.failed, "its process was killed by signal \(sig) (\(ChildProcess.signalName(sig)))"
                                           + " while rendering: a plugin crashed; its output was not written", signal: sig))
                 } else if let report = child.report, code == 0 {
                     do {
@@ -292,7 +292,7 @@ final class RenderBatch {
                                         "kind": kind.rawValue, "error": message]
                 if let signal {
                     o["signal"] = Int(signal)
-                    o["signalName"] = Self.signalName(signal)
+                    o["signalName"] = ChildProcess.signalName(signal)
                 }
                 if hung { o["hung"] = true }
                 emit(o)
@@ -312,19 +312,6 @@ final class RenderBatch {
         say(line)
     }
 
-    static func signalName(_ sig: Int32) -> String {
-        switch sig {
-        case SIGSEGV: return "SIGSEGV"
-        case SIGABRT: return "SIGABRT"
-        case SIGBUS: return "SIGBUS"
-        case SIGFPE: return "SIGFPE"
-        case SIGILL: return "SIGILL"
-        case SIGKILL: return "SIGKILL"
-        case SIGTERM: return "SIGTERM"
-        case SIGTRAP: return "SIGTRAP"
-        default: return "signal \(sig)"
-        }
-    }
 }
 
 /// A child of a batch (`tandem render --job`): its job as JSON on stdin, its answers on fd 3 (progress lines, then
