@@ -281,3 +281,14 @@ extension RenderCheck {
         return out
     }
 }
+
+extension PluginChain {
+    /// A control setting of an automation line as the number the control takes: a number as it is, a text in the
+    /// control's unit or one of its labels read as `number(_:_:from:)` reads it.
+    func number(_ plugin: String, _ symbol: String, _ setting: ControlSetting) throws(PluginError) -> Double {
+        switch setting {
+        case .number(let d): return d
+        case .text(let t): return try number(plugin, symbol, from: t)
+        }
+    }
+}

@@ -293,12 +293,7 @@ extension Renderer {
             do throws(PluginError) {
                 switch action {
                 case .set(let plugin, let symbol, let value):
-                    let number: Double
-                    switch value {
-                    case .number(let d): number = d
-                    case .text(let t): number = try chain.number(plugin, symbol, from: t)
-                    }
-                    try chain.set(plugin, symbol, number)
+                    try chain.set(plugin, symbol, try chain.number(plugin, symbol, value))
                 case .bypass(let plugin, let on): try chain.setBypass(plugin, on)
                 case .mix(let m): chain.mix = m
                 case .gain(let d): chain.gainDB = d

@@ -124,12 +124,7 @@ public enum Renderer {
             do throws(PluginError) {
                 switch action {
                 case .set(let plugin, let symbol, let value):
-                    let number: Double
-                    switch value {
-                    case .number(let d): number = d
-                    case .text(let t): number = try chain.number(plugin, symbol, from: t)
-                    }
-                    try chain.check(plugin, symbol, number)
+                    try chain.check(plugin, symbol, try chain.number(plugin, symbol, value))
                 case .bypass(let plugin, _): _ = try chain.isBypassed(plugin)
                 case .preset(let plugin, let uri):
                     guard let spec = chain.specs.first(where: { $0.name == plugin }) else {
