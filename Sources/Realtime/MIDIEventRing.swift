@@ -52,65 +52,14 @@ public struct MIDIRingEvent: BitwiseCopyable, Sendable {
     }
 }
 
-/// A single-producer/single-consumer ring of `MIDIRingEvent`s, in position order as the producer pushes them.
-///
-/// Ownership: one thread pushes, one other thread peeks and pops. `allocate`, `reset` and `deallocate` are
-/// control-thread only, while neither side runs. A full ring refuses (`push` returns false); the producer waits (a
-/// disk thread) or counts the loss (a process callback), never blocks the other side.
-public struct MIDIEventRing: BitwiseCopyable, @unchecked Sendable {
-    public let capacity: Int
-    @usableFromInline let slots: UnsafeMutablePointer<MIDIRingEvent>
-    @usableFromInline let pushed: AtomicCounter
-    @usableFromInline let popped: AtomicCounter
+/// The ring of `MIDIRingEvent`s, in position order as the producer pushes them: a player's MIDI to its ports, a
+/// recorder's from its ports to its writer, a rack's map messages to the control loop.
+public typealias MIDIEventRing = SPSCRing<MIDIRingEvent>
 
-    /// Slots written once here, so no page is first touched on a process thread. Control thread only.
+extension SPSCRing where Element == MIDIRingEvent {
+    /// The event type's metadata built here first (see `MIDIRingEvent.prepare`). Control thread only.
     public static func allocate(capacity: Int) -> MIDIEventRing {
-        precondition(capacity > 0, "a MIDI ring needs capacity")
         MIDIRingEvent.prepare()
-        let slots = UnsafeMutablePointer<MIDIRingEvent>.allocate(capacity: capacity)
-        slots.initialize(repeating: MIDIRingEvent(), count: capacity)
-        return MIDIEventRing(capacity: capacity, slots: slots, pushed: .allocate(), popped: .allocate())
+        return allocate(capacity: capacity, filledWith: MIDIRingEvent())
     }
-
-    public func deallocate() {
-        slots.deallocate()
-        pushed.deallocate()
-        popped.deallocate()
-    }
-
-    public func reset() {
-        pushed.store(0)
-        popped.store(0)
-    }
-
-    /// Producer only. False when full. Realtime: safe.
-    @inlinable @inline(__always) @discardableResult
-    public func push(_ event: MIDIRingEvent) -> Bool {
-        let head = pushed.cell.pointee.load(ordering: .relaxed)
-        if head - popped.load() >= capacity { return false }
-        slots[head % capacity] = event
-        pushed.cell.pointee.store(head + 1, ordering: .releasing)
-        return true
-    }
-
-    /// Consumer only: the oldest event without removing it, or nil. Realtime: safe.
-    @inlinable @inline(__always)
-    public func peek() -> MIDIRingEvent? {
-        let tail = popped.cell.pointee.load(ordering: .relaxed)
-        if tail == pushed.load() { return nil }
-        return slots[tail % capacity]
-    }
-
-    /// Consumer only: removes the oldest event (after `peek`). Realtime: safe.
-    @inlinable @inline(__always)
-    public func drop() {
-        let tail = popped.cell.pointee.load(ordering: .relaxed)
-        if tail == pushed.load() { return }
-        popped.cell.pointee.store(tail + 1, ordering: .releasing)
-    }
-
-    /// Producer side: free slots (a snapshot).
-    public var space: Int { capacity - (pushed.load() - popped.load()) }
-    /// Events waiting (any thread; a snapshot).
-    public var count: Int { pushed.load() - popped.load() }
 }

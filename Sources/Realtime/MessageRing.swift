@@ -18,65 +18,10 @@ public struct RTMessage: BitwiseCopyable, Equatable, Sendable {
     }
 }
 
-/// A single-producer/single-consumer ring of `RTMessage`s.
-///
-/// Ownership: one thread pushes, one other thread pops. `allocate` and `deallocate` are control-thread only.
-/// A full ring refuses the message (`push` returns false); the producer counts or coalesces, it never waits.
-public struct MessageRing: BitwiseCopyable, @unchecked Sendable {
-    public let capacity: Int
-    @usableFromInline let slots: UnsafeMutablePointer<RTMessage>
-    @usableFromInline let pushed: AtomicCounter
-    @usableFromInline let popped: AtomicCounter
+/// The ring of `RTMessage`s: chain changes into a process callback, a recorder's events out of it.
+public typealias MessageRing = SPSCRing<RTMessage>
 
+extension SPSCRing where Element == RTMessage {
     /// Control thread only.
-    public static func allocate(capacity: Int) -> MessageRing {
-        precondition(capacity > 0, "a message ring needs capacity")
-        let slots = UnsafeMutablePointer<RTMessage>.allocate(capacity: capacity)
-        slots.initialize(repeating: RTMessage(kind: 0), count: capacity)
-        return MessageRing(capacity: capacity, slots: slots, pushed: .allocate(), popped: .allocate())
-    }
-
-    /// Control thread only, after producer and consumer have stopped.
-    public func deallocate() {
-        slots.deallocate()
-        pushed.deallocate()
-        popped.deallocate()
-    }
-
-    /// Empties the ring. Control thread only, while neither side runs.
-    public func reset() {
-        pushed.store(0)
-        popped.store(0)
-    }
-
-    /// Producer only. Returns false when the ring is full. Realtime: safe.
-    @inlinable @inline(__always) @discardableResult
-    public func push(_ message: RTMessage) -> Bool {
-        let head = pushed.cell.pointee.load(ordering: .relaxed)
-        if head - popped.load() >= capacity { return false }
-        slots[head % capacity] = message
-        pushed.cell.pointee.store(head + 1, ordering: .releasing)
-        return true
-    }
-
-    /// Consumer only. The oldest message, or nil when empty. Realtime: safe.
-    @inlinable @inline(__always)
-    public func pop() -> RTMessage? {
-        let tail = popped.cell.pointee.load(ordering: .relaxed)
-        if tail == pushed.load() { return nil }
-        let message = slots[tail % capacity]
-        popped.cell.pointee.store(tail + 1, ordering: .releasing)
-        return message
-    }
-
-    /// Consumer only. The oldest message without removing it. Realtime: safe.
-    @inlinable @inline(__always)
-    public func peek() -> RTMessage? {
-        let tail = popped.cell.pointee.load(ordering: .relaxed)
-        if tail == pushed.load() { return nil }
-        return slots[tail % capacity]
-    }
-
-    /// Messages waiting (any thread; a snapshot).
-    public var count: Int { pushed.load() - popped.load() }
+    public static func allocate(capacity: Int) -> MessageRing { allocate(capacity: capacity, filledWith: RTMessage(kind: 0)) }
 }
