@@ -8,9 +8,9 @@ import Realtime
 /// Threads: `fetch` and `buffers` on the process thread (Realtime: safe); `allocate`/`deallocate` on the control
 /// thread, while the callback does not run.
 struct EnginePorts: BitwiseCopyable {
-    let ports: UnsafeMutablePointer<JackPort>
+    let ports: PortArray
     /// Ports held: `channels`, or 0 without a server.
-    let portCount: Int
+    var portCount: Int { ports.count }
     let channels: Int
     /// This cycle's buffer per channel (at most `Period.maxFrames` frames), set by `fetch`.
     let buffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
@@ -20,13 +20,11 @@ struct EnginePorts: BitwiseCopyable {
     /// `ports`: one per channel, or none. Buffers start at the scratch.
     static func allocate(ports: [JackPort], channels: Int) -> EnginePorts {
         precondition(ports.isEmpty || ports.count == channels, "one port per channel, or none")
-        let p = UnsafeMutablePointer<JackPort>.allocate(capacity: max(1, ports.count))
-        p.initialize(from: ports, count: ports.count)
         let scratch = UnsafeMutablePointer<Float>.allocate(capacity: max(1, channels) * Period.maxFrames)
         scratch.initialize(repeating: 0, count: max(1, channels) * Period.maxFrames)
         let buffers = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: max(1, channels))
         for c in 0..<channels { (buffers + c).initialize(to: scratch + c * Period.maxFrames) }
-        return EnginePorts(ports: p, portCount: ports.count, channels: channels, buffers: buffers, scratch: scratch)
+        return EnginePorts(ports: .allocate(ports), channels: channels, buffers: buffers, scratch: scratch)
     }
 
     func deallocate() {

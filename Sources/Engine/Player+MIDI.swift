@@ -10,8 +10,8 @@ import Realtime
 /// Threads: `fetch` and `PlayerState.emitMIDI` on the process thread (Realtime: safe); the ring's producer side
 /// on the disk reader; `allocate`/`deallocate`/`reset` on the control thread while the callback does not run.
 struct PlayerMIDI: BitwiseCopyable {
-    let ports: UnsafeMutablePointer<JackPort>
-    let portCount: Int
+    let ports: PortArray
+    var portCount: Int { ports.count }
     /// This cycle's buffer per port (nil: libjack gave none, as in the warm-up call).
     let buffers: UnsafeMutablePointer<JackMIDIBuffer?>
     let ring: MIDIEventRing
@@ -31,11 +31,9 @@ struct PlayerMIDI: BitwiseCopyable {
     static let ringCapacity = 16384
 
     static func allocate(ports: [JackPort]) -> PlayerMIDI {
-        let p = UnsafeMutablePointer<JackPort>.allocate(capacity: max(1, ports.count))
-        p.initialize(from: ports, count: ports.count)
         let b = UnsafeMutablePointer<JackMIDIBuffer?>.allocate(capacity: max(1, ports.count))
         b.initialize(repeating: nil, count: max(1, ports.count))
-        return PlayerMIDI(ports: p, portCount: ports.count, buffers: b, ring: .allocate(capacity: ringCapacity),
+        return PlayerMIDI(ports: .allocate(ports), buffers: b, ring: .allocate(capacity: ringCapacity),
                           counters: .allocate(count: Counter.allCases.count))
     }
 

@@ -10,8 +10,8 @@ import Realtime
 /// Threads: `RecorderState.captureMIDI` on the process thread (Realtime: safe); the ring's consumer side on the
 /// disk writer (`MIDITakeWriter`); `allocate`/`deallocate`/`reset` on the control thread while neither runs.
 struct RecorderMIDI: BitwiseCopyable {
-    let ports: UnsafeMutablePointer<JackPort>
-    let portCount: Int
+    let ports: PortArray
+    var portCount: Int { ports.count }
     let ring: MIDIEventRing
     let counters: AtomicCounterArray
 
@@ -28,9 +28,7 @@ struct RecorderMIDI: BitwiseCopyable {
     static let ringCapacity = 65536
 
     static func allocate(ports: [JackPort]) -> RecorderMIDI {
-        let p = UnsafeMutablePointer<JackPort>.allocate(capacity: max(1, ports.count))
-        p.initialize(from: ports, count: ports.count)
-        return RecorderMIDI(ports: p, portCount: ports.count, ring: .allocate(capacity: ports.isEmpty ? 1 : ringCapacity),
+        return RecorderMIDI(ports: .allocate(ports), ring: .allocate(capacity: ports.isEmpty ? 1 : ringCapacity),
                             counters: .allocate(count: Counter.allCases.count))
     }
 

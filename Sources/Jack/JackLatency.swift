@@ -9,7 +9,7 @@ import Realtime
 /// where it only reads an atomic and sets port ranges.
 public final class JackLatency: @unchecked Sendable {
     struct Context: BitwiseCopyable {
-        let ports: UnsafeMutablePointer<JackPort>
+        let ports: PortArray
         let count: Int
         let frames: AtomicCounter
         /// Whether the ports are outputs (capture latency) or inputs (playback latency).
@@ -24,10 +24,8 @@ public final class JackLatency: @unchecked Sendable {
 
     /// Installs the latency callback for `ports` (all inputs or all outputs). Before activation.
     public init(client: JackClient, ports: [JackPort], outputs: Bool) {
-        let p = UnsafeMutablePointer<JackPort>.allocate(capacity: max(1, ports.count))
-        p.initialize(from: ports, count: ports.count)
         context = .allocate(capacity: 1)
-        context.initialize(to: Context(ports: p, count: ports.count, frames: .allocate(), outputs: outputs,
+        context.initialize(to: Context(ports: .allocate(ports), count: ports.count, frames: .allocate(), outputs: outputs,
                                        throughOutputs: 0))
         self.client = client
         if let h = client.handle {
@@ -47,10 +45,8 @@ public final class JackLatency: @unchecked Sendable {
     /// latency protocol asks of a client that passes audio on. Before activation.
     public init(client: JackClient, inputs: [JackPort], outputs: [JackPort]) {
         let all = inputs + outputs
-        let p = UnsafeMutablePointer<JackPort>.allocate(capacity: max(1, all.count))
-        p.initialize(from: all, count: all.count)
         context = .allocate(capacity: 1)
-        context.initialize(to: Context(ports: p, count: inputs.count, frames: .allocate(), outputs: false,
+        context.initialize(to: Context(ports: .allocate(all), count: inputs.count, frames: .allocate(), outputs: false,
                                        throughOutputs: outputs.count))
         self.client = client
         if let h = client.handle {
@@ -59,8 +55,8 @@ public final class JackLatency: @unchecked Sendable {
                 let add = UInt32(truncatingIfNeeded: c.frames.load())
                 // Capture: read the inputs, set the outputs; playback: the other way round.
                 let (from, fromCount, to, toCount) = mode == JackCaptureLatency
-                    ? (c.ports, c.count, c.ports + c.count, c.throughOutputs)
-                    : (c.ports + c.count, c.throughOutputs, c.ports, c.count)
+                    ? (c.ports.base, c.count, c.ports.base + c.count, c.throughOutputs)
+                    : (c.ports.base + c.count, c.throughOutputs, c.ports.base, c.count)
                 var range = jack_latency_range_t(min: UInt32.max, max: 0)
                 for i in 0..<fromCount {
                     var r = jack_latency_range_t(min: 0, max: 0)

@@ -35,6 +35,28 @@ public struct JackPort: BitwiseCopyable, @unchecked Sendable, Equatable {
     public var shortName: String { String(cString: jack_port_short_name(handle)) }
 }
 
+/// The ports an RT state holds, as one fixed array: allocated and freed on the control thread (while the callback
+/// does not run), read by index in the process callback. `@unchecked Sendable`: written once before the callback sees
+/// it, then only read.
+public struct PortArray: BitwiseCopyable, @unchecked Sendable {
+    @usableFromInline let base: UnsafeMutablePointer<JackPort>
+    public let count: Int
+
+    /// Control thread only.
+    public static func allocate(_ ports: [JackPort]) -> PortArray {
+        let base = UnsafeMutablePointer<JackPort>.allocate(capacity: max(1, ports.count))
+        base.initialize(from: ports, count: ports.count)
+        return PortArray(base: base, count: ports.count)
+    }
+
+    /// Control thread only, after the callback stopped.
+    public func deallocate() { base.deallocate() }
+
+    /// Realtime: safe.
+    @inlinable @inline(__always)
+    public subscript(_ i: Int) -> JackPort { base[i] }
+}
+
 /// A latency range in frames, as JACK reports it for one direction.
 public struct LatencyRange: Sendable, Equatable, Codable {
     public var min: UInt32
