@@ -58,6 +58,8 @@ final class EngineClient<State: EngineState>: @unchecked Sendable {
         var plugins: [PluginSpec]
         var pluginState: String?
         var strictPlugins: Bool
+        /// The control loop's wake-up, posted by the client's notifications (see `SessionEnvironment.loopWakeup`).
+        var loopWakeup: Wakeup? = nil
         /// A rack's chain: the channels it takes (its main inputs; the inputs after them are the chain's side
         /// inputs) and gives, its dry/wet mix and output gain. Nil: the insert chain of a recorder or player.
         var through: (inputs: Int, outputs: Int, mix: Double, gainDB: Double)? = nil
@@ -93,7 +95,8 @@ final class EngineClient<State: EngineState>: @unchecked Sendable {
         role = setup.role
         chainChannels = setup.chainChannels
         do {
-            client = try JackClient(name: setup.clientName, server: setup.server, logger: logger)
+            client = try JackClient(name: setup.clientName, server: setup.server, logger: logger,
+                                    loopWakeup: setup.loopWakeup)
         } catch {
             throw EngineError(error.code == .nameTaken ? .badConfig : .jack, error.description)
         }

@@ -48,14 +48,15 @@ public final class Player: @unchecked Sendable {
     /// `strictPlugins`: a plugin of the chain that cannot run as asked is an error (nothing started); otherwise
     /// the chain runs without it and the problem is logged and in the status.
     public init(config: PlayerConfig, server: String?, logger: Logger = Logger(label: "tandem.play"),
-                notify: Wakeup? = nil, strictPlugins: Bool = false) throws(EngineError) {
+                notify: Wakeup? = nil, strictPlugins: Bool = false, loopWakeup: Wakeup? = nil) throws(EngineError) {
         let problems = config.problems()
         guard problems.isEmpty else { throw EngineError(.badConfig, problems.joined(separator: "; ")) }
         self.config = config
         self.logger = logger
         let setup = EngineClient<PlayerState>.Setup(
             clientName: config.clientName, server: server, outputs: config.ports, role: "player",
-            plugins: config.plugins, pluginState: config.pluginState, strictPlugins: strictPlugins)
+            plugins: config.plugins, pluginState: config.pluginState, strictPlugins: strictPlugins,
+            loopWakeup: loopWakeup)
         // MIDI ports are registered beside the audio ones (before the state is built: it holds them).
         var midiPorts: [JackPort] = []
         engine = try EngineClient(setup, logger: logger, check: { client throws(EngineError) in

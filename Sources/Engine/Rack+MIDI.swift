@@ -11,10 +11,10 @@ import Realtime
 /// Threads: `gather`, `scatter` and `chain` on the process thread (Realtime: safe); `allocate`/`deallocate` on the
 /// control thread while the callback does not run; the counters from any thread.
 struct RackMIDI: BitwiseCopyable {
-    let inputs: UnsafeMutablePointer<JackPort>
-    let inputCount: Int
-    let outputs: UnsafeMutablePointer<JackPort>
-    let outputCount: Int
+    let inputs: PortArray
+    var inputCount: Int { inputs.count }
+    let outputs: PortArray
+    var outputCount: Int { outputs.count }
     /// The merged input sequence and the chain's output sequence, `capacity` bytes each.
     let input: UnsafeMutableRawPointer
     let output: UnsafeMutableRawPointer
@@ -33,7 +33,7 @@ struct RackMIDI: BitwiseCopyable {
     /// 1 while the session has maps or a learn waiting (the control thread sets it; `gather` reads it): with 0
     /// nothing is queued, so a rack without maps never fills the ring.
     let listening: AtomicCounter
-    /// The control loop's wake-up (see `JackNotifications.loopWakeup`), posted once in a cycle that queued messages
+    /// The control loop's wake-up (see `SessionEnvironment.loopWakeup`), posted once in a cycle that queued messages
     /// for the maps, so a loop that sleeps while idle applies them at once.
     let wake: Wakeup?
 
@@ -55,12 +55,9 @@ struct RackMIDI: BitwiseCopyable {
     /// Bytes of each sequence: room for about 1300 three-byte events per cycle.
     static let capacity = 32768
 
-    static func allocate(inputs: [JackPort], outputs: [JackPort], sequenceURID: UInt32, midiURID: UInt32) -> RackMIDI {
+    static func allocate(inputs: [JackPort], outputs: [JackPort], sequenceURID: UInt32, midiURID: UInt32,
+                         wake: Wakeup?) -> RackMIDI {
         _ = cycleFrame(7, frames: 4)   // what it needs built, built here (see `cycleFrame`)
-        let ins = UnsafeMutablePointer<JackPort>.allocate(capacity: max(1, inputs.count))
-        ins.initialize(from: inputs, count: inputs.count)
-        let outs = UnsafeMutablePointer<JackPort>.allocate(capacity: max(1, outputs.count))
-        outs.initialize(from: outputs, count: outputs.count)
         let input = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
         let output = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
         input.initializeMemory(as: UInt8.self, repeating: 0, count: capacity)
@@ -69,11 +66,11 @@ struct RackMIDI: BitwiseCopyable {
         lastTime.initialize(to: ChainTime())
         let timeTold = UnsafeMutablePointer<Int>.allocate(capacity: 1)
         timeTold.initialize(to: 0)
-        let m = RackMIDI(inputs: ins, inputCount: inputs.count, outputs: outs, outputCount: outputs.count, input: input,
+        let m = RackMIDI(inputs: .allocate(inputs), outputs: .allocate(outputs), input: input,
                          output: output, capacity: UInt32(capacity), sequenceURID: sequenceURID, midiURID: midiURID,
                          counters: .allocate(count: Counter.allCases.count), lastTime: lastTime, timeTold: timeTold,
                          controls: .allocate(capacity: controlCapacity), listening: .allocate(),
-                         wake: JackNotifications.loopWakeup)
+                         wake: wake)
         m.clear()
         return m
     }
@@ -222,7 +219,7 @@ extension Rack {
             throw EngineError(.jack, error.description)
         }
         return RackMIDI.allocate(inputs: ins, outputs: outs, sequenceURID: AtomSequence.sequenceURID,
-                                 midiURID: AtomSequence.midiURID)
+                                 midiURID: AtomSequence.midiURID, wake: client.notifications.loop)
     }
 
     private var midi: RackMIDI { engine.state.pointee.midi }
@@ -252,19 +249,6 @@ extension RackConfig {
         let ins = r.midiInputs ?? (atoms.contains(where: \.isInput) ? ["midi_in"] : [])
         let outs = r.midiOutputs ?? (atoms.contains { !$0.isInput } ? ["midi_out"] : [])
         return (ins, outs)
-    }
-}
-
-extension Session {
-    /// An isolated rack's MIDI ports on its child's command line (as named in the preset; none named: the child
-    /// picks the same defaults).
-    /// The session's tempo and meter go along.
-    static func midiArguments(_ rack: RackSection, _ session: SessionSection) -> [String] {
-        var args: [String] = []
-        if let t = session.tempo { args += ["--tempo", "\(t)", "--meter", session.meter.description] }
-        if let m = rack.midiInputs { args += m.isEmpty ? ["--no-midi-input"] : m.flatMap { ["--midi-input", $0] } }
-        if let m = rack.midiOutputs { args += m.isEmpty ? ["--no-midi-output"] : m.flatMap { ["--midi-output", $0] } }
-        return args
     }
 }
 

@@ -34,12 +34,13 @@ public final class Rack {
     /// input ports are the built chain's: when a plugin with a side input is left out (it cannot be loaded or
     /// instantiated), its port is not registered and the ports after it keep feeding their own plugins.
     public init(config: RackConfig, server: String?, logger: Logger = Logger(label: "tandem.rack"),
-                strictPlugins: Bool = false) throws(EngineError) {
+                strictPlugins: Bool = false, loopWakeup: Wakeup? = nil) throws(EngineError) {
         guard !config.outputs.isEmpty else {
             throw EngineError(.badConfig, "rack '\(config.name)' needs at least one output port")
         }
         var config = config
-        var engine = try Self.open(config, server: server, logger: logger, strictPlugins: strictPlugins)
+        var engine = try Self.open(config, server: server, logger: logger, strictPlugins: strictPlugins,
+                                   loopWakeup: loopWakeup)
         if let chain = engine.plugins.chain, chain.sideInputs.map(\.name) != config.sideInputs
             || chain.sideOutputs.map(\.name) != config.sideOutputs {
             // A plugin with a side input or a CV output was left out: ports named from the preset would feed (or be
@@ -50,7 +51,8 @@ public final class Rack {
             engine.close()
             config.sideInputs = chain.sideInputs.map(\.name)
             config.sideOutputs = chain.sideOutputs.map(\.name)
-            engine = try Self.open(config, server: server, logger: logger, strictPlugins: strictPlugins)
+            engine = try Self.open(config, server: server, logger: logger, strictPlugins: strictPlugins,
+                                   loopWakeup: loopWakeup)
         }
         self.config = config
         self.engine = engine
@@ -62,11 +64,11 @@ public final class Rack {
 
     /// The client, its ports (inputs, side inputs, outputs) and the start chain, not yet active.
     private static func open(_ config: RackConfig, server: String?, logger: Logger,
-                             strictPlugins: Bool) throws(EngineError) -> EngineClient<RackState> {
+                             strictPlugins: Bool, loopWakeup: Wakeup?) throws(EngineError) -> EngineClient<RackState> {
         let setup = EngineClient<RackState>.Setup(
             clientName: config.clientName, server: server, inputs: config.inputs + config.sideInputs,
             outputs: config.outputs + config.sideOutputs, role: "rack \(config.name)", plugins: config.plugins,
-            pluginState: config.pluginState, strictPlugins: strictPlugins,
+            pluginState: config.pluginState, strictPlugins: strictPlugins, loopWakeup: loopWakeup,
             through: (config.inputs.count, config.outputs.count, config.mix, config.gainDB))
         let (ins, sides, outs) = (config.inputs.count, config.sideInputs.count, config.outputs.count)
         let sideOuts = config.sideOutputs.count

@@ -6,8 +6,10 @@ import Glibc
 #endif
 
 /// An isolated rack's configuration channel: the session sends its rack process a document (a preset holding the
-/// rack's `[[rack]]` table, as `Preset.toml()` writes it) whenever a re-applied preset changes the rack's plugins,
-/// their settings, its gain or its mix, and the process applies it to its own session as an in-process rack takes a
+/// session's table, the rack's `[[rack]]` table and the maps the rack runs, as `Preset.toml()` writes it; see
+/// `Session.rackDocument`). The first, at each start, is the process's whole configuration, read with the loader
+/// and checks every preset gets. Later ones come whenever a re-applied preset changes the rack's plugins, their
+/// settings, its gain or its mix, and the process applies them to its own session as an in-process rack takes a
 /// changed preset: control values without a rebuild, a new plugin list by a crossfaded swap, no restart and no gap.
 /// Each document is framed as `LENGTH\n` followed by that many bytes of UTF-8, on a pipe to the child's fd 4.
 public enum RackDocuments {
@@ -69,6 +71,17 @@ public final class RackDocumentReader: @unchecked Sendable {
             defer { d.removeAll() }
             return d
         }
+    }
+
+    /// Waits up to `seconds` for the first document (a supervised child's whole configuration at its start); those
+    /// after it stay for `take`. Control thread.
+    public func first(within seconds: Double) -> String? {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if let d = documents.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) { return d }
+            usleep(2_000)
+        }
+        return nil
     }
 
     /// Ends the thread. Control thread; idempotent.

@@ -2,6 +2,7 @@ import Foundation
 import Jack
 import Logging
 import Presets
+import Realtime
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -77,6 +78,10 @@ public final class RackSupervisor {
     /// The child's OSC control port on 127.0.0.1 (its plugins are set through it), chosen free at each start.
     public private(set) var controlPort: Int?
     private var arguments: [String]
+    /// The rack as its process takes it at each start (see `RackDocuments`).
+    private var document: String
+    /// The control loop's wake-up, posted when the process speaks or ends.
+    private let loopWakeup: Wakeup?
     /// The write end of the configuration channel to the process (`RackDocuments`); -1: none.
     private let logPath: String
     private let logger: Logger
@@ -96,8 +101,10 @@ public final class RackSupervisor {
     /// `hangSeconds`: the backstop; three of the child's beats, so a beat read late is no hang. `startSeconds`: how
     /// long a start may take (here a rack is ready in 0.1-0.3 s; loading every installed plugin's description on a
     /// small board takes seconds).
-    public init(rack: RackSection, arguments: [String], logPath: String, hangSeconds: Double = 6,
-                startSeconds: Double = 10, logger: Logger = Logger(label: "tandem.rack")) {
+    public init(rack: RackSection, document: String, arguments: [String], logPath: String, hangSeconds: Double = 6,
+                startSeconds: Double = 10, logger: Logger = Logger(label: "tandem.rack"), loopWakeup: Wakeup? = nil) {
+        self.loopWakeup = loopWakeup
+        self.document = document
         self.rack = rack
         self.arguments = arguments
         self.logPath = logPath
@@ -131,6 +138,9 @@ public final class RackSupervisor {
         _ = fcntl(docs[0], F_SETFD, FD_CLOEXEC)
         _ = fcntl(docs[1], F_SETFD, FD_CLOEXEC)
         _ = fcntl(docs[1], F_SETFL, O_NONBLOCK)
+        // Room for the largest document, so the one that starts the process is written whole without waiting
+        // (F_SETPIPE_SZ; 1 MiB is Linux's default ceiling for it).
+        _ = fcntl(docs[1], 1031, Int32(RackDocuments.maxBytes + 64))
         controlPort = Self.freeUDPPort()
         do {
             child = try ChildProcess(arguments + (controlPort.map { ["--control-port", "\($0)"] } ?? [])
@@ -146,7 +156,12 @@ public final class RackSupervisor {
         closePipe()
         pipeRead = fds[0]
         documentWrite = docs[1]
-        reader = HeartbeatReader(fd: pipeRead, wake: JackNotifications.loopWakeup)
+        guard send(document) else {
+            _ = child?.stop(SIGKILL, grace: 1)
+            throw EngineError(.badConfig, "rack '\(rack.name)': its configuration could not be handed to its process "
+                              + "(\(document.utf8.count) bytes; at most \(RackDocuments.maxBytes))")
+        }
+        reader = HeartbeatReader(fd: pipeRead, wake: loopWakeup)
         ready = false
         hungFor = nil
         lastMove = Date()
@@ -272,11 +287,20 @@ public final class RackSupervisor {
     }
 
     /// Hands the running process the rack as `section` now says (a re-applied preset changed its plugins, their
-    /// settings, its gain or mix, not its ports): `document` is a preset holding the rack, and `arguments` the command
-    /// line a restart uses from now on. False when the process cannot take it now (not running or not ready, or the
-    /// pipe is full): the caller restarts it instead. Control thread.
-    public func update(_ section: RackSection, document: String, arguments: [String]) -> Bool {
-        guard let c = child, c.isRunning, ready, documentWrite >= 0 else { return false }
+    /// settings, its gain or mix, not its ports): `document` is the rack's document (`Session.rackDocument`), which a
+    /// restart also starts from. False when the process cannot take it now (not running or not ready, or the pipe is
+    /// full): the caller restarts it instead. Control thread.
+    public func update(_ section: RackSection, document: String) -> Bool {
+        guard let c = child, c.isRunning, ready, send(document) else { return false }
+        rack = section
+        self.document = document
+        shadow.reset()   // the document holds the values as they are
+        return true
+    }
+
+    /// Writes one framed document to the process, whole or not at all.
+    private func send(_ document: String) -> Bool {
+        guard documentWrite >= 0 else { return false }
         let bytes = RackDocuments.frame(document)
         guard bytes.count <= RackDocuments.maxBytes else { return false }
         let n = bytes.withUnsafeBytes { write(documentWrite, $0.baseAddress, $0.count) }
@@ -286,9 +310,6 @@ public final class RackSupervisor {
                                                                                   "written": "\(n)"])
             return false
         }
-        rack = section
-        self.arguments = arguments
-        shadow.reset()   // the document holds the values as they are
         return true
     }
 

@@ -38,7 +38,7 @@ public final class Recorder: @unchecked Sendable {
     /// nothing is started. Otherwise the chain runs without it and the problem is logged, in the status and in
     /// every take's report.
     public init(config: RecorderConfig, server: String?, logger: Logger = Logger(label: "tandem.rec"),
-                strictPlugins: Bool = false) throws(EngineError) {
+                strictPlugins: Bool = false, loopWakeup: Wakeup? = nil) throws(EngineError) {
         let problems = config.problems()
         guard problems.isEmpty else { throw EngineError(.badConfig, problems.joined(separator: "; ")) }
         try Recorder.checkDirectory(config.directory)
@@ -51,7 +51,8 @@ public final class Recorder: @unchecked Sendable {
         self.logger = logger
         let setup = EngineClient<RecorderState>.Setup(
             clientName: config.clientName, server: server, inputs: config.ports, role: "recorder",
-            plugins: config.plugins, pluginState: config.pluginState, strictPlugins: strictPlugins)
+            plugins: config.plugins, pluginState: config.pluginState, strictPlugins: strictPlugins,
+            loopWakeup: loopWakeup)
         var midiPorts: [JackPort] = []
         engine = try EngineClient(setup, logger: logger, check: { client throws(EngineError) in
             let channels = config.stems ? 1 : config.recordedChannelNames.count

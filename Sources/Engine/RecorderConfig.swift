@@ -49,8 +49,8 @@ public struct RecorderConfig: Sendable, Equatable {
     public var rotateOnClock = false
     /// `[recorder.retention]`, applied by the disk writer at start and after each take or chunk.
     public var retention: RetentionSection?
-    /// The wall clock the recorder reads (the system's; tests run a faster virtual one).
-    public var clock = RecorderClock.fromEnvironment()
+    /// The wall clock the recorder reads: the session's (`SessionEnvironment.clock`).
+    public var clock = SessionClock()
 
     public init() {}
 
@@ -171,42 +171,6 @@ public struct RecorderConfig: Sendable, Equatable {
     }
 }
 
-/// The wall clock a recorder reads: the system's, or (tests) a virtual one that began at `origin` when the process
-/// started and runs `scale` times as fast. Read from `TANDEM_TEST_CLOCK=ISO8601*SCALE` (e.g.
-/// `2026-11-23T09:20:00Z*600`: ten virtual minutes per real second). Never set by presets.
-public struct RecorderClock: Sendable, Equatable {
-    public var origin: Date?
-    public var scale: Double = 1
-    /// The real moment the virtual clock showed `origin`.
-    public var realStart = Date()
-
-    public init(origin: Date? = nil, scale: Double = 1) {
-        self.origin = origin
-        self.scale = scale
-    }
-
-    public static func == (a: RecorderClock, b: RecorderClock) -> Bool { a.origin == b.origin && a.scale == b.scale }
-
-    /// The time now.
-    public func now() -> Date {
-        guard let origin else { return Date() }
-        return origin.addingTimeInterval(Date().timeIntervalSince(realStart) * scale)
-    }
-
-    private static let processStart = Date()
-
-    public static func fromEnvironment() -> RecorderClock {
-        guard let v = ProcessInfo.processInfo.environment["TANDEM_TEST_CLOCK"] else { return RecorderClock() }
-        let parts = v.split(separator: "*").map(String.init)
-        let f = ISO8601DateFormatter()
-        guard let d = parts.first.flatMap({ f.date(from: $0) }) else { return RecorderClock() }
-        let scale = parts.count > 1 ? Double(parts[1]) ?? 1 : 1
-        var c = RecorderClock(origin: d, scale: scale.isFinite && scale > 0 && scale <= 100_000 ? scale : 1)
-        c.realStart = processStart
-        return c
-    }
-}
-
 /// Faults a test can inject into the disk writer, to prove what happens when the disk misbehaves.
 /// The command line reads them from `TANDEM_FAULT_STALL_WRITER=AFTER_SECONDS:STALL_SECONDS`.
 public struct RecorderFaults: Sendable, Equatable {
@@ -220,9 +184,9 @@ public struct RecorderFaults: Sendable, Equatable {
         self.stallSeconds = stallSeconds
     }
 
-    /// Reads `TANDEM_FAULT_STALL_WRITER` from the environment.
-    public static func fromEnvironment() -> RecorderFaults {
-        guard let v = ProcessInfo.processInfo.environment["TANDEM_FAULT_STALL_WRITER"] else { return RecorderFaults() }
+    /// Reads `TANDEM_FAULT_STALL_WRITER` from `environment` (once, by `SessionEnvironment.fromProcess`).
+    public static func from(environment: [String: String]) -> RecorderFaults {
+        guard let v = environment["TANDEM_FAULT_STALL_WRITER"] else { return RecorderFaults() }
         let parts = v.split(separator: ":").compactMap { Double($0) }
         guard parts.count == 2 else { return RecorderFaults() }
         return RecorderFaults(stallAfterSeconds: parts[0], stallSeconds: parts[1])

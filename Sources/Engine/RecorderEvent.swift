@@ -20,7 +20,7 @@ struct TakeAnchor: Sendable {
     /// ...and its wall-clock time.
     var wallClock: Date
     var sampleRate: Int
-    /// Wall-clock seconds per second of audio: 1, or a test's virtual clock's speed (`RecorderClock`).
+    /// Wall-clock seconds per second of audio: 1, or a test's virtual clock's speed (`SessionClock`).
     var clockScale: Double = 1
 
     func frameTime(at position: Int) -> UInt32 {

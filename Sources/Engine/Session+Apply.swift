@@ -10,93 +10,99 @@ extension Session {
     /// Whether an engine created now must refuse to start when a plugin cannot run.
     var strictPlugins: Bool { !started && preset?.session.onPluginError != .bypass }
 
+    /// What runs now, as the apply plan sees it.
+    var current: ApplyPlan.Current {
+        ApplyPlan.Current(server: preset.map { $0.session.server }, recorder: recorderConfig, player: playerConfig,
+                          racks: rackConfigs, isolated: supervisors.mapValues { ($0.rack, $0.maps) },
+                          patchClient: patchOnlyClient != nil)
+    }
+
+    /// The recorder `wanted` asks for, on the session's clock and with its fault hooks.
+    func recorderConfig(for wanted: Preset) -> RecorderConfig? {
+        wanted.recorder.map {
+            var c = RecorderConfig(section: $0, session: wanted.session)
+            c.clock = environment.clock
+            c.faults = environment.faults
+            return c
+        }
+    }
+
+    /// Plans the change from what runs to `wanted` (`ApplyPlan`) and carries it out.
     func applyDiff(_ wanted: Preset, notes: [String]) throws(EngineError) -> ApplyReport {
         var report = ApplyReport()
-        if let old = preset, old.session.server != wanted.session.server {
+        let plan = ApplyPlan(current, wanted: wanted, recorder: recorderConfig(for: wanted),
+                             player: wanted.player.map { PlayerConfig(section: $0, session: wanted.session) })
+        if plan.closeAll {
             logger.info("server changed: closing both clients", metadata: ["server": "\(JackServer.effectiveName(wanted.session.server))"])
             closeEngines(&report, end: .stopped)
         }
         preset = wanted
 
         // Recorder.
-        let wantRecorder = wanted.recorder.map { RecorderConfig(section: $0, session: wanted.session) }
-        if let r = recorder, let current = recorderConfig {
-            if let want = wantRecorder, current.sameClient(as: want) {
-                if current != want {
-                    if applyPlugins(.recorder, current: current.plugins, want: want.plugins, chain: r.plugins.chain,
-                                         replace: { r.replacePlugins($0, savedState: nil) }) {
-                        report.reconfigured.append("recorder plugins")
-                    }
-                    if !current.differsOnlyInPlugins(from: want) {
-                        r.reconfigure(want)
-                        report.reconfigured.append("recorder")
-                        logger.info("recorder settings changed; they apply from the next take")
-                    }
-                    recorderConfig = want
+        switch plan.recorder {
+        case .keep, .open:
+            break
+        case .update(let want):
+            if let r = recorder, let current = recorderConfig {
+                if applyPlugins(.recorder, current: current.plugins, want: want.plugins, chain: r.plugins.chain,
+                                replace: { r.replacePlugins($0, savedState: nil) }) {
+                    report.reconfigured.append("recorder plugins")
                 }
-            } else {
-                r.close(end: .stopped, detail: "the preset changed the recorder's client or ports")
-                recorder = nil
-                recorderConfig = nil
-                report.clientsClosed += 1
-                workers.finish("take")
+                if !current.differsOnlyInPlugins(from: want) {
+                    r.reconfigure(want)
+                    report.reconfigured.append("recorder")
+                    logger.info("recorder settings changed; they apply from the next take")
+                }
+                recorderConfig = want
             }
+        case .reopen, .close:
+            recorder?.close(end: .stopped, detail: "the preset changed the recorder's client or ports")
+            recorder = nil
+            recorderConfig = nil
+            report.clientsClosed += 1
+            workers.finish(.take)
         }
         var newRecorder = false
-        if recorder == nil, var want = wantRecorder {
-            want.firstTake = lastTake + 1
-            if wanted.session.createDirectory && !FileManager.default.fileExists(atPath: want.directory) {
-                do {
-                    try FileManager.default.createDirectory(atPath: want.directory, withIntermediateDirectories: true)
-                } catch {
-                    throw EngineError(.badDirectory, "cannot create output directory '\(want.directory)': \(error.localizedDescription)")
-                }
-            }
-            recorder = try Recorder(config: want, server: server, logger: Logger(label: "tandem.rec"),
-                                    strictPlugins: strictPlugins)
-            recorder?.chainSnapshot = { [weak self] in self?.chainSnapshot() ?? [:] }
-            if recorder?.client.isRealtime == false {
-                logger.warning("\(Self.notRealtimeWarning)")
-            }
-            want.firstTake = 1
-            recorderConfig = want
-            report.clientsOpened += 1
-            report.portsRegistered += want.ports.count
+        switch plan.recorder {
+        case .open(let want), .reopen(let want):
+            try openRecorder(want, wanted, &report)
             newRecorder = true
+        case .keep, .update, .close:
+            break
         }
 
         // Player.
-        let wantPlayer = wanted.player.map { PlayerConfig(section: $0, session: wanted.session) }
-        if let pl = player, let current = playerConfig {
-            if let want = wantPlayer, current.sameClient(as: want) {
-                if current != want {
-                    if applyPlugins(.player, current: current.plugins, want: want.plugins, chain: pl.plugins.chain,
-                                         replace: { pl.replacePlugins($0, savedState: nil) }) {
-                        report.reconfigured.append("player plugins")
-                    }
-                    if current.gainDB != want.gainDB { pl.setGain(dB: want.gainDB) }
-                    if current.loop != want.loop || current.channelMap != want.channelMap
-                        || current.resampleQuality != want.resampleQuality {
-                        pl.reconfigure(loop: want.loop, map: want.channelMap, quality: want.resampleQuality)
-                    }
-                    if current.queue != want.queue { pl.load(want.queue) }
-                    if !current.differsOnlyInPlugins(from: want) { report.reconfigured.append("player") }
-                    playerConfig = want
+        switch plan.player {
+        case .keep, .open:
+            break
+        case .update(let want):
+            if let pl = player, let current = playerConfig {
+                if applyPlugins(.player, current: current.plugins, want: want.plugins, chain: pl.plugins.chain,
+                                replace: { pl.replacePlugins($0, savedState: nil) }) {
+                    report.reconfigured.append("player plugins")
                 }
-            } else {
-                pl.close()
-                player = nil
-                playerConfig = nil
-                report.clientsClosed += 1
-                workers.finish("playback")
+                if current.gainDB != want.gainDB { pl.setGain(dB: want.gainDB) }
+                if current.loop != want.loop || current.channelMap != want.channelMap
+                    || current.resampleQuality != want.resampleQuality {
+                    pl.reconfigure(loop: want.loop, map: want.channelMap, quality: want.resampleQuality)
+                }
+                if current.queue != want.queue { pl.load(want.queue) }
+                if !current.differsOnlyInPlugins(from: want) { report.reconfigured.append("player") }
+                playerConfig = want
             }
+        case .reopen, .close:
+            player?.close()
+            player = nil
+            playerConfig = nil
+            report.clientsClosed += 1
+            workers.finish(.playback)
         }
         var newPlayer = false
-        if player == nil, var want = wantPlayer {
+        if case .open(var want) = plan.player.opening {
             want.startImmediately = false
             do {
                 player = try Player(config: want, server: server, logger: Logger(label: "tandem.play"),
-                                    strictPlugins: strictPlugins)
+                                    strictPlugins: strictPlugins, loopWakeup: environment.loopWakeup)
             } catch {
                 // Nothing started: the recorder this apply opened goes too.
                 if newRecorder, let r = recorder {
@@ -122,7 +128,7 @@ extension Session {
         }
 
         do {
-            try applyRacks(wanted, &report, strict: strictPlugins)
+            try applyRacks(plan.racks, wanted, &report, strict: strictPlugins)
         } catch {
             // Nothing started by this apply stays: a first start that fails starts nothing.
             if !started {
@@ -142,6 +148,28 @@ extension Session {
         return report
     }
 
+    func openRecorder(_ config: RecorderConfig, _ wanted: Preset, _ report: inout ApplyReport) throws(EngineError) {
+        var want = config
+        want.firstTake = lastTake + 1
+        if wanted.session.createDirectory && !FileManager.default.fileExists(atPath: want.directory) {
+            do {
+                try FileManager.default.createDirectory(atPath: want.directory, withIntermediateDirectories: true)
+            } catch {
+                throw EngineError(.badDirectory, "cannot create output directory '\(want.directory)': \(error.localizedDescription)")
+            }
+        }
+        recorder = try Recorder(config: want, server: server, logger: Logger(label: "tandem.rec"),
+                                strictPlugins: strictPlugins, loopWakeup: environment.loopWakeup)
+        recorder?.chainSnapshot = { [weak self] in self?.chainSnapshot() ?? [:] }
+        if recorder?.client.isRealtime == false {
+            logger.warning("\(Self.notRealtimeWarning)")
+        }
+        want.firstTake = 1
+        recorderConfig = want
+        report.clientsOpened += 1
+        report.portsRegistered += want.ports.count
+    }
+
     func closeEngines(_ report: inout ApplyReport, end: TakeEnd, detail: String? = nil) {
         if let r = recorder {
             r.close(end: end, detail: detail)
@@ -158,8 +186,8 @@ extension Session {
         playerConfig = nil
         closeRacks(&report)
         patchbay.reset()
-        workers.finish("take")
-        workers.finish("playback")
+        workers.finish(.take)
+        workers.finish(.playback)
     }
 
     static let notRealtimeWarning = "the JACK server runs without real-time scheduling (jackd -R, with rtprio"
@@ -192,13 +220,12 @@ extension Session {
         if newRecorder, recStart == .immediately, preset?.recorder?.schedule == nil, let r = recorder {
             r.startTake(at: r.streamPosition, notes: notes)
         }
-        if newRecorder, preset?.session.exitAfter == .take, let stop = preset?.recorder?.stopAt,
-           let s = Preset.secondsOfDay(stop) {
-            stopDeadline = Preset.nextOccurrence(ofSecondsOfDay: s)
+        if newRecorder, preset?.session.exitAfter == .take {
+            timetable.stop(at: preset?.recorder?.stopAt, after: clock.now())
         }
-        if newPlayer, playerResume == nil, let at = preset?.player?.startAt, let s = Preset.secondsOfDay(at) {
+        if newPlayer, playerResume == nil, let at = preset?.player?.startAt,
+           timetable.startPlayer(at: at, after: clock.now()) {
             // Cued until then; `tickSchedule` starts it on the frame that corresponds to the moment.
-            playerStartAt = Preset.nextOccurrence(ofSecondsOfDay: s)
             player?.waitForFill(seconds: 5)
             return
         }

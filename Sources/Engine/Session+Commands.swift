@@ -61,7 +61,7 @@ extension Session {
                 return markFromMap(label: label, frameTime: frameTime) ? .done("marker at frame time \(frameTime)")
                     : .refused("no take is running: marker not kept")
             }
-            guard r.isRecording, let at = mark(label: label, source: context.source, arrival: context.arrival ?? Date()) else {
+            guard r.isRecording, let at = mark(label: label, source: context.source, arrival: context.arrival ?? clock.real()) else {
                 return .refused("no take is running: marker not kept")
             }
             return .done("marker at stream frame \(at)")

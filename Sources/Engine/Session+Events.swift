@@ -10,13 +10,11 @@ extension Session {
             switch e {
             case .takeStarted(let take, _):
                 lastTake = max(lastTake, take)
-                if let stop = preset?.recorder?.stopAt, let s = Preset.secondsOfDay(stop) {
-                    stopDeadline = Preset.nextOccurrence(ofSecondsOfDay: s)
-                }
-                workers.finish("take")
-                workers.start("take", detail: "take \(take)", deadline: stopDeadline)
+                timetable.stop(at: preset?.recorder?.stopAt, after: clock.now())
+                workers.finish(.take)
+                workers.start(.take, detail: "take \(take)", deadline: timetable.stopAt)
             case .takeFinished(let report, _):
-                workers.finish("take")
+                workers.finish(.take)
                 if (report.ended == .durationReached || report.ended == .stopTimeReached)
                     && (preset?.recorder?.start == .immediately || preset?.session.exitAfter == .take) {
                     outcome = .finished(.takeComplete)
@@ -34,10 +32,10 @@ extension Session {
         for e in list {
             switch e {
             case .itemStarted(let item, let path):
-                workers.finish("playback")
-                workers.start("playback", detail: "item \(item + 1): \(path)")
+                workers.finish(.playback)
+                workers.start(.playback, detail: "item \(item + 1): \(path)")
             case .queueFinished:
-                workers.finish("playback")
+                workers.finish(.playback)
                 if preset?.session.exitAfter == .playback { ringOutPlayback() }
             case .itemFailed:
                 failedItems += 1
@@ -63,34 +61,32 @@ extension Session {
         let rate = max(1, p.sampleRate)
         let tail = Limits.frames(seconds: preset?.player?.tailSeconds ?? 0, rate: Double(rate)) ?? 0
         let ringOut = chain.map { $0.latency + tail } ?? 0
-        let period = max(1, p.client.bufferSize)
-        playbackEnd = (cycle: p.cycles + 2 + (ringOut + period - 1) / period,
-                       deadline: Date().addingTimeInterval(1 + Double(ringOut) / Double(rate)), ringOut: ringOut)
+        timetable.queuePlayedOut(cycles: p.cycles, period: p.client.bufferSize, rate: rate, ringOut: ringOut,
+                                 at: clock.real())
     }
 
     /// What runs on the clock: a cued player's start time, the end of a rung-out playback, a stop time that ends
     /// the session with no take running.
     func tickSchedule() {
-        let now = Date()
-        if let at = playerStartAt, now.addingTimeInterval(0.1) >= at, let p = player {
-            // Sample-accurate: the JACK frame that corresponds to the requested moment.
-            let ahead = max(0, at.timeIntervalSince(now))
-            p.play(atFrameTime: p.client.frameTime &+ UInt32(clamping: Limits.frames(seconds: ahead, rate: Double(p.sampleRate)) ?? 0))
-            playerStartAt = nil
-        }
-        if let end = playbackEnd, let p = player, p.cycles >= end.cycle || now >= end.deadline {
-            outcome = .finished(.playbackComplete(failedItems: failedItems))
-        }
-        if let stop = stopDeadline, now >= stop {
-            stopDeadline = nil
-            if recorder?.isRecording == true {
-                recorder?.stopTake(.stopTimeReached)
-            } else {
-                outcome = .finished(.takeComplete)
+        for due in timetable.due(at: clock.now(), real: clock.real(), playerCycles: player?.cycles) {
+            switch due {
+            case .startPlayer(let ahead):
+                // Sample-accurate: the JACK frame that corresponds to the requested moment.
+                guard let p = player else { continue }
+                p.play(atFrameTime: p.client.frameTime
+                       &+ UInt32(clamping: Limits.frames(seconds: ahead / clock.scale, rate: Double(p.sampleRate)) ?? 0))
+            case .playbackEnded:
+                outcome = .finished(.playbackComplete(failedItems: failedItems))
+            case .stopTime:
+                if recorder?.isRecording == true {
+                    recorder?.stopTake(.stopTimeReached)
+                } else {
+                    outcome = .finished(.takeComplete)
+                }
             }
         }
     }
 
     /// Frames of plugin latency and tail the ended playback rang out (nil: it has not ended).
-    public var playbackRingOut: Int? { playbackEnd?.ringOut }
+    public var playbackRingOut: Int? { timetable.playbackEnd?.ringOut }
 }

@@ -57,9 +57,10 @@ extension Session {
         patchbay.repair = preset?.session.onManualDisconnect == .repair
         let existing = Set(c.ports())
         var cache = ConnectionCache(client: c)
-        let now = Date().timeIntervalSinceReferenceDate
+        let real = clock.real()
+        let now = real.timeIntervalSinceReferenceDate
         for (x, repaired) in patchbay.noticeRemovals(isConnected: { cache.contains($0) }, exists: existing.contains,
-                                                     duringAStall: stallWatch.aroundAStall(Date()), now: now) {
+                                                     duringAStall: stallWatch.aroundAStall(real), now: now) {
             events.append(.manualDisconnect(x.source, x.destination, repaired: repaired))
             patchLogger.info("connection removed by someone else; \(repaired ? "repairing" : "respecting") it",
                              metadata: ["from": "\(x.source)", "to": "\(x.destination)"])

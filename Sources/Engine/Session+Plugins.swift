@@ -125,18 +125,13 @@ extension Session {
         }
         periodChanges()
         guard preset?.session.savePlugins == true else { return }
-        var marks: [ChainEngine: PluginSaveMark] = [:]
-        var settled: [ChainEngine] = []
-        for engine in chainEngines {
-            guard let e = chainEngine(engine), let c = e.plugins.chain else { continue }
-            let look = PluginSaveMark.look(pluginSaveMarks[engine], chain: ObjectIdentifier(c), dirty: c.dirty,
-                                           edits: c.edits, cycles: e.cycles)
-            marks[engine] = look.mark
-            if look.settled { settled.append(engine) }
+        let chains = chainEngines.compactMap { engine -> PluginKeeping.Chain? in
+            guard let e = chainEngine(engine), let c = e.plugins.chain else { return nil }
+            return PluginKeeping.Chain(engine: engine, chain: ObjectIdentifier(c), dirty: c.dirty, edits: c.edits,
+                                       cycles: e.cycles)
         }
-        pluginSaveMarks = marks
-        guard !settled.isEmpty, Date().timeIntervalSince(lastPluginSave) >= 1 else { return }
-        lastPluginSave = Date()
+        let settled = pluginKeeping.look(chains, at: clock.real())
+        guard !settled.isEmpty else { return }
         do {
             try savePlugins(settled)
         } catch {
@@ -245,6 +240,40 @@ extension Session {
 /// notes the engine's cycle count when it first sees the change; the cycle running then may have begun before the
 /// change, so the count must grow by two (engines count a cycle at its end). A value that hangs a plugin never
 /// completes a cycle, so it is never saved, and a rack restarted after the hang comes back with the state before it.
+/// When changed plugin state is saved (`save_plugins`), as a value: each chain's change is marked when first seen and
+/// saved once it has run two whole cycles unchanged, at most once a second over all chains.
+struct PluginKeeping {
+    /// What the session sees of one engine's chain at a look.
+    struct Chain {
+        var engine: ChainEngine
+        var chain: ObjectIdentifier
+        var dirty: Bool
+        var edits: Int
+        var cycles: Int
+    }
+
+    /// Per engine, the change to its chain waiting to be saved.
+    private(set) var marks: [ChainEngine: PluginSaveMark] = [:]
+    private var lastSave = Date.distantPast
+    /// The shortest time between two saves.
+    static let gap = 1.0
+
+    /// The engines whose chains to save now, at real time `now` (none until `gap` after the last save).
+    mutating func look(_ chains: [Chain], at now: Date) -> [ChainEngine] {
+        var next: [ChainEngine: PluginSaveMark] = [:]
+        var settled: [ChainEngine] = []
+        for c in chains {
+            let look = PluginSaveMark.look(marks[c.engine], chain: c.chain, dirty: c.dirty, edits: c.edits, cycles: c.cycles)
+            next[c.engine] = look.mark
+            if look.settled { settled.append(c.engine) }
+        }
+        marks = next
+        guard !settled.isEmpty, now.timeIntervalSince(lastSave) >= Self.gap else { return [] }
+        lastSave = now
+        return settled
+    }
+}
+
 struct PluginSaveMark: Equatable {
     /// The chain and its change count when the mark was taken, and the engine's cycles then.
     let chain: ObjectIdentifier

@@ -10,100 +10,102 @@ extension Session {
     /// Whether a rack runs in a child process: as the preset says, else whenever the session also records.
     static func isolates(_ rack: RackSection, in preset: Preset) -> Bool { rack.isolate ?? (preset.recorder != nil) }
 
-    /// Brings the racks to `wanted`'s: closes the ones gone or changed beyond their plugins, rebuilds chains whose
-    /// plugins changed, opens the new ones. `strict`: a plugin that cannot run stops the apply.
-    func applyRacks(_ wanted: Preset, _ report: inout ApplyReport, strict: Bool) throws(EngineError) {
-        let wantedNames = Set(wanted.racks.map(\.name))
-        for name in racks.keys.sorted() where !wantedNames.contains(name) || wanted.racks.first(where: { $0.name == name })
-            .map({ Self.isolates($0, in: wanted) }) == true {
-            racks.removeValue(forKey: name)?.close()
-            rackConfigs[name] = nil
-            report.clientsClosed += 1
-        }
-        for name in supervisors.keys.sorted() {
-            guard let s = supervisors[name], let section = wanted.racks.first(where: { $0.name == name }),
-                  Self.isolates(section, in: wanted), s.maps == Self.mapsRunningIn(section, wanted.maps) else {
+    /// Carries out the racks' steps of an apply plan (`ApplyPlan.RackStep`): closes and stops what goes, hands an
+    /// isolated rack's process its changed rack, rebuilds chains whose plugins changed, opens what is new. `strict`:
+    /// a plugin that cannot run stops the apply.
+    func applyRacks(_ steps: [ApplyPlan.RackStep], _ wanted: Preset, _ report: inout ApplyReport,
+                    strict: Bool) throws(EngineError) {
+        for step in steps {
+            switch step {
+            case .close(let name):
+                racks.removeValue(forKey: name)?.close()
+                rackConfigs[name] = nil
+                report.clientsClosed += 1
+            case .stop(let name):
                 supervisors.removeValue(forKey: name)?.stop()
                 report.clientsClosed += 1
-                continue
-            }
-            if s.rack == section { continue }
-            // Plugins, settings, gain or mix changed and the ports stay: the process takes the rack as a document,
-            // as an in-process rack takes a changed preset (no restart, no gap). Else it starts anew.
-            let current = RackConfig(section: s.rack, session: wanted.session)
-            let want = RackConfig(section: section, session: wanted.session)
-            var document = Preset()
-            document.session = wanted.session
-            document.racks = [section]
-            if current.sameClient(as: want), s.update(section, document: document.toml(),
-                                                      arguments: childArguments(section, wanted.session, maps: wanted.maps)) {
-                s.ports = (want.inputs.count, want.outputs.count)
-                report.reconfigured.append("rack \(name) (in its process)")
-            } else {
-                supervisors.removeValue(forKey: name)?.stop()
-                report.clientsClosed += 1
-            }
-        }
-        if patchOnlyClient == nil && recorder == nil && player == nil && racks.isEmpty && !wanted.racks.isEmpty
-            && wanted.racks.allSatisfy({ Self.isolates($0, in: wanted) }) {
-            // Isolated racks only: the session still needs a client of its own to watch and patch the graph (and
-            // to see a rack's client name taken before its process tries it).
-            do {
-                patchOnlyClient = try JackClient(name: "\(wanted.session.name)-patch", server: server, logger: logger)
-                // Active, so graph notifications arrive; without a process callback, so it is never woken per cycle.
-                try patchOnlyClient?.activateForNotifications()
-            } catch {
-                throw EngineError(.jack, "cannot open the session's patch client: \(error)")
-            }
-        }
-        for section in wanted.racks {
-            if Self.isolates(section, in: wanted) {
-                guard supervisors[section.name] == nil else { continue }
-                if let c = patchClient, c.clientExists(section.client) {
-                    throw EngineError(.badConfig, "rack '\(section.name)': the JACK client name '\(section.client)' is"
-                                      + " taken (another client of the server has it)")
+            case .updateProcess(let section):
+                // Plugins, settings, gain or mix changed and the ports stay: the process takes the rack as a document,
+                // as an in-process rack takes a changed preset (no restart, no gap). Else it starts anew.
+                guard let s = supervisors[section.name] else { continue }
+                if s.update(section, document: Self.rackDocument(section, wanted.session, maps: wanted.maps)) {
+                    let want = RackConfig(section: section, session: wanted.session)
+                    s.ports = (want.inputs.count, want.outputs.count)
+                    report.reconfigured.append("rack \(section.name) (in its process)")
+                } else {
+                    supervisors.removeValue(forKey: section.name)?.stop()
+                    report.clientsClosed += 1
+                    try startIsolated(section, wanted, &report)
                 }
-                let supervisor = RackSupervisor(rack: section, arguments: childArguments(section, wanted.session,
-                                                                                         maps: wanted.maps),
-                                                logPath: rackLogPath(section, wanted.session), logger: rackLogger)
-                supervisor.maps = Self.mapsRunningIn(section, wanted.maps)
-                let config = RackConfig(section: section, session: wanted.session)
-                supervisor.ports = (config.inputs.count, config.outputs.count)
-                try supervisor.start()
-                supervisors[section.name] = supervisor
-                report.clientsOpened += 1
-                continue
-            }
-            let want = RackConfig(section: section, session: wanted.session)
-            if let rack = racks[section.name], let current = rackConfigs[section.name] {
-                if current.sameClient(as: want) {
-                    var samePorts = true
-                    if current != want {
-                        if applyPlugins(.rack(section.name), current: current.plugins, want: want.plugins, chain: rack.plugins.chain,
-                                             replace: { samePorts = rack.replacePlugins($0, savedState: nil) }),
-                           samePorts {
-                            report.reconfigured.append("rack \(section.name) plugins")
-                        }
-                        if current.mix != want.mix { rack.plugins.chain?.mix = want.mix }
-                        if current.gainDB != want.gainDB { rack.plugins.chain?.gainDB = want.gainDB }
-                    }
-                    if samePorts {
-                        rackConfigs[section.name] = want
-                        continue
-                    }
-                    // The new chain's side inputs differ from the ports: the rack is re-created with the new ones
-                    // (the connection rules connect them as they appear); no stale port stays behind.
-                    report.reconfigured.append("rack \(section.name) side inputs")
+            case .openPatchClient:
+                // Isolated racks only: the session still needs a client of its own to watch and patch the graph (and
+                // to see a rack's client name taken before its process tries it).
+                do {
+                    patchOnlyClient = try JackClient(name: "\(wanted.session.name)-patch", server: server, logger: logger,
+                                                     loopWakeup: environment.loopWakeup)
+                    // Active, so graph notifications arrive; without a process callback, so it is never woken per cycle.
+                    try patchOnlyClient?.activateForNotifications()
+                } catch {
+                    throw EngineError(.jack, "cannot open the session's patch client: \(error)")
                 }
-                rack.close()
-                racks[section.name] = nil
-                report.clientsClosed += 1
+            case .start(let section):
+                try startIsolated(section, wanted, &report)
+            case .update(let want):
+                guard let rack = racks[want.name], let current = rackConfigs[want.name] else { continue }
+                var samePorts = true
+                if applyPlugins(.rack(want.name), current: current.plugins, want: want.plugins, chain: rack.plugins.chain,
+                                replace: { samePorts = rack.replacePlugins($0, savedState: nil) }), samePorts {
+                    report.reconfigured.append("rack \(want.name) plugins")
+                }
+                if current.mix != want.mix { rack.plugins.chain?.mix = want.mix }
+                if current.gainDB != want.gainDB { rack.plugins.chain?.gainDB = want.gainDB }
+                if samePorts {
+                    rackConfigs[want.name] = want
+                    continue
+                }
+                // The new chain's side inputs differ from the ports: the rack is re-created with the new ones (the
+                // connection rules connect them as they appear); no stale port stays behind.
+                report.reconfigured.append("rack \(want.name) side inputs")
+                try reopenRack(want, &report, strict: strict)
+            case .reopen(let want):
+                try reopenRack(want, &report, strict: strict)
+            case .open(let want):
+                try openRack(want, &report, strict: strict)
             }
-            racks[section.name] = try Rack(config: want, server: server, logger: rackLogger, strictPlugins: strict)
-            rackConfigs[section.name] = want
-            report.clientsOpened += 1
-            report.portsRegistered += want.inputs.count + want.outputs.count
         }
+    }
+
+    private func reopenRack(_ want: RackConfig, _ report: inout ApplyReport, strict: Bool) throws(EngineError) {
+        racks.removeValue(forKey: want.name)?.close()
+        rackConfigs[want.name] = nil
+        report.clientsClosed += 1
+        try openRack(want, &report, strict: strict)
+    }
+
+    private func openRack(_ want: RackConfig, _ report: inout ApplyReport, strict: Bool) throws(EngineError) {
+        racks[want.name] = try Rack(config: want, server: server, logger: rackLogger, strictPlugins: strict,
+                                    loopWakeup: environment.loopWakeup)
+        rackConfigs[want.name] = want
+        report.clientsOpened += 1
+        report.portsRegistered += want.inputs.count + want.outputs.count
+    }
+
+    /// Starts an isolated rack's process under a supervisor.
+    private func startIsolated(_ section: RackSection, _ wanted: Preset, _ report: inout ApplyReport) throws(EngineError) {
+        if let c = patchClient, c.clientExists(section.client) {
+            throw EngineError(.badConfig, "rack '\(section.name)': the JACK client name '\(section.client)' is"
+                              + " taken (another client of the server has it)")
+        }
+        let supervisor = RackSupervisor(rack: section, document: Self.rackDocument(section, wanted.session, maps: wanted.maps),
+                                        arguments: childArguments(section, maps: wanted.maps),
+                                        logPath: rackLogPath(section, wanted.session), logger: rackLogger,
+                                        loopWakeup: environment.loopWakeup)
+        supervisor.maps = Self.mapsRunningIn(section, wanted.maps)
+        let config = RackConfig(section: section, session: wanted.session)
+        supervisor.ports = (config.inputs.count, config.outputs.count)
+        try supervisor.start()
+        supervisors[section.name] = supervisor
+        report.clientsOpened += 1
     }
 
     var rackLogger: Logger { Logger(label: "tandem.rack") }
@@ -123,32 +125,36 @@ extension Session {
         patchOnlyClient = nil
     }
 
-    /// The child's command line: `tandem rack` with the rack's settings, its plugin state kept in the session folder
-    /// (restored at each start, saved on changes), and the heartbeat on fd 3.
-    func childArguments(_ rack: RackSection, _ session: SessionSection, maps: [ControlMap] = []) -> [String] {
-        var args = [Self.tandemExecutable, "rack", "--child", "--heartbeat-fd", "3", "--name", rack.name,
-                    "--client", rack.client, "--dir", session.directory, "--session", session.name, "--no-view"]
-        if let s = session.server { args += ["--server", s] }
-        for p in rack.inputs ?? [] { args += ["--input", p] }
-        for p in rack.outputs ?? [] { args += ["--output", p] }
-        if rack.inputs?.isEmpty == true { args += ["--inputs", "0"] }
-        args += Self.midiArguments(rack, session)
-        if rack.gainDB != 0 { args += ["--gain=\(rack.gainDB)"] }
-        if rack.mix != 1 { args += ["--mix", "\(rack.mix)"] }
-        for spec in rack.plugins { args += ["--plugin", spec.commandLine] }
-        for map in Self.mapsRunningIn(rack, maps) { args += ["--map", map.description] }
-        args += ["--on-plugin-error", "bypass"]
+    /// The child's command line: `tandem rack --child` and the rack's name, its heartbeat on fd 3, and its marker
+    /// maps (a preset without a recorder cannot hold them: the process relays their markers to this session). The
+    /// supervisor adds its control port and the document channel (fd 4), on which the rest of the rack's
+    /// configuration arrives (`rackDocument`).
+    func childArguments(_ rack: RackSection, maps: [ControlMap]) -> [String] {
+        var args = [Self.tandemExecutable, "rack", "--child", "--heartbeat-fd", "3", "--name", rack.name, "--no-view"]
+        for map in Self.mapsRunningIn(rack, maps) where map.isMarker { args += ["--map", map.description] }
         return args
+    }
+
+    /// An isolated rack's configuration as its process reads it: a preset holding what the process takes of the
+    /// session (its name, server, folder made absolute, tempo and meter; the session's other keys speak of its
+    /// recorder, player and surfaces, and would not load without them), the rack's `[[rack]]` table and the maps
+    /// that run in its process, as `Preset.toml()` writes them.
+    static func rackDocument(_ rack: RackSection, _ session: SessionSection, maps: [ControlMap]) -> String {
+        var document = Preset()
+        document.session.name = session.name
+        document.session.server = session.server
+        document.session.directory = URL(fileURLWithPath: session.directory).standardizedFileURL.path
+        document.session.tempo = session.tempo
+        document.session.meter = session.meter
+        document.racks = [rack]
+        document.maps = mapsRunningIn(rack, maps).filter { !$0.isMarker }
+        return document.toml()
     }
 
     /// The maps an isolated rack's own process runs: those that hear its MIDI and drive its plugins, and marker
     /// maps (it relays their markers to the session). The session hears the MIDI of its in-process racks only.
     static func mapsRunningIn(_ rack: RackSection, _ maps: [ControlMap]) -> [ControlMap] {
-        maps.filter { map in
-            var marks = false
-            if case .marker = map.target { marks = true }
-            return (map.rack == nil || map.rack == rack.name) && (map.plugin?.engine == rack.name || marks)
-        }
+        maps.filter { map in (map.rack == nil || map.rack == rack.name) && (map.plugin?.engine == rack.name || map.isMarker) }
     }
 
     /// Where an isolated rack's process logs: beside its plugin state.

@@ -9,7 +9,7 @@ extension Session {
     /// worker deadlines, engine events. Call it every few tens of milliseconds from the control loop.
     public func poll() -> SessionOutcome {
         guard outcome == .running else { return outcome }
-        if lost {
+        if serverWatch.waiting {
             retryServer()
             return outcome
         }
@@ -18,10 +18,10 @@ extension Session {
             return outcome
         }
         if let c = patchClient, generation(c) != graphGeneration { graphChanged() }
-        else if let due = patchbay.nextDecision, Date().timeIntervalSinceReferenceDate >= due { graphChanged() }
+        else if let due = patchbay.nextDecision, clock.real().timeIntervalSinceReferenceDate >= due { graphChanged() }
         pollTransport()
         tickStall()
-        workers.tick()
+        workers.tick(now: clock.now())   // deadlines are stop times, of the wall clock
         tickSchedule()
         tickUnattended()
         tickRacks()
@@ -40,7 +40,7 @@ extension Session {
     /// plugin state): jalv's console sleeps on stdin, and a loop turning 50 times a second was half a one-plugin
     /// rack's CPU (0.0043 of 0.0083 CPU s/s at period 256, per-thread schedstat).
     public var wantsFrequentPolls: Bool {
-        recorder != nil || player != nil || lost || patchbay.nextDecision != nil || !workers.isEmpty
+        recorder != nil || player != nil || serverWatch.waiting || patchbay.nextDecision != nil || !workers.isEmpty
     }
 
     /// The longest the loop waits for nothing (when it need not turn often). A turn of a quiet loop costs
@@ -52,7 +52,7 @@ extension Session {
     ///   isolated rack's own hang check (1.5 s, `RackHeartbeat`).
     /// - 0.5 s otherwise.
     public var idleTurn: Double {
-        guard stopDeadline == nil && playerStartAt == nil && recorder == nil && player == nil else { return 0.5 }
+        guard timetable.isEmpty && recorder == nil && player == nil else { return 0.5 }
         if racks.isEmpty && !supervisors.isEmpty { return 2 }
         return racks.isEmpty ? 0.5 : 1
     }
@@ -74,28 +74,23 @@ extension Session {
         rememberPlayer()
         var report = ApplyReport()
         closeEngines(&report, end: .serverLost, detail: reason)
-        lostAt = Date()
-        if preset?.session.onServerLoss == .stop {
+        guard serverWatch.lost(at: clock.real(), policy: preset?.session.onServerLoss ?? .resume) else {
             outcome = .finished(.serverLost)
             return
         }
-        lost = true
-        backoff = 0.05
-        retryAt = Date()
-        workers.start("reconnect", detail: "waiting for JACK server '\(JackServer.effectiveName(server))'")
+        workers.start(.reconnect, detail: "waiting for JACK server '\(JackServer.effectiveName(server))'")
     }
 
     func retryServer() {
-        guard Date() >= retryAt, let p = preset else { return }
+        guard serverWatch.probeDue(at: clock.real()), let p = preset else { return }
         let name = JackServer.effectiveName(server)
         guard JackServer.probe(name) else {
-            backoff = min(backoff * 2, 0.4)
-            retryAt = Date().addingTimeInterval(backoff)
+            serverWatch.notThere(at: clock.real())
             return
         }
-        lost = false
-        workers.finish("reconnect")
-        let lostText = lostAt.map { ISO8601DateFormatter().string(from: $0) } ?? "earlier"
+        serverWatch.back()
+        workers.finish(.reconnect)
+        let lostText = serverWatch.lostAt.map { ISO8601DateFormatter().string(from: $0) } ?? "earlier"
         do {
             preset = nil
             _ = try applyDiff(p, notes: ["resumed after the JACK server was lost at \(lostText); the gap between "
@@ -105,8 +100,7 @@ extension Session {
             logger.info("JACK server is back: clients, ports and connections restored")
         } catch {
             logger.error("JACK server is back but the session could not be restored", metadata: ["error": "\(error)"])
-            lost = true
-            retryAt = Date().addingTimeInterval(0.5)
+            serverWatch.restoreFailed(at: clock.real())
         }
     }
 

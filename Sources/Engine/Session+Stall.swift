@@ -1,22 +1,67 @@
 import Foundation
 import Presets
 
-/// What the stall check remembers between polls.
+/// Whether JACK still runs the recorder's cycles while the server is up, as a value: the recorder's cycle count and
+/// the server's frame time in, at a time; stalls, their end and a recorder held up by a client before it out. What a
+/// stall does to the take is the session's (below).
 struct StallWatch {
+    /// Seconds without a cycle, while the server is up, that count as a stall. Far above any period (8192 frames at
+    /// 22.05 kHz is 0.37 s) and above the longest scheduling hiccup seen on a loaded 2-core machine.
+    static let stallSeconds = 0.75
+
     /// The recorder's cycles at the last poll, and when they last moved (and the server's cycle frame time then).
-    var cycles = -1
-    var movedAt = Date()
-    var frameAtMove: UInt32 = 0
+    private(set) var cycles = -1
+    private(set) var movedAt = Date.distantPast
+    private(set) var frameAtMove: UInt32 = 0
     /// The recorder's cycles stopped while the server's went on: a client before it in the graph holds it up.
     var heldUp = false
     /// Since when no cycle has run (nil: cycles run).
-    var stalledSince: Date?
+    private(set) var stalledSince: Date?
     /// Whether a take was running when the cycles stopped (it was finalized; a new one starts when they run again).
     var takeWasRunning = false
     /// Cycles are back and the new take starts as soon as the writer has finished the old one; with the note.
     var resumeNote: String?
     /// When cycles last came back after a stall.
-    var backAt: Date?
+    private(set) var backAt: Date?
+
+    enum Change: Equatable {
+        /// Cycles run again after a stall that began at `since`, `seconds` ago.
+        case back(since: Date, seconds: Double)
+        /// The recorder held up by a client before it runs again after `seconds`.
+        case runsAgain(seconds: Double)
+        /// The server runs its cycles but not the recorder's, for `seconds`: a client before it in the graph is frozen.
+        case heldUp(seconds: Double)
+        /// No cycle has run since `since`, `seconds` ago, while the server is up.
+        case stopped(since: Date, seconds: Double)
+    }
+
+    /// Looks at the recorder's `cycles` and the server's cycle `frame` time (period `period` frames) at real time `now`.
+    mutating func look(cycles sum: Int, frame: UInt32, period: UInt32, at now: Date) -> [Change] {
+        if sum != cycles {
+            var out: [Change] = []
+            if let since = stalledSince {
+                out.append(.back(since: since, seconds: now.timeIntervalSince(since)))
+                backAt = now
+            }
+            if heldUp {
+                heldUp = false
+                out.append(.runsAgain(seconds: now.timeIntervalSince(movedAt)))
+            }
+            cycles = sum
+            movedAt = now
+            frameAtMove = frame
+            stalledSince = nil
+            return out
+        }
+        guard stalledSince == nil, !heldUp, now.timeIntervalSince(movedAt) > Self.stallSeconds else { return [] }
+        let period = max(1, period)
+        if frame &- frameAtMove > 2 * period && frame &- frameAtMove < UInt32(Int32.max) {
+            heldUp = true
+            return [.heldUp(seconds: now.timeIntervalSince(movedAt))]
+        }
+        stalledSince = movedAt
+        return [.stopped(since: movedAt, seconds: now.timeIntervalSince(movedAt))]
+    }
 
     /// Whether the server is stalled or came back within the last `seconds`: a NetJACK2 slave's driver drops its
     /// connections while it re-joins its master (see `Patchbay.noticeRemovals`).
@@ -29,51 +74,35 @@ struct StallWatch {
 // with its clients open, so no shutdown callback comes and the take would simply stop growing, with the seconds
 // of the outage nowhere in its report. The session watches its recorder's cycle counter instead.
 extension Session {
-    /// Seconds without a cycle, while the server is up, that count as a stall. Far above any period (8192 frames at
-    /// 22.05 kHz is 0.37 s) and above the longest scheduling hiccup seen on a loaded 2-core machine.
-    static let stallSeconds = 0.75
-
     func tickStall() {
         // The recorder's cycles only: what a stall ends is a take. (A rack's child process has no recorder: a plugin
         // hung in its callback stops its cycles while the server runs, which is its supervisor's hang to detect.)
         guard let sum = recorder?.cycles else { return }
-        let now = Date()
         if let note = stallWatch.resumeNote, let r = recorder, !r.isRecording {
             stallWatch.resumeNote = nil
             r.startTake(atFrameTime: r.client.frameTime, notes: [note])
         }
         let frame = recorder?.client.cycleFrameTime ?? 0
-        if sum != stallWatch.cycles {
-            if let since = stallWatch.stalledSince { cyclesBack(after: now.timeIntervalSince(since), since: since) }
-            if stallWatch.heldUp {
-                stallWatch.heldUp = false
-                logger.info("the recorder runs again", metadata: [
-                    "after": "\(String(format: "%.2f", now.timeIntervalSince(stallWatch.movedAt))) s"])
-            }
-            stallWatch.cycles = sum
-            stallWatch.movedAt = now
-            stallWatch.frameAtMove = frame
-            stallWatch.stalledSince = nil
-            return
-        }
-        guard stallWatch.stalledSince == nil, !stallWatch.heldUp,
-              now.timeIntervalSince(stallWatch.movedAt) > Self.stallSeconds else { return }
         let period = UInt32(max(1, recorder?.client.bufferSize ?? 1))
-        if frame &- stallWatch.frameAtMove > 2 * period && frame &- stallWatch.frameAtMove < UInt32(Int32.max) {
-            // The server runs its cycles but not the recorder's: a client before it in the graph is frozen (an
-            // isolated rack's process stopped, a plugin hung). The take goes on; what the recorder misses meanwhile
-            // is counted as skipped cycles when it runs again, and a frozen rack is killed by its supervisor.
-            stallWatch.heldUp = true
-            logger.warning("the recorder is held up by a client before it in the graph (the server runs its cycles)",
-                           metadata: ["seconds": "\(String(format: "%.2f", now.timeIntervalSince(stallWatch.movedAt)))"])
-            return
+        for change in stallWatch.look(cycles: sum, frame: frame, period: period, at: clock.real()) {
+            switch change {
+            case .back(let since, let seconds):
+                cyclesBack(after: seconds, since: since)
+            case .runsAgain(let seconds):
+                logger.info("the recorder runs again", metadata: ["after": "\(String(format: "%.2f", seconds)) s"])
+            case .heldUp(let seconds):
+                // A client before the recorder in the graph is frozen (an isolated rack's process stopped, a plugin
+                // hung). The take goes on; what the recorder misses meanwhile is counted as skipped cycles when it
+                // runs again, and a frozen rack is killed by its supervisor.
+                logger.warning("the recorder is held up by a client before it in the graph (the server runs its cycles)",
+                               metadata: ["seconds": "\(String(format: "%.2f", seconds))"])
+            case .stopped(let since, let seconds):
+                cyclesStopped(since: since, seconds: seconds)
+            }
         }
-        cyclesStopped(since: stallWatch.movedAt)
     }
 
-    private func cyclesStopped(since: Date) {
-        let seconds = Date().timeIntervalSince(since)
-        stallWatch.stalledSince = since
+    private func cyclesStopped(since: Date, seconds: Double) {
         logger.warning("the JACK server runs no cycles, though it is up (a NetJACK2 slave waiting for its master?)",
                        metadata: ["seconds": "\(String(format: "%.2f", seconds))"])
         events.append(.cyclesStopped(seconds: seconds))
@@ -92,7 +121,6 @@ extension Session {
     private func cyclesBack(after seconds: Double, since: Date) {
         logger.info("the JACK server runs cycles again", metadata: ["after": "\(String(format: "%.2f", seconds)) s"])
         events.append(.cyclesBack(seconds: seconds))
-        stallWatch.backAt = Date()
         // A take a person, a signal or the control protocol started goes on as a new take; a level trigger, a
         // schedule or the transport start their own takes again when their rule says so.
         let rule = preset?.recorder

@@ -329,7 +329,7 @@ extension Session {
     /// no player.
     @discardableResult public func play() -> Bool {
         guard let p = player else { return false }
-        playerStartAt = nil
+        timetable.cancelPlayerStart()
         p.waitForFill(seconds: 5)
         p.play()
         return true

@@ -44,8 +44,8 @@ extension Session {
     /// the frame of the moment it names (handed over a little ahead, so the writer never has passed it).
     func tickUnattended() {
         guard let r = recorder, let cfg = recorderConfig else { return }
-        if Date().timeIntervalSince(unattended.refreshedAt) >= Self.contextRefreshSeconds {
-            unattended.refreshedAt = Date()
+        if clock.real().timeIntervalSince(unattended.refreshedAt) >= Self.contextRefreshSeconds {
+            unattended.refreshedAt = clock.real()
             r.refreshContext()
         }
         guard let clock = unattended.clock else { return }

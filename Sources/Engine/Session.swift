@@ -44,22 +44,14 @@ public final class Session {
     /// Every event the session drained, numbered (subscribers catch up from it).
     public let journal = EventJournal()
     let meterTap = MeterTap()
-    var lost = false
-    var lostAt: Date?
-    var retryAt = Date()
-    var backoff = 0.1
+    /// Server loss and return (see `ServerWatch`).
+    var serverWatch = ServerWatch()
     var rolling = false
     /// The highest take number this session has started (takes keep counting when the recorder is re-created).
     var lastTake = 0
     var outcome: SessionOutcome = .running
-    /// When the cued player starts (`start_at`), and when the playback counts as ended (latency and tail rung out).
-    var playerStartAt: Date?
-    /// The recorder's next stop time: the running take ends then (`tickSchedule`), and with `exit_after = "take"`
-    /// the session ends then, take or no take.
-    var stopDeadline: Date?
-    /// After the queue played out (`exit_after = "playback"`): the player cycle and the moment after which the
-    /// playback counts as ended, and the frames of plugin latency and tail rung out.
-    var playbackEnd: (cycle: Int, deadline: Date, ringOut: Int)?
+    /// A cued player's start, the recorder's stop time and the end of a played-out queue (see `Timetable`).
+    var timetable = Timetable()
     /// Files of the queue that could not be played.
     public internal(set) var failedItems = 0
     /// Where the player was when the server was lost (see Session+PlayerResume.swift).
@@ -69,9 +61,8 @@ public final class Session {
     var playerFollowsTake = false
     /// Whether JACK still runs cycles while the server is up (see Session+Stall).
     var stallWatch = StallWatch()
-    var lastPluginSave = Date.distantPast
-    /// Per engine, the change to its chain waiting to be saved (see `PluginSaveMark`).
-    var pluginSaveMarks: [ChainEngine: PluginSaveMark] = [:]
+    /// Which chains' changed state is saved when (see `PluginKeeping`).
+    var pluginKeeping = PluginKeeping()
     /// The chain whose problems were last announced, per engine (weak: a freed chain never matches a new one).
     var announcedChains: [ChainEngine: WeakChain] = [:]
     /// Whether the first apply succeeded: from then on a plugin that cannot run is bypassed, whatever
@@ -93,13 +84,23 @@ public final class Session {
     /// What the control log needs between turns (see Session+ControlLog).
     var controlLog = ControlLogState()
 
-    public init(logger: Logger = Logger(label: "tandem.session")) {
-        self.logger = logger
+    /// What the session takes from the world: its clock, test faults, the loop's wake-up (see `SessionEnvironment`).
+    public let environment: SessionEnvironment
+    /// The one clock every decision of the session reads.
+    var clock: SessionClock { environment.clock }
+
+    public init(environment: SessionEnvironment = SessionEnvironment()) {
+        self.environment = environment
+        logger = environment.logger
         patchLogger = Logger(label: "tandem.patch")
     }
 
+    public convenience init(logger: Logger) {
+        self.init(environment: SessionEnvironment(logger: logger))
+    }
+
     /// Whether the session is waiting for its lost server to come back.
-    public var isWaitingForServer: Bool { lost }
+    public var isWaitingForServer: Bool { serverWatch.waiting }
 
     /// The server the session uses (nil: `$JACK_DEFAULT_SERVER` or "default").
     public var server: String? { preset?.session.server }
@@ -148,7 +149,7 @@ public final class Session {
             events.append(.refused("no recorder in this session"))
             return false
         }
-        if workers.isRunning("take") || r.isRecording {
+        if workers.isRunning(.take) || r.isRecording {
             events.append(.refused("a take is already running"))
             return false
         }
@@ -207,6 +208,6 @@ public final class Session {
         }
         var report = ApplyReport()
         closeEngines(&report, end: .stopped)
-        workers.finish("reconnect")
+        workers.finish(.reconnect)
     }
 }

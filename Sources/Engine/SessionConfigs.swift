@@ -23,7 +23,6 @@ extension RecorderConfig {
         plugins = r.plugins
         recordDry = r.recordDry
         pluginState = session.restorePlugins ? Session.pluginStateDirectory(session, engine: .recorder) : nil
-        faults = RecorderFaults.fromEnvironment()
         trigger = r.start == .level ? r.trigger : nil
         schedule = r.schedule
         rotateOnClock = r.rotateOnClock

@@ -67,7 +67,8 @@ extension TakeFiles {
     /// the folder's retention log.
     func applyRetention() {
         guard let k = config.retention else { return }
-        let r = Retention(directory: config.directory, session: config.session, policy: RetentionPolicy(k))
+        var r = Retention(directory: config.directory, session: config.session, policy: RetentionPolicy(k))
+        r.now = config.clock.real
         let outcome = r.apply()
         for d in outcome.deleted {
             logger.info(outcome.dryRun ? "retention (dry run) would delete" : "retention deleted",

@@ -12,7 +12,7 @@ public enum TakeEnd: String, Codable, Sendable {
     case stopTimeReached
     case diskError
     case serverLost
-    /// The server stayed up but ran no cycles for longer than `Session.stallSeconds` (a NetJACK2 slave whose link
+    /// The server stayed up but ran no cycles for longer than `StallWatch.stallSeconds` (a NetJACK2 slave whose link
     /// or master went away); the take was finalized then, and a new one starts when cycles run again.
     case serverStalled
     /// A level-triggered take ended by its rule (`trigger.ended` says how: quiet, maxLength, minLength).

@@ -6,6 +6,16 @@ import Foundation
 ///
 /// Threads: the session's control thread, like the session that owns it (not `Sendable`).
 public final class WorkerRegistry {
+    /// The jobs a session runs.
+    public enum Job: String, Sendable, CaseIterable {
+        /// A take, until it ends or the stop time drops it.
+        case take
+        /// The item the player plays.
+        case playback
+        /// The wait for a lost server.
+        case reconnect
+    }
+
     public struct Worker: Sendable {
         public var name: String
         public var started: Date
@@ -19,19 +29,19 @@ public final class WorkerRegistry {
 
     /// Registers a job. Returns false (and changes nothing) when one of that name is already running.
     @discardableResult
-    public func start(_ name: String, detail: String = "", deadline: Date? = nil) -> Bool {
-        if workers[name] != nil { return false }
-        workers[name] = Worker(name: name, started: Date(), deadline: deadline, detail: detail)
+    public func start(_ job: Job, detail: String = "", deadline: Date? = nil, now: Date = Date()) -> Bool {
+        if workers[job.rawValue] != nil { return false }
+        workers[job.rawValue] = Worker(name: job.rawValue, started: now, deadline: deadline, detail: detail)
         return true
     }
 
     /// Removes a finished job.
-    public func finish(_ name: String) { workers[name] = nil }
+    public func finish(_ job: Job) { workers[job.rawValue] = nil }
 
-    public func isRunning(_ name: String) -> Bool { workers[name] != nil }
+    public func isRunning(_ job: Job) -> Bool { workers[job.rawValue] != nil }
 
     /// Drops the jobs whose deadline has passed.
-    public func tick(now: Date = Date()) {
+    public func tick(now: Date) {
         // Every loop turn: nothing is built unless a job is due.
         guard workers.values.contains(where: { ($0.deadline ?? .distantFuture) <= now }) else { return }
         workers = workers.filter { ($0.value.deadline ?? .distantFuture) > now }

@@ -28,7 +28,9 @@ public final class JackClient: @unchecked Sendable {
 
     /// Opens a client on `server` (nil: `$JACK_DEFAULT_SERVER` or "default"). Never starts a server, and never lets
     /// JACK rename the client silently: a taken name is an error.
-    public init(name: String, server: String?, logger: Logger = Logger(label: "tandem.jack")) throws(JackError) {
+    /// `loopWakeup`: posted on every notification but an xrun (see `JackNotifications.loop`).
+    public init(name: String, server: String?, logger: Logger = Logger(label: "tandem.jack"),
+                loopWakeup: Wakeup? = nil) throws(JackError) {
         self.logger = logger
         var status = jack_status_t(0)
         let options = jack_options_t(JackNoStartServer.rawValue | JackUseExactName.rawValue)
@@ -73,7 +75,7 @@ public final class JackClient: @unchecked Sendable {
         handle = opened
         self.name = given
         self.serverName = server
-        notifications = JackNotifications.allocate()
+        notifications = JackNotifications.allocate(loop: loopWakeup)
         notificationContext = notifications.install(on: opened)
     }
 

@@ -29,15 +29,18 @@ public struct JackNotifications: BitwiseCopyable, @unchecked Sendable {
     public let sampleRate: AtomicCounter
     /// Posted on every notification.
     public let wakeup: Wakeup
+    /// Posted on every notification but an xrun as well: the control loop's wake-up (the session's environment), so
+    /// a loop that sleeps long when idle reacts to a port or connection change at once. Nil: none.
+    public let loop: Wakeup?
     /// The server's shutdown reason (NUL-terminated, truncated to 255 bytes), valid once `shutdown` counted.
     let reason: UnsafeMutablePointer<CChar>
     static let reasonCapacity = 256
 
-    static func allocate() -> JackNotifications {
+    static func allocate(loop: Wakeup?) -> JackNotifications {
         let reason = UnsafeMutablePointer<CChar>.allocate(capacity: reasonCapacity)
         reason.initialize(repeating: 0, count: reasonCapacity)
         return JackNotifications(counts: .allocate(count: Kind.allCases.count), bufferSize: .allocate(),
-                                 sampleRate: .allocate(), wakeup: .allocate(), reason: reason)
+                                 sampleRate: .allocate(), wakeup: .allocate(), loop: loop, reason: reason)
     }
 
     func deallocate() {
@@ -56,17 +59,12 @@ public struct JackNotifications: BitwiseCopyable, @unchecked Sendable {
         count(.shutdown) > 0 && reason[0] != 0 ? String(cString: reason) : nil
     }
 
-    /// Posted on every notification but an xrun, of every client, as well: the control loop's wake-up, so a loop
-    /// that sleeps long when idle reacts to a port or connection change at once. Set once before the first client
-    /// opens (`SessionRunner`), never changed after; racks also post it for their control maps (`RackMIDI.wake`).
-    nonisolated(unsafe) public static var loopWakeup: Wakeup?
-
     @inline(__always)
     func note(_ kind: Kind) {
         counts.add(kind.rawValue, 1)
         wakeup.post()
         // An xrun asks nothing of the loop at once (it is counted): on a busy box they come by the hundred a second.
-        if kind != .xrun, let loop = Self.loopWakeup { loop.post() }
+        if kind != .xrun, let loop { loop.post() }
     }
 
     /// Installs every notification callback on `client`. Must run before activation. Control thread.

@@ -50,6 +50,12 @@ public struct ControlMap: Sendable, Equatable, CustomStringConvertible {
     /// Only the MIDI of this rack's inputs (nil: every rack's).
     public var rack: String?
     public var target: Target
+
+    /// Whether the map adds markers to the running take.
+    public var isMarker: Bool {
+        if case .marker = target { return true }
+        return false
+    }
     /// The control's range for the message's range (nil: the port's minimum or maximum).
     public var minimum: Double?
     public var maximum: Double?

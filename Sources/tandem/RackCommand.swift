@@ -96,13 +96,9 @@ struct RackCommand: ParsableCommand {
     @Option(name: .long, help: .hidden)
     var documentFd: Int32?
 
-    @Option(name: .long, help: .hidden)
-    var dir: String?
-
-    @Option(name: .long, help: .hidden)
-    var session: String?
-
     func validate() throws {
+        // A supervised child takes its whole configuration from its session's first document (`childPreset`).
+        if child && documentFd != nil { return }
         if plugins.plugin.isEmpty { throw ValidationError("give at least one --plugin") }
         if inputs != nil && !input.isEmpty { throw ValidationError("give either --inputs or --input") }
         if outputs != nil && !output.isEmpty { throw ValidationError("give either --outputs or --output") }
@@ -161,7 +157,7 @@ struct RackCommand: ParsableCommand {
     /// `preset` with this rack's plugins, gain and mix as a document from the session has them; nil (and a line on
     /// stderr, which is this process's log) when the document does not hold this rack or does not load.
     func takeDocument(_ text: String, into preset: Preset) -> Preset? {
-        let base = dir ?? FileManager.default.currentDirectoryPath
+        let base = "/"   // the session's documents hold absolute paths (`Session.rackDocument`)
         let (loaded, problems) = PresetLoader.parse(text, file: "rack document", baseDirectory: base)
         guard let rack = loaded?.racks.first(where: { $0.name == name }), !preset.racks.isEmpty else {
             let why = problems.isEmpty ? "it holds no rack '\(name)'" : problems.map { "\($0)" }.joined(separator: "; ")
@@ -175,13 +171,42 @@ struct RackCommand: ParsableCommand {
         return next
     }
 
+    /// A supervised child's session: the rack, its maps and the session's server, folder, name, tempo and meter, all
+    /// from the first document its session sends on `reader`'s channel (`Session.rackDocument`), read by the loader
+    /// that reads presets, with its checks. Exits 2 with the loader's words when it does not load.
+    func childPreset(_ reader: RackDocumentReader) -> Preset {
+        guard let text = reader.first(within: 10) else {
+            fail(.badInput, "rack \(name): no configuration from the session on fd \(documentFd ?? -1) within 10 s")
+        }
+        let (loaded, problems) = PresetLoader.parse(text, file: "rack document", baseDirectory: "/")
+        guard let document = loaded, var rack = document.racks.first(where: { $0.name == name }) else {
+            let why = problems.isEmpty ? "it holds no rack '\(name)'" : problems.map { "\($0)" }.joined(separator: "; ")
+            fail(.badInput, "rack \(name): the session's configuration does not load: \(why)")
+        }
+        var p = Preset()
+        // Its chain's state is kept in the session folder, so a restart brings it back.
+        p.session = SessionRunner.oneShotSession(name: document.session.name, server: document.session.server,
+                                                 directory: document.session.directory, onServerLoss: onServerLoss,
+                                                 strictPlugins: false, controlPort: controlOptions.controlPort,
+                                                 keepsPluginState: true)
+        p.session.tempo = document.session.tempo
+        p.session.meter = document.session.meter
+        // Marker maps come on the command line: a preset without a recorder cannot hold them.
+        p.maps = document.maps + ((try? maps()) ?? [])
+        rack.isolate = false
+        // Maps listen to the rack's MIDI input: it has one (midi_in) even when no plugin takes MIDI.
+        if rack.midiInputs == nil && !p.maps.isEmpty { rack.midiInputs = ["midi_in"] }
+        p.racks = [rack]
+        return p
+    }
+
     /// The session this command runs: a preset with one rack, in this process.
     func makePreset() -> Preset {
         var p = Preset()
         // A supervised child keeps its chain's state in the session folder, so a restart brings it back; a rack run
         // by hand writes nothing.
-        p.session = SessionRunner.oneShotSession(name: session ?? name, server: server.server,
-                                                 directory: dir ?? FileManager.default.currentDirectoryPath,
+        p.session = SessionRunner.oneShotSession(name: name, server: server.server,
+                                                 directory: FileManager.default.currentDirectoryPath,
                                                  onServerLoss: onServerLoss, strictPlugins: plugins.strict,
                                                  controlPort: controlOptions.controlPort, keepsPluginState: child)
         p.session.tempo = tempo
@@ -211,7 +236,10 @@ struct RackCommand: ParsableCommand {
         }
         let runner = SessionRunner(server: server, json: controlOptions.json, noView: controlOptions.noView,
                                    liveViewOnPipes: false)
-        var preset = makePreset()
+        // The session's documents: the first is a supervised child's configuration, the later ones the rack as its
+        // re-applied preset has it (see `RackDocuments`).
+        let documents = documentFd.map { RackDocumentReader(fd: $0, wake: runner.signals.wakeup) }
+        var preset = child ? documents.map(childPreset) ?? makePreset() : makePreset()
         if !child {
             // What a map names must be there, as `preset check` requires of a preset's maps.
             let problems = preset.maps.flatMap { m -> [String] in
@@ -242,8 +270,6 @@ struct RackCommand: ParsableCommand {
         }
         runner.openControl(explicit: controlOptions.controlPort, fallback: nil)
         runner.openHTTP(controlOptions.httpAddress)
-        // The session's documents: the rack as its re-applied preset now has it (see `RackDocuments`).
-        let documents = documentFd.map { RackDocumentReader(fd: $0, wake: runner.signals.wakeup) }
         if let fd = heartbeatFd {
             var heart = RackHeartbeat(fd: fd)
             // A marker map's marker goes to the session, whose recorder adds it at the message's frame.

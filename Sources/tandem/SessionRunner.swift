@@ -44,7 +44,6 @@ final class SessionRunner {
     /// is not a terminal (`run`); the one-shot commands print only their events there, as documented.
     init(server: ServerOptions, json: Bool, noView: Bool, liveViewOnPipes: Bool = true, printer: EventPrinter = EventPrinter()) {
         signals = SignalWatcher.install()
-        JackNotifications.loopWakeup = signals.wakeup
         let tty = isatty(STDOUT_FILENO) == 1
         view = LiveView(json: json, enabled: !noView && (liveViewOnPipes || json || tty))
         server.bootstrapLogging(quieter: view.mode == .terminal || view.mode == .json)
@@ -52,7 +51,7 @@ final class SessionRunner {
         systemd = ServiceNotifications()
         logger = Logger(label: "tandem.session")
         self.printer = printer
-        session = Session(logger: logger)
+        session = Session(environment: .fromProcess(loopWakeup: signals.wakeup, logger: logger))
     }
 
     /// Applies the first preset; a failure closes what started and exits (3 without a server, else 2).
