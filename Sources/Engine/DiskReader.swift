@@ -18,6 +18,8 @@ import Synchronization
 /// room, or every 50 ms.
 ///
 /// Threads: `send`, `markers`, `drainEvents` from the control side; the rest on the reader thread.
+// @unchecked Sendable: the control side uses only `commands` (a `Mailbox`), `events` (an `Outbox`) and `markerList`
+// (a Mutex); every other var belongs to the reader thread, started after `init`.
 final class DiskReader: @unchecked Sendable {
     enum Command: Sendable {
         /// Replace the queue and start at `item`, file frame `frame`.

@@ -16,6 +16,8 @@ import Realtime
 /// out and reported in `problems`; the rest of the chain runs.
 ///
 /// Threads: control thread only (one owner), except `state`, which the process thread reads once installed.
+// @unchecked Sendable: every var changes only on the control thread that owns the chain; the process thread reaches
+// only `state` (handed over through a `ChainSlot`'s atomic cells) and the atomics and buffers it points to.
 public final class PluginChain: @unchecked Sendable {
     /// The longest block a plugin is ever run with (buf-size:maxBlockLength; equals JACK's largest period we allow).
     public static let maxBlock = Period.maxFrames

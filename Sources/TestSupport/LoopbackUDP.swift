@@ -6,7 +6,7 @@ import Glibc
 /// A UDP socket on 127.0.0.1 for a test to talk to a control port: send, receive with a time limit.
 ///
 /// Threads: one owner.
-public final class LoopbackUDP: @unchecked Sendable {
+public final class LoopbackUDP: Sendable {
     public let fd: Int32
     public let port: Int
 

@@ -2,6 +2,8 @@ import Realtime
 
 /// Sends fuzzed packets to a port from its own thread as fast as the socket takes them, until stopped: the "flood"
 /// during which a stop signal must still be honoured.
+// @unchecked Sendable: the flood thread touches only what it captured (the two atomic counters, its own socket);
+// `thread` is set in `init` and cleared by `stop`, on the owner's thread (`deinit` calls `stop` too).
 public final class OSCFlood: @unchecked Sendable {
     private let stopFlag = AtomicCounter.allocate(0)
     private let sentCount = AtomicCounter.allocate(0)
