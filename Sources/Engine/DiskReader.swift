@@ -6,31 +6,6 @@ import Realtime
 import SoundFile
 import Synchronization
 
-/// Where in the queue a stretch of the playback ring comes from: from ring position `ringPosition` on, the ring
-/// holds item `item` starting at file frame `fileFrame`, `ratio` file frames per output frame. For an item that
-/// continues a resampler stream, `ringPosition` is where its first frame comes out of the converter (its input
-/// position in the stream times the rate ratio), which can be ahead of what the reader has written so far.
-struct PlaybackMarker: Sendable {
-    var ringPosition: Int
-    var item: Int
-    var path: String
-    var fileFrame: Int
-    var ratio: Double
-    var fileFrames: Int
-    var fileRate: Int
-    /// The same item again because of `loop item` (not announced as a new item).
-    var repeatOfItem = false
-}
-
-/// What the player tells its owner.
-public enum PlayerEvent: Sendable, Equatable {
-    case itemStarted(item: Int, path: String)
-    /// A file could not be played; the queue went on with the next one.
-    case itemFailed(item: Int, path: String, message: String)
-    /// Every item has been played (no loop).
-    case queueFinished
-}
-
 /// The disk-reader thread of one player: keeps the playback ring filled ahead of the play head with libsndfile
 /// (and libsoxr when a file's rate differs from the server's), mapping file channels to output ports.
 ///
@@ -43,6 +18,8 @@ public enum PlayerEvent: Sendable, Equatable {
 /// room, or every 50 ms.
 ///
 /// Threads: `send`, `markers`, `drainEvents` from the control side; the rest on the reader thread.
+// @unchecked Sendable: the control side uses only `commands` (a `Mailbox`), `events` (an `Outbox`) and `markerList`
+// (a Mutex); every other var belongs to the reader thread, started after `init`.
 final class DiskReader: @unchecked Sendable {
     enum Command: Sendable {
         /// Replace the queue and start at `item`, file frame `frame`.
@@ -419,33 +396,5 @@ final class DiskReader: @unchecked Sendable {
             }
         }
         writer.commit(frames)
-    }
-}
-
-/// One continuous libsoxr stream through which consecutive items at the same foreign rate, channel count and
-/// quality pass. Reader thread only.
-final class ResampleStream {
-    let resampler: Resampler
-    let fileRate: Int
-    let channels: Int
-    let quality: ResampleQuality
-    /// Ring position of the stream's first output frame (set when its first item's marker is published).
-    var startRing = 0
-    /// Input frames the converter has taken since the stream began.
-    var fed = 0
-
-    init(resampler: Resampler, fileRate: Int, channels: Int, quality: ResampleQuality) {
-        self.resampler = resampler
-        self.fileRate = fileRate
-        self.channels = channels
-        self.quality = quality
-    }
-
-    /// Output frames from the stream's start to where input frame `input` comes out, rounded to the nearest frame
-    /// (the converter's output starts aligned with its input: libsoxr trims its own delay). Exact integer arithmetic,
-    /// so markers do not drift over days of looping.
-    func outputFrames(forInput input: Int, outputRate: Int) -> Int {
-        let whole = input / fileRate, part = input % fileRate
-        return whole * outputRate + (part * outputRate + fileRate / 2) / fileRate
     }
 }

@@ -13,6 +13,8 @@ import Realtime
 ///
 /// Threads: `send`, `drainEvents` and `status` from the control side; everything else on the writer thread (or on
 /// a test's thread, which then calls `step` in its place).
+// @unchecked Sendable: the control side uses only `commands` (a `Mailbox`) and `files.status`/`files.drainEvents` (a
+// Mutex, an `Outbox`); every other var belongs to the writer thread (or a test calling `step`), started after `init`.
 final class DiskWriter: @unchecked Sendable {
     enum Command: Sendable {
         /// Start a take with the input of stream position `at` (the pre-roll is taken before it).

@@ -44,6 +44,8 @@ protocol EngineState: BitwiseCopyable {
 ///    holding a copy of it is always joined first.
 ///
 /// Threads: control side only (one owner). The RT callback and the worker run behind it.
+// @unchecked Sendable: `worker`, `stopWorker` and `closed` change only on the control thread that owns it (`activate`,
+// `close`); the RT callback gets only `state`, the worker thread only the body the engine gave it.
 final class EngineClient<State: EngineState>: @unchecked Sendable {
     /// What a client is made of.
     struct Setup {

@@ -24,6 +24,8 @@ public struct PlayerPosition: Sendable, Equatable {
 /// The player: one JACK client with output ports, a playback ring and a disk-reader thread.
 ///
 /// Threads: control side only (one owner).
+// @unchecked Sendable: `queue`, `announcedMarker` and `announcedFinish` change only on the control thread that owns the
+// player; the RT callback and the reader thread see only `engine.state` and `reader`.
 public final class Player: @unchecked Sendable {
     public let config: PlayerConfig
     /// The client, its ports, RT state, chain and reader thread (see `EngineClient`).

@@ -46,6 +46,8 @@ public enum RackDocuments {
 /// wakes the loop for each.
 ///
 /// Threads: its own reader thread; `take` and `stop` from the control thread.
+// @unchecked Sendable: `buffer` and `pending` belong to the reader thread (`readOnce`), which hands whole documents on
+// through `documents` (a Mutex) and `wake`; `poller` is set in `init` and stopped on the control thread.
 public final class RackDocumentReader: @unchecked Sendable {
     private let fd: Int32
     private let wake: Wakeup?

@@ -78,6 +78,8 @@ public struct RackHeartbeat {
 /// which the loop reads when it turns.
 ///
 /// Threads: its own reader thread; `take` and `stop` from the control thread.
+// @unchecked Sendable: `buffer` and `pending` belong to the reader thread (`readOnce`), which hands what it read on
+// through `heard` (a Mutex) and `wake`; `poller` is set in `init` and stopped on the control thread.
 final class HeartbeatReader: @unchecked Sendable {
     struct Heard {
         /// Lines other than `cycles N`, in order (at most 4096 are kept between two takes).

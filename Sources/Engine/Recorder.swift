@@ -18,6 +18,8 @@ public struct MeterReading: Sendable, Equatable {
 /// The recorder: one JACK client with input ports, a capture ring and a disk-writer thread.
 ///
 /// Threads: control side only (one owner). The RT callback and the writer thread run behind it.
+// @unchecked Sendable: every field is a constant but `chainSnapshot` (a closure over the session, not Sendable), which
+// is set and called on the control thread; the RT callback and the writer thread see only `engine.state` and `writer`.
 public final class Recorder: @unchecked Sendable {
     public let config: RecorderConfig
     /// The client, its ports, RT state, chain and writer thread (see `EngineClient`).

@@ -7,6 +7,8 @@ import Glibc
 /// happens in a signal handler and every other thread (JACK's included) has the signals blocked.
 ///
 /// Threads: `install` once on the main thread before any other thread starts; the rest from the control loop.
+// @unchecked Sendable: the signal thread touches only the atomics it captured (`counts`, `wakeup`); `seen`, the one
+// var, is the control loop's (`take`).
 public final class SignalWatcher: @unchecked Sendable {
     public static let watched: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2]
     private let counts = AtomicCounterArray.allocate(count: 32)

@@ -10,6 +10,7 @@ import Synchronization
 /// It is told frames and gaps at stream positions by the pump (`DiskWriter`) and never reads the ring itself.
 ///
 /// Threads: the disk-writer thread, except `status` and `drainEvents` (any thread / the control side).
+// @unchecked Sendable: all but `published` (a Mutex) and `events` (an Outbox) belongs to the disk-writer thread.
 final class TakeFiles: @unchecked Sendable {
     /// A snapshot of the running take for status displays.
     struct TakeStatus: Sendable {

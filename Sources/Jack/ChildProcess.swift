@@ -10,6 +10,8 @@ import Foundation
 /// signal-handling setup) block SIGTERM/SIGINT, so children started that way ignore the stop signal and hang.
 ///
 /// Threads: one owner (control side). Not thread-safe.
+// @unchecked Sendable: `pid` and `arguments` are constants; `exitStatus`, the one var, is set when the child is reaped
+// (`isRunning`, `wait`, `stop`), only on the thread that owns the object (it is handed over, never shared).
 public final class ChildProcess: @unchecked Sendable {
     /// The name of a signal that ends a child (a crashing plugin's, a killed one's), for messages and reports.
     public static func signalName(_ sig: Int32) -> String {

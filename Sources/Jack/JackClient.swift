@@ -13,6 +13,9 @@ public typealias JackProcessCallback = @convention(c) (jack_nframes_t, UnsafeMut
 ///
 /// Threads: control side only (not thread-safe; one owner). The process callback runs on JACK's RT thread and
 /// touches only the state behind its context pointer; notifications arrive in `notifications`.
+// @unchecked Sendable: `handle`, `isActive` and `notificationContext` change only on the control thread that owns the
+// client (open, activate, close); JACK's callbacks never reach this object, only the state behind their context
+// pointers (`notifications`, atomic cells).
 public final class JackClient: @unchecked Sendable {
     /// The client handle; nil once closed.
     public private(set) var handle: OpaquePointer?

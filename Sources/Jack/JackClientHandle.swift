@@ -5,6 +5,8 @@ import CJack
 /// bodies take what it reads as arguments and can be driven without a server.
 ///
 /// Threads: `lastFrameTime` is for the RT thread, inside the process callback (and the warm-up call).
+// @unchecked Sendable: its one field is an immutable libjack client pointer (OpaquePointer is not Sendable); a copy
+// carries no state of its own, and `lastFrameTime` is for the process callback only.
 public struct JackClientHandle: BitwiseCopyable, @unchecked Sendable {
     public let raw: OpaquePointer?
 

@@ -7,6 +7,8 @@ import Realtime
 ///
 /// Threads: `install` before activation and `set` on the control thread; JACK calls the callback on its own thread,
 /// where it only reads an atomic and sets port ranges.
+// @unchecked Sendable: `context` is written once in `init`; then JACK's thread only reads its constant ports and its
+// atomic `frames`, which `set` stores on the control thread. `client` (weak) is set in `init` and read by `set`.
 public final class JackLatency: @unchecked Sendable {
     struct Context: BitwiseCopyable {
         let ports: PortArray

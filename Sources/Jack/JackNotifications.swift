@@ -14,6 +14,9 @@ import Realtime
 ///
 /// Threads: counters and values readable from any thread; written only by the callbacks. `allocate` and
 /// `deallocate` control thread only.
+// @unchecked Sendable: every field is a constant handle to thread-safe cells (atomics, a semaphore) but `reason`, a raw
+// buffer (not Sendable) that the info-shutdown callback fills before it counts `.shutdown` (release) and
+// `shutdownReason` reads only after seeing that count (acquire). jackd2 calls one of the two shutdown callbacks.
 public struct JackNotifications: BitwiseCopyable, @unchecked Sendable {
     /// The kinds of notification, used as indices into `counts`.
     public enum Kind: Int, CaseIterable, Sendable {

@@ -16,6 +16,8 @@ public enum PortDirection: Sendable, Equatable {
 /// A port registered by one of our clients. The handle stays valid until it is unregistered or the client closes.
 ///
 /// Threads: `buffer(_:)` is the only member for the RT thread; the rest is control side.
+// @unchecked Sendable: its one field is an immutable libjack port pointer (OpaquePointer is not Sendable); a copy
+// carries no state of its own, and each member says which thread may call it.
 public struct JackPort: BitwiseCopyable, @unchecked Sendable, Equatable {
     public let handle: OpaquePointer
 

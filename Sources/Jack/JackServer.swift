@@ -13,6 +13,8 @@ import Realtime
 /// behind.
 ///
 /// Threads: one owner (control side).
+// @unchecked Sendable: `name`, the rates, `logPath` and the children's pids are constants; `watchdogPipe` and the
+// children's reaped state change only in `stop`, `kill9` and `deinit`, on the one owner's thread.
 public final class JackServer: @unchecked Sendable {
     public let name: String
     public let sampleRate: Int

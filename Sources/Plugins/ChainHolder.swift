@@ -8,6 +8,8 @@ import Logging
 /// `close()` after the client is closed. Nothing waits or spins: the control loop calls `collect()` as it polls.
 ///
 /// Threads: control thread only (one owner).
+// @unchecked Sendable: `chain` and `retired` change only on the control thread that owns the holder; the process
+// thread sees only `slot`, whose cells are atomic.
 public final class ChainHolder: @unchecked Sendable {
     public let slot: ChainSlot
     /// The chain the process thread runs (or will run from its next cycle).

@@ -209,7 +209,7 @@ struct InstanceState: BitwiseCopyable {
 /// `acquireFading` in ChainHolder.swift; 0: none). Once the offer is taken (cell 1 back to 0) and no fade is under
 /// way (cell 2 at 0), the process thread has let go of the chain it ran before: it reads cell 0 once per cycle,
 /// after taking.
-public struct ChainSlot: BitwiseCopyable, @unchecked Sendable {
+public struct ChainSlot: BitwiseCopyable, Sendable {
     let cells: AtomicCounterArray
 
     public static func allocate() -> ChainSlot { ChainSlot(cells: .allocate(count: 3)) }

@@ -8,6 +8,8 @@ import Presets
 ///
 /// Threads: any non-real-time thread; lilv is not thread-safe, so every use of the world goes through `locked`.
 /// One per process (`shared`): loading the world reads every installed bundle's data.
+// @unchecked Sendable: `world` and `urids` are set once in `init`; the world and every lilv object from it are used
+// only inside `locked` (the NSLock), and the URID map behind `urids` takes its own pthread mutex (LV2Host).
 public final class PluginHost: @unchecked Sendable {
     let world: OpaquePointer
     let urids: OpaquePointer

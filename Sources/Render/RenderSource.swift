@@ -256,6 +256,8 @@ final class RenderSource {
 /// Checksums being taken on a thread of their own; `wait` gives them.
 ///
 /// Threads: the thread writes `result` once and signals; `wait` reads it after the signal.
+// @unchecked Sendable: the checksum thread writes `result` once, before it signals `done`; `wait` reads it only after
+// the semaphore, on the owner's thread, which alone touches `waited`.
 final class PendingChecksums: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)
     private var result: (files: [RenderSource.FileFacts], midi: RenderSource.FileFacts?) = ([], nil)

@@ -3,27 +3,6 @@ import CSndFile
 import Glibc
 #endif
 
-/// Broadcast-WAV (`bext`) facts written into a WAV/RF64 file's header.
-public struct BroadcastInfo: Sendable {
-    /// Samples since midnight at the start of the recording (the BWF time reference).
-    public var timeReference: UInt64
-    public var description: String
-    public var originator: String
-    /// "yyyy-mm-dd".
-    public var originationDate: String
-    /// "hh:mm:ss".
-    public var originationTime: String
-
-    public init(timeReference: UInt64, description: String, originator: String, originationDate: String,
-                originationTime: String) {
-        self.timeReference = timeReference
-        self.description = description
-        self.originator = originator
-        self.originationDate = originationDate
-        self.originationTime = originationTime
-    }
-}
-
 /// Writes one new audio file with libsndfile. Never replaces an existing file: the file is created with O_EXCL.
 ///
 /// WAV and RF64 keep their header current as they grow, to within `headerFrames` (50 ms) of audio and at every
@@ -47,7 +26,7 @@ public final class SoundFileWriter {
     public let format: AudioFormat
     private var file: OpaquePointer?
     /// The file's descriptor (libsndfile closes it with the file).
-    private let fd: Int32
+    let fd: Int32
     /// Start the kernel's writeback after this many bytes of samples were handed over (0: never; the periodic
     /// `flush` then writes everything at once). A recorder's takes use `recordingWriteback`.
     public var writebackBytes = 0
@@ -68,30 +47,30 @@ public final class SoundFileWriter {
     /// Frames written so far.
     public private(set) var framesWritten: Int = 0
     /// The direct path's block (nil: libsndfile writes the samples), and where its bytes go.
-    private var block: UnsafeMutableRawPointer?
+    var block: UnsafeMutableRawPointer?
     /// Bytes gathered in `block`, and the file offset of its first byte.
-    private var blockBytes = 0
-    private var blockOffset: Int64 = 0
+    var blockBytes = 0
+    var blockOffset: Int64 = 0
     /// Of those, the bytes at the block's start that are in the file already (unbuffered: a `flush` put the whole
     /// pages of a piece being gathered there, and the piece still goes out from the block at its boundary).
-    private var blockInFile = 0
+    var blockInFile = 0
     /// Bytes per sample and per frame in the file, and where the first frame's bytes are (after the header).
-    private var sampleBytes = 0
-    private var frameBytes = 0
-    private var dataOffset: Int64 = 0
+    var sampleBytes = 0
+    var frameBytes = 0
+    var dataOffset: Int64 = 0
     /// The size of one direct write, and the boundaries it keeps to: at most what the disk writer hands over at once
     /// (a buffered `write` is not preempted; DiskWriter.writeBytes), and page-aligned.
     public static let directBlockBytes = 16 << 10
     /// The boundary the direct path's pieces end on: `directBlockBytes`, or once unbuffered, about 50 ms of audio.
-    private var pieceBytes = SoundFileWriter.directBlockBytes
+    var pieceBytes = SoundFileWriter.directBlockBytes
     /// The descriptor that bypasses the page cache (`writeUnbuffered`); -1: none.
-    private var unbufferedFD: Int32 = -1
+    var unbufferedFD: Int32 = -1
     /// Direct writes that went to the disk past the page cache (a piece takes one per `directWriteMax` bytes).
-    public private(set) var unbufferedWrites = 0
+    public internal(set) var unbufferedWrites = 0
     /// The most bytes one direct write handed the kernel (at most `directWriteMax`).
-    public private(set) var largestDirectWrite = 0
+    public internal(set) var largestDirectWrite = 0
     /// Bytes of samples the direct path wrote through the page cache.
-    public private(set) var bufferedBytes = 0
+    public internal(set) var bufferedBytes = 0
     /// Unbuffered pieces: 50 ms of audio, within these bounds (4 KiB multiples). Below 256 KiB a direct write's fixed
     /// cost (about 27 µs here) outweighs what it saves; a file whose 50 ms are less stays buffered.
     public static let unbufferedPieceRange = (256 << 10)...(4 << 20)
@@ -101,7 +80,7 @@ public final class SoundFileWriter {
     /// goes out in writes of at most this many bytes (docs/notes/architecture-history.md, "Wide recorders").
     public static let directWriteMax = 256 << 10
     /// A direct write failed: what follows is refused, with this message.
-    private var directFailure: String?
+    var directFailure: String?
 
     /// Creates `path` (which must not exist) for writing. `throughLibsndfile`: the samples take libsndfile's own path
     /// even where the direct one applies (tests compare the two).
@@ -171,62 +150,6 @@ public final class SoundFileWriter {
         if Self.writesDirectly(format) && !throughLibsndfile { startDirect(f) }
     }
 
-    /// Whether `format` takes the direct path: a WAV or RF64 (both by libsndfile's RF64 writer, which keeps the
-    /// data's offset when it turns a WAV into an RF64 past 4 GiB) on a little-endian machine, where the file's float
-    /// samples are the caller's bytes and its integer ones are little-endian too.
-    static func writesDirectly(_ format: AudioFormat) -> Bool {
-        (format.container == .wav || format.container == .rf64) && 1.littleEndian == 1
-    }
-
-    /// Writes the header as it will stay (its size is fixed once the format and broadcast facts are set) and starts
-    /// the direct path where it ends. Without a header of the expected shape, libsndfile keeps writing the samples.
-    private func startDirect(_ f: OpaquePointer) {
-        sf_command(f, Int32(SFC_UPDATE_HEADER_NOW), nil, 0)
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_size > 0 else { return }
-        dataOffset = Int64(st.st_size)
-        blockOffset = dataOffset
-        sampleBytes = format.sample == .int16 ? 2 : format.sample == .int24 ? 3 : MemoryLayout<Float>.size
-        frameBytes = channels * sampleBytes
-        // Room past the boundary for the bytes of a sample the boundary cuts.
-        block = UnsafeMutableRawPointer.allocate(byteCount: Self.directBlockBytes + 4, alignment: 4096)
-    }
-
-    /// From here on, the samples' whole pieces go to the disk past the page cache (O_DIRECT, pieces of about 50 ms
-    /// of audio, 4 KiB-aligned in the file and in memory): a buffered write costs the kernel a page-cache page per
-    /// 4 KiB (allocated, copied into, accounted dirty, written back, freed), which at 128 channels was two thirds of
-    /// the disk writer's CPU; a direct write only pins the block and hands it to the device (docs/notes/architecture-history.md,
-    /// "Wide recorders"), `directWriteMax` bytes at a time. What stays buffered: the header, the piece from the header
-    /// to the first boundary, and the part-page a `flush` or `close` ends on (a flush's whole pages go past the page
-    /// cache, and its piece is written again, whole, at its boundary; `putBlockInFile`). The header is still
-    /// rewritten every 50 ms, counting what the file holds: a killed process loses at most the piece being gathered
-    /// as well.
-    /// Call before the first write. False, and nothing changes, where the format takes libsndfile's path, its 50 ms
-    /// are less than `unbufferedPieceRange` allows, or the file system refuses (then the page cache serves as before).
-    @discardableResult
-    public func writeUnbuffered() -> Bool {
-        guard block != nil, framesWritten == 0, blockBytes == 0, unbufferedFD < 0, frameBytes > 0 else { return false }
-        let fiftyMs = (frameBytes * sampleRate / 20 + 4095) / 4096 * 4096
-        guard fiftyMs >= Self.unbufferedPieceRange.lowerBound else { return false }
-        let fd = tandem_open_unbuffered(path)
-        guard fd >= 0 else { return false }
-        let piece = min(fiftyMs, Self.unbufferedPieceRange.upperBound)
-        block?.deallocate()
-        // Room past the boundary for the bytes of a sample the boundary cuts, as the buffered block has.
-        block = UnsafeMutableRawPointer.allocate(byteCount: piece + 4, alignment: 4096)
-        pieceBytes = piece
-        unbufferedFD = fd
-        return true
-    }
-
-    /// Whether whole pieces go past the page cache.
-    public var isUnbuffered: Bool { unbufferedFD >= 0 }
-
-    private func closeUnbuffered() {
-        if unbufferedFD >= 0 { Glibc.close(unbufferedFD) }
-        unbufferedFD = -1
-    }
-
     private static func copy<T>(_ s: String, into field: inout T) {
         withUnsafeMutableBytes(of: &field) { raw in
             raw.initializeMemory(as: UInt8.self, repeating: 0)
@@ -258,53 +181,9 @@ public final class SoundFileWriter {
         }
     }
 
-    /// The direct path: writes the samples' bytes in pieces that end on the file's boundaries (16 KiB; unbuffered,
-    /// `pieceBytes`) and gathers the rest in the block. Buffered float samples are the file's bytes: what the block
-    /// gathered before, then the samples themselves, go out in one `pwritev`. Otherwise the samples are gathered in
-    /// the block (integers converted by libsndfile's conversion; unbuffered floats copied, since the aligned block
-    /// is what goes out) and the block goes out whenever it reaches a boundary, a sample cut there carried over.
-    private func writeDirectly(_ samples: UnsafePointer<Float>, frames: Int) throws(SoundFileError) {
-        if let directFailure { throw SoundFileError(.writeFailed, path: path, message: directFailure) }
-        guard let block else { return }
-        let boundary = Int64(pieceBytes)
-        if sampleBytes == MemoryLayout<Float>.size && unbufferedFD < 0 {
-            var source = UnsafeRawPointer(samples)
-            var left = frames * frameBytes
-            while left > 0 {
-                let room = Int(boundary - blockOffset % boundary) - blockBytes
-                if left < room {
-                    (block + blockBytes).copyMemory(from: source, byteCount: left)
-                    blockBytes += left
-                    break
-                }
-                try writeOut(blockBytes, then: source, bytes: room)
-                source += room
-                left -= room
-            }
-        } else {
-            var source = samples
-            var left = frames * channels
-            while left > 0 {
-                let toBoundary = Int(boundary - blockOffset % boundary)
-                let k = min(left, (toBoundary - blockBytes + sampleBytes - 1) / sampleBytes)
-                if sampleBytes == MemoryLayout<Float>.size {
-                    (block + blockBytes).copyMemory(from: source, byteCount: k * sampleBytes)
-                } else {
-                    tandem_float_to_pcm_le(source, block.assumingMemoryBound(to: UInt8.self) + blockBytes, k,
-                                           Int32(sampleBytes))
-                }
-                blockBytes += k * sampleBytes
-                source += k
-                left -= k
-                if blockBytes >= toBoundary { try writeOut(toBoundary) }
-            }
-        }
-        try counted(frames: frames, bytes: frames * frameBytes)
-    }
-
     /// Counts frames handed to the file and, when due, rewrites the header and starts the writeback, each after the
     /// direct path's block is written out (on libsndfile's path there is no block: `writeBlock` does nothing).
-    private func counted(frames: Int, bytes: Int) throws(SoundFileError) {
+    func counted(frames: Int, bytes: Int) throws(SoundFileError) {
         framesWritten += frames
         framesSinceHeader += frames
         if let every = headerFrames, framesSinceHeader >= every {
@@ -318,95 +197,6 @@ public final class SoundFileWriter {
             try writeBlock()
             startWriteback()
         }
-    }
-
-    /// Writes out all the block holds.
-    private func writeBlock() throws(SoundFileError) { try writeOut(blockBytes) }
-
-    /// Puts all the block holds into the file (for a `flush`). Unbuffered, the block keeps it: its whole pages go
-    /// past the page cache and the last part-page through it, and the piece still goes out whole at its boundary,
-    /// so the pieces after a flush stay aligned and unbuffered (a flush that gave up the block moved every piece's
-    /// start off its boundary: up to two pieces a second, 2.4 MB each at 256 channels, took the page cache's path).
-    private func putBlockInFile() throws(SoundFileError) {
-        try writeOut(blockBytes, keep: unbufferedFD >= 0)
-    }
-
-    /// Writes out the block's first `head` bytes followed by `bytes` from `tail`, past the `blockInFile` bytes the
-    /// file has already; what the block holds past `head` moves to its start, unless `keep` (then the block stays
-    /// as it is, all of it in the file). A failure leaves the file's samples at a whole frame and refuses what
-    /// follows.
-    private func writeOut(_ head: Int, then tail: UnsafeRawPointer? = nil, bytes tailBytes: Int = 0,
-                          keep: Bool = false) throws(SoundFileError) {
-        guard let block, head + tailBytes > 0, directFailure == nil else { return }
-        let total = head + tailBytes
-        var done = min(blockInFile, head)
-        var failure: Int32 = 0
-        while done < total {
-            let offset = blockOffset + Int64(done)
-            // The whole pages up to `head` go past the page cache (the pieces' boundaries are whole pages, so only
-            // a flush or the close leaves a part-page, which the page cache takes).
-            let pages = min((head - done) / 4096 * 4096, Self.directWriteMax)
-            if unbufferedFD >= 0 && tail == nil && done % 4096 == 0 && offset % 4096 == 0 && pages > 0 {
-                let n = pwrite(unbufferedFD, block + done, pages, off_t(offset))
-                if n > 0 {
-                    done += n
-                    unbufferedWrites += 1
-                    largestDirectWrite = max(largestDirectWrite, pages)
-                    continue
-                }
-                if n < 0 && errno == EINTR { continue }
-                // Refused (a device with larger blocks, a file system that took the open but not the write) or
-                // failed (a full disk): the page cache's path from here on, which keeps what fits and says why not.
-                closeUnbuffered()
-                continue
-            }
-            var pieces = (iovec(), iovec())
-            let n = withUnsafeMutableBytes(of: &pieces) { raw -> Int in
-                let iov = raw.bindMemory(to: iovec.self)
-                var count = 0
-                if done < head {
-                    iov[0] = iovec(iov_base: block + done, iov_len: head - done)
-                    count = 1
-                }
-                if let tail, tailBytes > 0 {
-                    let from = max(0, done - head)
-                    iov[count] = iovec(iov_base: UnsafeMutableRawPointer(mutating: tail + from),
-                                       iov_len: tailBytes - from)
-                    count += 1
-                }
-                return pwritev(fd, iov.baseAddress, Int32(count), off_t(offset))
-            }
-            if n > 0 {
-                done += n
-                bufferedBytes += n
-            } else if n < 0 && errno == EINTR {
-                continue
-            } else {
-                failure = n < 0 ? errno : ENOSPC
-                break
-            }
-        }
-        if failure == 0 {
-            if keep {
-                // A part-page at the end goes out again with the piece, past the page cache this time (the kernel
-                // writes back and drops its cached copy first), so the piece's next write starts on a page.
-                blockInFile = blockOffset % 4096 == 0 ? head / 4096 * 4096 : head
-                return
-            }
-            blockInFile = 0
-            blockOffset += Int64(total)
-            blockBytes -= head
-            if blockBytes > 0 { block.copyMemory(from: block + head, byteCount: blockBytes) }
-            return
-        }
-        let whole = (blockOffset + Int64(done) - dataOffset) / Int64(frameBytes)
-        _ = ftruncate(fd, off_t(dataOffset + whole * Int64(frameBytes)))
-        blockOffset = dataOffset + whole * Int64(frameBytes)
-        blockBytes = 0
-        blockInFile = 0
-        let message = "write failed after \(whole) frames: \(String(cString: strerror(failure)))"
-        directFailure = message
-        throw SoundFileError(.writeFailed, path: path, message: message)
     }
 
     /// Pushes the header (WAV, RF64) and buffered data to the kernel, and syncs the file.

@@ -7,6 +7,8 @@ import Jack
 ///
 /// The rig stops when `stop()` is called, when this object goes away, and, through the script's watcher, when this
 /// process dies for any reason. Threads: one owner.
+// @unchecked Sendable: all but `running` is constant; `running` changes only in `init` and `stop`, on the one owner's
+// thread (a test's).
 public final class NetJackRig: @unchecked Sendable {
     public enum Host: String, Sendable { case master, slave }
 

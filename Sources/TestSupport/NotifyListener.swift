@@ -12,7 +12,7 @@ public struct NotifyListenerError: Error, CustomStringConvertible {
 
 /// A datagram socket a test binds, standing in for systemd's notification socket ($NOTIFY_SOCKET).
 /// Threads: one reader.
-public final class NotifyListener: @unchecked Sendable {
+public final class NotifyListener: Sendable {
     public let fd: Int32
     public let name: String
 

@@ -10,6 +10,8 @@ import Jack
 /// jackd2's (`LD_LIBRARY_PATH`), so the same `tandem` binary runs unchanged on it.
 ///
 /// A watchdog shell stops the daemon when this process dies, as for `JackServer`. Threads: one owner.
+// @unchecked Sendable: `process`, `watchdog` and `watchdogPipe` change only in `start` and `stop`, on the one owner's
+// thread (a test's); the rest is constant.
 public final class PipeWireServer: @unchecked Sendable {
     /// Where PipeWire's libjack lives on Debian (pipewire-jack).
     public static let jackLibraryDirectory = "/usr/lib/x86_64-linux-gnu/pipewire-0.3/jack"

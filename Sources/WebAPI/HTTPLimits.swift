@@ -14,6 +14,8 @@ import Synchronization
 /// request of a connection is `ConnectionGuard`'s.
 ///
 /// Threads: its channel's event loop.
+// @unchecked Sendable: `deadline` is touched only on its channel's event loop, where NIO calls every handler method
+// (the scheduled close captures the channel, not the handler).
 final class NextRequestDeadline: ChannelDuplexHandler, RemovableChannelHandler, @unchecked Sendable {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -53,6 +55,8 @@ final class NextRequestDeadline: ChannelDuplexHandler, RemovableChannelHandler, 
 /// connection rather than read the rest of a body.
 ///
 /// Threads: its channel's event loop; `refuse` from any.
+// @unchecked Sendable: `refuse`, the one member called off the event loop (the WebSocket upgrade's task), touches
+// only `refusal`, a Mutex; every other var is the event loop's, where NIO calls the handler methods.
 final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, @unchecked Sendable {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
