@@ -5,6 +5,7 @@ import Synchronization
 ///
 /// Threads: any thread may call any member; every operation is lock-free. `allocate` and `deallocate` are
 /// control-thread only and must not race with other uses.
+// @unchecked Sendable: a pointer to one `Atomic<Int>`; every access through it is atomic.
 public struct AtomicCounter: BitwiseCopyable, @unchecked Sendable {
     @usableFromInline let cell: UnsafeMutablePointer<Atomic<Int>>
 
@@ -51,6 +52,7 @@ public struct AtomicCounter: BitwiseCopyable, @unchecked Sendable {
 /// A block of `count` atomic integers in one allocation (per-channel meters, per-kind event counts).
 ///
 /// Threads: as `AtomicCounter`.
+// @unchecked Sendable: a pointer to `count` `Atomic<Int>`s; every access through it is atomic.
 public struct AtomicCounterArray: BitwiseCopyable, @unchecked Sendable {
     @usableFromInline let cells: UnsafeMutablePointer<Atomic<Int>>
     public let count: Int

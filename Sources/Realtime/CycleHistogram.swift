@@ -3,7 +3,7 @@
 ///
 /// Threads: `record` from one RT thread (realtime-safe: a bit scan and an atomic add); `summary` and `reset` from
 /// the control side (`reset` may lose a concurrent record, which only affects statistics).
-public struct CycleHistogram: BitwiseCopyable, @unchecked Sendable {
+public struct CycleHistogram: BitwiseCopyable, Sendable {
     static let subBuckets = 8
     static let bucketCount = 64 * subBuckets
     @usableFromInline let counts: AtomicCounterArray

@@ -9,6 +9,9 @@ import Synchronization
 /// Ownership: exactly one thread uses the `writer` half and exactly one (other) thread uses the `reader` half while
 /// both run. `allocate`, `reset` and `deallocate` are control-thread only and must not race with either half.
 /// A full ring never blocks: the writer is told how much room there is and decides (drop and count).
+// @unchecked Sendable: pointers to the frames and two position counters. The writer alone fills frames past `written`
+// and publishes them with a releasing store; the reader alone reads frames before an acquiring load of it and gives
+// them back through `read` the same way.
 public struct FrameRing: BitwiseCopyable, @unchecked Sendable {
     /// Interleaved channels per frame.
     public let channels: Int
@@ -95,7 +98,7 @@ public struct FrameRegions: BitwiseCopyable {
 
 /// The producer half of a `FrameRing`. Owned by one thread (the RT process thread for capture, the disk-reader
 /// thread for playback).
-public struct FrameRingWriter: BitwiseCopyable, @unchecked Sendable {
+public struct FrameRingWriter: BitwiseCopyable, Sendable {
     public let ring: FrameRing
 
     /// Frames that can be written now. Realtime: safe.
@@ -143,7 +146,7 @@ public struct FrameRingWriter: BitwiseCopyable, @unchecked Sendable {
 
 /// The consumer half of a `FrameRing`. Owned by one thread (the disk-writer thread for capture, the RT process
 /// thread for playback).
-public struct FrameRingReader: BitwiseCopyable, @unchecked Sendable {
+public struct FrameRingReader: BitwiseCopyable, Sendable {
     public let ring: FrameRing
 
     /// Frames that can be read now. Realtime: safe.

@@ -8,6 +8,8 @@ import Darwin
 /// on the cooperative pool.
 ///
 /// Threads: `start` and `join` from the control thread that owns the value.
+// @unchecked Sendable: its state (the pthread and whether it was joined) is touched by `init` and `join` on the
+// owner's thread only; the new thread sees only the boxed body, handed over by pthread_create.
 public final class OSThread: @unchecked Sendable {
     private final class Box {
         let body: () -> Void

@@ -8,6 +8,8 @@ import Darwin
 /// while they are quiet. `body` runs each time one of them is readable (or ended) and says whether to go on.
 ///
 /// Threads: created and stopped by one owner (the control thread); `body` runs on the new thread.
+// @unchecked Sendable: `thread` and `stopPipe` are set in `init` and changed only by `stop`, on the owner's thread;
+// the polling thread sees only the descriptors and the body it was started with.
 public final class PollingThread: @unchecked Sendable {
     private var thread: OSThread?
     private var stopPipe: [Int32] = [-1, -1]

@@ -9,6 +9,7 @@ import Darwin
 ///
 /// Threads: `post` from any thread, including RT (a POSIX semaphore post is a lock-free atomic plus, at most, one
 /// futex wake). `wait` from the one worker that owns it. `allocate`/`deallocate` control thread only.
+// @unchecked Sendable: a pointer to a POSIX semaphore, whose post and wait are thread-safe by definition.
 public struct Wakeup: BitwiseCopyable, @unchecked Sendable {
     @usableFromInline let sem: UnsafeMutablePointer<sem_t>
 
