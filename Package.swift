@@ -72,7 +72,7 @@ let package = Package(
         // The HTTP and WebSocket API and the web page: requests become commands of the command model, carried out
         // on the session's thread (see `SessionGateway`).
         .target(name: "WebAPI", dependencies: [
-            "Engine", "Commands", "Control", "Presets", "Plugins",
+            "Engine", "Commands", "Control", "Presets", "Plugins", "Realtime",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),

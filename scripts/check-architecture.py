@@ -15,6 +15,10 @@ Every inline code span (`...`, outside fenced blocks) is looked at:
 Anything else (commands, keys, lower-case words, URLs, `/api/...`) is left alone. Relative Markdown links to files
 that do not exist are reported as warnings, not failures (a page may be on its way).
 
+The allowed imports: every `import` line of a module's sources (`Sources/NAME`) must name a module its row of the
+Modules table lists under "imports" (besides Foundation, Glibc, Darwin, Dispatch and Synchronization; "Hummingbird (core,
+WebSocket)" allows Hummingbird, HummingbirdCore and HummingbirdWebSocket). An import the table does not allow fails.
+
 Prints what is missing and exits 1 if anything is, or if the document is over the word limit (words as `wc -w`
 counts them). Usage: scripts/check-architecture.py [--doc docs/ARCHITECTURE.md] [--limit 3500] [-v]
 """
@@ -93,6 +97,45 @@ class Index:
         return any(owner.search(t) and decl.search(t) for t in self.sources.values())
 
 
+SYSTEM_MODULES = {"Foundation", "Glibc", "Darwin", "Dispatch", "Synchronization"}
+
+
+def allowed_imports(text):
+    """Module name -> the modules its row of the Modules table allows it to import."""
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"^\|\s*`(\w+)`(?:\s*\(C\))?\s*\|([^|]*)\|", line)
+        if not m:
+            continue
+        allowed = set()
+        for part in re.findall(r"(\w+)(?:\s*\(([^)]*)\))?", m.group(2)):
+            name, subs = part
+            if name == "nothing":
+                continue
+            allowed.add(name)
+            for sub in filter(None, (x.strip() for x in subs.split(","))):
+                allowed.add(name + sub[0].upper() + sub[1:])
+        out[m.group(1)] = allowed
+    return out
+
+
+def import_problems(text):
+    """(module, file, imported) for each import line its module's row does not allow."""
+    rows = allowed_imports(text)
+    problems = []
+    for module, allowed in rows.items():
+        folder = ROOT / "Sources" / module
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.rglob("*.swift")):
+            for m in re.finditer(r"^\s*(?:@\w+\s+)*import\s+(?:(?:struct|class|enum|func)\s+)?(\w+)", path.read_text(),
+                                 re.M):
+                name = m.group(1)
+                if name not in allowed and name not in SYSTEM_MODULES:
+                    problems.append((module, path.relative_to(ROOT), name))
+    return problems, len(rows)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--doc", default="docs/ARCHITECTURE.md")
@@ -142,6 +185,7 @@ def main():
         if not (doc.parent / target).exists():
             warnings.append(target)
 
+    imports, modules = import_problems(text)
     words = len(text.split())
     rel = doc.relative_to(ROOT) if doc.is_relative_to(ROOT) else doc
     print(f"{rel}: {checked} names checked (types, members, modules, paths, files), {len(missing)} missing")
@@ -149,9 +193,12 @@ def main():
         print(f"  missing {what}: {span} ({rel}:{line})")
     for target in sorted(set(warnings)):
         print(f"  warning: link to {target}, which does not exist (yet)")
+    print(f"{rel}: the imports of {modules} modules checked against its Modules table, {len(imports)} not allowed")
+    for module, path, name in imports:
+        print(f"  not allowed: {path} imports {name} ({module} may import only what its row lists)")
     over = words > args.limit
     print(f"{rel}: {words} words (limit {args.limit}){': too long' if over else ''}")
-    return 1 if missing or over else 0
+    return 1 if missing or over or imports else 0
 
 
 if __name__ == "__main__":
