@@ -60,19 +60,24 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
+        // The take pipeline: files, reports, chunks, markers, retention, the level trigger, recovery. Never JACK.
+        .target(name: "Takes", dependencies: [
+            "Realtime", "SoundFile", "Presets", "MIDIFile", "Commands",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .target(name: "Engine", dependencies: [
-            "Realtime", "Jack", "SoundFile", "Presets", "Plugins", "MIDIFile", "Commands",
+            "Realtime", "Jack", "SoundFile", "Presets", "Plugins", "MIDIFile", "Commands", "Takes",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "Control", dependencies: [
-            "CLo", "Engine", "Presets", "Plugins", "Commands",
+            "CLo", "Engine", "Takes", "Presets", "Plugins", "Commands",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
         // The HTTP and WebSocket API and the web page: requests become commands of the command model, carried out
         // on the session's thread (see `SessionGateway`).
         .target(name: "WebAPI", dependencies: [
-            "Engine", "Commands", "Control", "Presets", "Plugins", "Realtime",
+            "Engine", "Commands", "Control", "Presets", "Plugins", "Realtime", "Takes",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
@@ -82,7 +87,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ], resources: [.copy("Resources")]),
         .executableTarget(name: "tandem", dependencies: [
-            "Engine", "Control", "Jack", "SoundFile", "Presets", "Realtime", "Plugins", "Commands", "WebAPI", "Render",
+            "Engine", "Control", "Jack", "SoundFile", "Presets", "Realtime", "Plugins", "Commands", "WebAPI", "Render", "Takes",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -96,19 +101,19 @@ let package = Package(
 
         .testTarget(name: "RealtimeTests", dependencies: ["Realtime"]),
         .testTarget(name: "CommandsTests", dependencies: ["Commands", "Presets"]),
-        .testTarget(name: "WebAPITests", dependencies: ["WebAPI", "Presets", .product(name: "HTTPTypes", package: "swift-http-types")]),
+        .testTarget(name: "WebAPITests", dependencies: ["Takes", "WebAPI", "Presets", .product(name: "HTTPTypes", package: "swift-http-types")]),
         .testTarget(name: "JackTests", dependencies: ["Jack", "Realtime", "TestSupport"]),
         .testTarget(name: "SoundFileTests", dependencies: ["SoundFile", "TestSupport"]),
         .testTarget(name: "MIDIFileTests", dependencies: ["MIDIFile", "TestSupport"]),
         .testTarget(name: "PresetsTests", dependencies: ["Presets", "TestSupport"]),
-        .testTarget(name: "EngineTests", dependencies: ["Engine", "Jack", "Presets", "TestSupport"]),
+        .testTarget(name: "EngineTests", dependencies: ["Takes", "Engine", "Jack", "Presets", "TestSupport"]),
         .testTarget(name: "PluginsTests", dependencies: ["Plugins", "Presets", "TestSupport",
                                                         .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "TandemTests", dependencies: ["TestSupport", "SoundFile", "Engine", "Jack", "Control", "Plugins",
+        .testTarget(name: "TandemTests", dependencies: ["Takes", "TestSupport", "SoundFile", "Engine", "Jack", "Control", "Plugins",
                                                        "NSMServerFixture", "Commands", "Render"]),
         .testTarget(name: "RenderTests", dependencies: ["Render", "Plugins", "Presets", "Commands", "SoundFile",
                                                        "TestSupport"]),
-        .testTarget(name: "ControlTests", dependencies: ["Control", "Engine", "Presets", "TestSupport", "Commands"]),
+        .testTarget(name: "ControlTests", dependencies: ["Takes", "Control", "Engine", "Presets", "TestSupport", "Commands"]),
     ],
     swiftLanguageModes: [.v6]
 )

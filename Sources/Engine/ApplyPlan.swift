@@ -1,5 +1,6 @@
 import Foundation
 import Presets
+import Takes
 
 /// Applying a preset, decided before anything is touched: from the configurations of what runs and of what is
 /// wanted, the steps that bring the one to the other. Pure, so every rule of "what changes in place, what opens anew"

@@ -2,6 +2,7 @@ import Jack
 import Logging
 import Plugins
 import Presets
+import Takes
 
 extension ChainHolder {
     /// The chain `specs` asks for, for a client of this server (nil when `specs` is empty). The engine runs it once

@@ -5,6 +5,7 @@ import Presets
 import Realtime
 import SoundFile
 import Synchronization
+import Takes
 
 /// The disk-reader thread of one player: keeps the playback ring filled ahead of the play head with libsndfile
 /// (and libsoxr when a file's rate differs from the server's), mapping file channels to output ports.

@@ -3,6 +3,7 @@ import Presets
 import Foundation
 import Logging
 import Realtime
+import Takes
 
 /// The disk-writer thread of one recorder: the ring pump. It drains the capture ring in chunks, reads the callback's
 /// `GapNote`s in stream order (overruns, skipped cycles, latency changes), keeps the pre-roll while no take runs, and

@@ -5,21 +5,7 @@ import Plugins
 import Realtime
 import Presets
 import SoundFile
-
-/// Where playback is.
-public struct PlayerPosition: Sendable, Equatable {
-    /// Index in the queue, and its path (nil before anything was queued).
-    public var item: Int?
-    public var path: String?
-    /// Frame within the file (in the file's own rate) and seconds.
-    public var frame: Int
-    public var seconds: Double
-    /// The file's length in frames and seconds.
-    public var frames: Int
-    public var duration: Double
-    public var playing: Bool
-    public var paused: Bool
-}
+import Takes
 
 /// The player: one JACK client with output ports, a playback ring and a disk-reader thread.
 ///

@@ -3,6 +3,7 @@ import Jack
 import Logging
 import MIDIFile
 import Realtime
+import Takes
 
 /// The recorder's MIDI side as its RT state holds it: the MIDI input ports and the ring that carries each event,
 /// at its stream position (the position of the audio input frame it arrived with), to the disk writer.
@@ -72,9 +73,7 @@ final class MIDITakeWriter {
     }
 
     /// The MIDI file of a take whose report is `sidecar`.
-    static func path(sidecar: String) -> String {
-        (sidecar.hasSuffix(".json") ? String(sidecar.dropLast(5)) : sidecar) + ".mid"
-    }
+    static func path(sidecar: String) -> String { TakeReport.midiPath(sidecar: sidecar) }
 
     /// Moves events into the running take's file, up to the input the audio side has handled (`ringPosition`, the
     /// writer's stream position, less the chain latency the take compensates), and flushes. `take`: the writer's

@@ -6,6 +6,7 @@ import Plugins
 import Presets
 import Realtime
 import SoundFile
+import Takes
 
 /// Per-channel levels since the last read.
 public struct MeterReading: Sendable, Equatable {
@@ -186,7 +187,7 @@ public final class Recorder: @unchecked Sendable {
     func takeContext(notes: [String] = []) -> TakeContext {
         let portInfo = ports.map { port in
             TakeReport.Port(name: port.name, connections: client.connections(of: port.name),
-                            captureLatency: client.latency(of: port.name, capture: true))
+                            captureLatency: client.latency(of: port.name, capture: true).map { FrameRange(min: $0.min, max: $0.max) })
         }
         let chain = plugins.chain.flatMap { $0.isEmpty ? nil : $0 }
         return TakeContext(anchor: anchor(), ports: portInfo, xrunsAtStart: client.notifications.count(.xrun),
@@ -267,7 +268,7 @@ public final class Recorder: @unchecked Sendable {
     public func startTake(at position: Int, notes: [String] = [], playback: PlaybackAlignment? = nil) {
         let portInfo = ports.map { port in
             TakeReport.Port(name: port.name, connections: client.connections(of: port.name),
-                            captureLatency: client.latency(of: port.name, capture: true))
+                            captureLatency: client.latency(of: port.name, capture: true).map { FrameRange(min: $0.min, max: $0.max) })
         }
         let chain = plugins.chain.flatMap { $0.isEmpty ? nil : $0 }
         writer.send(.start(at: position, context: TakeContext(anchor: anchor(), ports: portInfo,

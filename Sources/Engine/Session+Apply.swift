@@ -3,6 +3,7 @@ import Jack
 import Logging
 import Presets
 import SoundFile
+import Takes
 
 // Applying a preset by diff: what differs is changed, what is the same is left alone (0 graph changes for the same
 // setup).

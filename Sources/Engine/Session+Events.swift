@@ -2,6 +2,7 @@ import Foundation
 import Jack
 import Logging
 import Presets
+import Takes
 
 // Engine events, and when the session ends by itself: the one policy every command shares.
 extension Session {

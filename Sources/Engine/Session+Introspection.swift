@@ -5,6 +5,7 @@ import Plugins
 import Presets
 #if canImport(Glibc)
 import Glibc
+import Takes
 #endif
 
 /// What a control surface needs to draw itself without reading a preset: the engines and their ports, each chain's

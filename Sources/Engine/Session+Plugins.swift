@@ -3,6 +3,7 @@ import Jack
 import Logging
 import Plugins
 import Presets
+import Takes
 
 /// Which engine's chain: the recorder's, the player's, or a rack's (by the rack's name).
 public struct ChainEngine: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {

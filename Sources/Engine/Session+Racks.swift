@@ -3,6 +3,7 @@ import Jack
 import Logging
 import Plugins
 import Presets
+import Takes
 
 // Racks in a session: in-process ones applied by diff like the other engines, isolated ones run by a supervisor
 // (each in a child process that is Tandem itself), and what a rack going down means for a running take.

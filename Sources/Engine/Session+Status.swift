@@ -6,6 +6,7 @@ import Realtime
 import SoundFile
 #if canImport(Glibc)
 import Glibc
+import Takes
 #endif
 
 /// A snapshot of the whole session for status displays and the control protocol.

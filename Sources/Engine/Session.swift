@@ -5,6 +5,7 @@ import Logging
 import Presets
 import Realtime
 import SoundFile
+import Takes
 
 /// The session coordinator: the one owner of the server choice, the engines, the desired connections, the takes
 /// and the workers. It applies a preset by comparing what is wanted with what is there and touches the graph only

@@ -1,5 +1,6 @@
 import Foundation
 import Presets
+import Takes
 
 // The preset's tables as engine configurations, and which changes need a new JACK client.
 

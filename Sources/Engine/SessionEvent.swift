@@ -1,5 +1,6 @@
 import Foundation
 import Presets
+import Takes
 
 /// What a session reports to its owner (the command line prints these).
 public enum SessionEvent: Sendable {

@@ -5,6 +5,7 @@ import HTTPTypes
 import HummingbirdWebSocket
 import Logging
 import NIOCore
+import Takes
 
 /// `GET /api/events` upgraded to a WebSocket: the session's events in its one numbered stream, and its meters at the
 /// rate the client asks (`?meters=30`, at most 60 a second; none by default). `?since=N` catches up from event N

@@ -9,6 +9,7 @@ import Presets
 import NIOCore
 import Realtime
 import Synchronization
+import Takes
 
 /// Tandem's HTTP and WebSocket server (docs/HTTP.md): the API under `/api/`, the Prometheus metrics at `/metrics`,
 /// the page at `/`. Built on Hummingbird 2 (swift-nio); its handlers parse, check and hand a command to the session

@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import Takes
 
 /// The routes of the API (docs/HTTP.md and `Resources/openapi.json`, which a test holds them to). Every route that
 /// acts is a command of the command model carried out by the session (`Session.execute`) through the gateway;

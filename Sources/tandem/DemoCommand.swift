@@ -5,6 +5,7 @@ import Jack
 import Logging
 import Presets
 import SoundFile
+import Takes
 
 struct DemoCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -6,6 +6,7 @@ import Foundation
 import Jack
 import Logging
 import SoundFile
+import Takes
 
 struct RecordCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -6,6 +6,7 @@ import Logging
 import Presets
 import Render
 import Control
+import Takes
 
 /// Finds a preset: a path, or a name in ./Presets, in the folders of `$TANDEM_PRESETS` (colon-separated; the systemd
 /// unit sets it), or in the presets installed beside the binary (PREFIX/share/tandem/presets), with or without .toml.

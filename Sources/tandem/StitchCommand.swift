@@ -1,6 +1,7 @@
 import ArgumentParser
 import Engine
 import Foundation
+import Takes
 
 struct StitchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

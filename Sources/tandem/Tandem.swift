@@ -5,6 +5,7 @@ import Foundation
 import Jack
 import Realtime
 import Logging
+import Takes
 
 /// Exit codes, documented in docs/CLI.md.
 enum ExitStatus: Int32 {

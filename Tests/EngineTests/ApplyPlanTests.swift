@@ -1,5 +1,6 @@
 import Foundation
 import Presets
+@testable import Takes
 import Testing
 import TestSupport
 @testable import Engine

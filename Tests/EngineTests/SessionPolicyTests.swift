@@ -1,6 +1,7 @@
 import Foundation
 import Presets
 import Synchronization
+@testable import Takes
 import Testing
 @testable import Engine
 

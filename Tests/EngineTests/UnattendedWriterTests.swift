@@ -1,3 +1,4 @@
+@testable import Takes
 import Testing
 import Foundation
 @testable import Engine

@@ -3,6 +3,7 @@ import Engine
 import Foundation
 import Jack
 import Presets
+import Takes
 import Testing
 import TestSupport
 

@@ -1,3 +1,4 @@
+import Takes
 import Testing
 import Foundation
 import Engine
@@ -248,7 +249,7 @@ struct PipeWireTests {
         #expect(first.process.wait(timeout: 10) == 0, "\(first.output)")
         let report = try TakeReport.read(from: try #require(announcedReport(first.output)))
         #expect(report.frames == 3 * 48000, "\(first.output)")
-        #expect(report.ports[0].captureLatency == LatencyRange(min: min, max: max), "the latency PipeWire declares")
+        #expect(report.ports[0].captureLatency == FrameRange(min: min, max: max), "the latency PipeWire declares")
         let take = try TestEnvironment.readAudio(try #require(announcedFile(first.output)))
         #expect(take.samples.count == 3 * 48000 && take.samples.allSatisfy { $0 == 0 }, "silence from the null device")
         print("PipeWire capture port: latency [\(min) \(max)] declared and reported, xruns \(report.xruns)")

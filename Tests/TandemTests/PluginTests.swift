@@ -3,6 +3,7 @@ import Engine
 import Foundation
 import Jack
 import SoundFile
+import Takes
 import Testing
 import TestSupport
 

@@ -1,3 +1,4 @@
+import Takes
 import Testing
 import Foundation
 import Engine

@@ -2,6 +2,7 @@ import Foundation
 import Engine
 import Jack
 import SoundFile
+import Takes
 import TestSupport
 
 /// What a test asks of every take a run left behind: its report is final, every chunk file opens in libsndfile with

@@ -5,30 +5,30 @@ import Glibc
 #endif
 
 /// One take being written. Writer thread only.
-final class ActiveTake {
-    let number: Int
+public final class ActiveTake {
+    public let number: Int
     /// Stream position of the first frame in the ring (see `resolved`).
-    var start: Int
+    public var start: Int
     /// Wall-clock time of the first frame (names every chunk of the take).
     let date: Date
     let context: TakeContext
-    var report: TakeReport
-    let sidecar: SidecarFile
+    public var report: TakeReport
+    public let sidecar: SidecarFile
     /// Stream position where the take ends (exclusive), once known.
-    var end: Int?
+    public var end: Int?
     /// Whether `start` is final: until the writer reaches it, `start` is the first input frame's stream position;
     /// then the chain latency the ring carries there (`compensation`) is added (see `DiskWriter.resolveStart`).
-    var resolved = false
-    var compensation = 0
-    var endReason: TakeEnd?
-    var endDetail: String?
+    public var resolved = false
+    public var compensation = 0
+    public var endReason: TakeEnd?
+    public var endDetail: String?
     var writers: [SoundFileWriter] = []
     var chunkIndex = 0
     /// Take offset of the current chunk's first frame.
     var chunkStart = 0
-    var framesWritten = 0
+    public var framesWritten = 0
     var lastSync = 0
-    var failed: String?
+    public var failed: String?
     /// Whether the test-only stall fault has fired for this take.
     var stalled = false
     /// Bytes on disk as last computed, and the frame count when they were.
@@ -38,12 +38,12 @@ final class ActiveTake {
     var closedChunkBytes = 0
     /// Chunk boundaries on the wall clock (`rotate_on_clock`), and the next one (stream position and the time it
     /// stands for, which names the chunk that starts there).
-    var clock: WallClockRotation?
-    var boundary: (frame: Int, time: Date)?
+    public var clock: WallClockRotation?
+    public var boundary: (frame: Int, time: Date)?
     /// The wall-clock time the next chunk's name carries (nil: the take's).
     var chunkDate: Date?
     /// The level-trigger decision that started this take (nil: started by a command).
-    var triggerStart: LevelTrigger.Start?
+    public var triggerStart: LevelTrigger.Start?
 
     init(number: Int, start: Int, date: Date, context: TakeContext, report: TakeReport, sidecar: SidecarFile) {
         self.number = number

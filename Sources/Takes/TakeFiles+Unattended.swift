@@ -9,7 +9,7 @@ extension TakeFiles {
     /// Adds a marker at stream position `position` to the running take. Returns the take frame it landed on, or
     /// nil when no take holds that frame.
     @discardableResult
-    func mark(at position: Int, label: String, source: String?) -> Int? {
+    public func mark(at position: Int, label: String, source: String?) -> Int? {
         guard let t = take, position >= t.start, position < (t.end ?? Int.max) else {
             logger.warning("marker outside any take: not kept", metadata: ["label": "\(label)", "frame": "\(position)"])
             return nil
@@ -65,7 +65,7 @@ extension TakeFiles {
 
     /// Runs the retention policy over the session folder (nothing without one). Every deletion is logged here and in
     /// the folder's retention log.
-    func applyRetention() {
+    public func applyRetention() {
         guard let k = config.retention else { return }
         var r = Retention(directory: config.directory, session: config.session, policy: RetentionPolicy(k))
         r.now = config.clock.real
@@ -83,7 +83,7 @@ extension TakeFiles {
 
     /// Starts a take the level trigger decided: its first frame is `first` (the trigger's start, or later when the
     /// writer had already passed it), the report carries the trigger frame and level.
-    func beginTriggered(_ s: LevelTrigger.Start, first: Int, compensation: Int, context: TakeContext) -> ActiveTake {
+    public func beginTriggered(_ s: LevelTrigger.Start, first: Int, compensation: Int, context: TakeContext) -> ActiveTake {
         let t = begin(start: first, at: max(first, s.triggerFrame), context: context)
         t.triggerStart = s
         resolve(t, input: first - compensation, compensation: compensation)
@@ -94,7 +94,7 @@ extension TakeFiles {
     }
 
     /// The trigger decided the running take's end.
-    func triggerEnded(_ t: ActiveTake, _ e: LevelTrigger.End) {
+    public func triggerEnded(_ t: ActiveTake, _ e: LevelTrigger.End) {
         t.end = min(t.end ?? Int.max, e.endFrame)
         t.endReason = .trigger
         if var info = t.report.trigger {

@@ -39,7 +39,7 @@ public enum TakeRecovery {
             }
             report.frames = total
             // The take's MIDI file, if it has one: cut inside a flush at the worst, completed here.
-            let midi = MIDITakeWriter.path(sidecar: path)
+            let midi = TakeReport.midiPath(sidecar: path)
             if FileManager.default.fileExists(atPath: midi) { _ = try? MIDIFileWriter.recover(path: midi) }
             report.ended = .interrupted
             let iso = ISO8601DateFormatter().string(from: Date())

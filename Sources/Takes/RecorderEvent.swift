@@ -12,16 +12,24 @@ public enum RecorderEvent: Sendable {
 }
 
 /// Where and when a take's first frames were captured, as the control side knows it when the take starts.
-struct TakeAnchor: Sendable {
+public struct TakeAnchor: Sendable {
     /// A stream position...
-    var streamPosition: Int
+    public var streamPosition: Int
     /// ...its JACK frame time...
-    var frameTime: UInt32
+    public var frameTime: UInt32
     /// ...and its wall-clock time.
-    var wallClock: Date
+    public var wallClock: Date
     var sampleRate: Int
     /// Wall-clock seconds per second of audio: 1, or a test's virtual clock's speed (`SessionClock`).
-    var clockScale: Double = 1
+    public var clockScale: Double = 1
+
+    public init(streamPosition: Int, frameTime: UInt32, wallClock: Date, sampleRate: Int, clockScale: Double = 1) {
+        self.streamPosition = streamPosition
+        self.frameTime = frameTime
+        self.wallClock = wallClock
+        self.sampleRate = sampleRate
+        self.clockScale = clockScale
+    }
 
     func frameTime(at position: Int) -> UInt32 {
         frameTime &+ UInt32(truncatingIfNeeded: position - streamPosition)
@@ -32,18 +40,18 @@ struct TakeAnchor: Sendable {
     }
 
     /// The stream position captured at wall-clock time `date` (rounded to the nearest frame).
-    func position(at date: Date) -> Int {
+    public func position(at date: Date) -> Int {
         let frames = (date.timeIntervalSince(wallClock) / clockScale * Double(sampleRate)).rounded()
         return streamPosition + (frames.isFinite && abs(frames) < 1e15 ? Int(frames) : 0)
     }
 }
 
 /// What the control side hands the writer with a start command.
-struct TakeContext: Sendable {
-    var anchor: TakeAnchor
+public struct TakeContext: Sendable {
+    public var anchor: TakeAnchor
     var ports: [TakeReport.Port]
     /// Xrun count of the recorder's client when the take starts.
-    var xrunsAtStart: Int
+    public var xrunsAtStart: Int
     var notes: [String] = []
     var playback: PlaybackAlignment?
     var plugins: [PluginSpec]? = nil
@@ -54,4 +62,20 @@ struct TakeContext: Sendable {
     /// control log.
     var period = 0
     var chains: [String: ControlLog.ChainStart]? = nil
+
+    public init(anchor: TakeAnchor, ports: [TakeReport.Port], xrunsAtStart: Int, notes: [String] = [],
+                playback: PlaybackAlignment? = nil, plugins: [PluginSpec]? = nil, pluginLatency: Int? = nil,
+                pluginProblems: [TakeReport.PluginProblem]? = nil, period: Int = 0,
+                chains: [String: ControlLog.ChainStart]? = nil) {
+        self.anchor = anchor
+        self.ports = ports
+        self.xrunsAtStart = xrunsAtStart
+        self.notes = notes
+        self.playback = playback
+        self.plugins = plugins
+        self.pluginLatency = pluginLatency
+        self.pluginProblems = pluginProblems
+        self.period = period
+        self.chains = chains
+    }
 }

@@ -11,8 +11,8 @@ import Glibc
 /// update would fail there.
 ///
 /// Threads: the disk-writer thread that owns the take.
-final class SidecarFile {
-    let path: String
+public final class SidecarFile {
+    public let path: String
     private var fd: Int32 = -1
     private var reserved = 0
     static let minimumReservation = 64 * 1024

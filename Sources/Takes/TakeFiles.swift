@@ -11,17 +11,17 @@ import Synchronization
 ///
 /// Threads: the disk-writer thread, except `status` and `drainEvents` (any thread / the control side).
 // @unchecked Sendable: all but `published` (a Mutex) and `events` (an Outbox) belongs to the disk-writer thread.
-final class TakeFiles: @unchecked Sendable {
+public final class TakeFiles: @unchecked Sendable {
     /// A snapshot of the running take for status displays.
-    struct TakeStatus: Sendable {
-        var take: Int
-        var frames: Int
-        var files: [String]
-        var bytes: Int
+    public struct TakeStatus: Sendable {
+        public var take: Int
+        public var frames: Int
+        public var files: [String]
+        public var bytes: Int
     }
 
     /// Frames of one file write at most (stems are de-interleaved through a scratch buffer of this size).
-    static let chunkFrames = 8192
+    public static let chunkFrames = 8192
     /// Bytes kept free for a WAV/RF64 header when rotation by size is turned into frames.
     static let headerRoom = 4096
     /// A PCM file's header as the status counts it (bytes per file and chunk; the real one is 44 to 80 bytes).
@@ -42,7 +42,7 @@ final class TakeFiles: @unchecked Sendable {
     private let published = Mutex<TakeStatus?>(nil)
 
     /// The running take (nil: none).
-    private(set) var take: ActiveTake?
+    public private(set) var take: ActiveTake?
     private var nextTakeNumber: Int
     private var pendingConfig: RecorderConfig?
     /// Chunk length in frames (nil: no rotation by frames).
@@ -53,7 +53,7 @@ final class TakeFiles: @unchecked Sendable {
     let silence: UnsafeMutablePointer<Float>
     private let stemScratch: UnsafeMutablePointer<Float>
 
-    init(config: RecorderConfig, channels: Int, sampleRate: Int, portNames: [String], logger: Logger,
+    public init(config: RecorderConfig, channels: Int, sampleRate: Int, portNames: [String], logger: Logger,
          xruns: @escaping @Sendable () -> Int) {
         self.config = TakeFiles.absolute(config)
         self.channels = channels
@@ -98,7 +98,7 @@ final class TakeFiles: @unchecked Sendable {
     }
 
     /// Bytes per sample of uncompressed formats (nil for encoded ones, rotated by observed file size).
-    static func bytesPerSample(_ f: AudioFormat) -> Int? {
+    public static func bytesPerSample(_ f: AudioFormat) -> Int? {
         guard f.container == .wav || f.container == .rf64 else { return nil }
         switch f.sample {
         case .float32: return 4
@@ -108,20 +108,20 @@ final class TakeFiles: @unchecked Sendable {
     }
 
     /// The recorder client's xrun count now.
-    var xrunCount: Int { xruns() }
+    public var xrunCount: Int { xruns() }
 
     // MARK: Control side
 
     /// Events since the last call. Control side.
-    func drainEvents() -> [RecorderEvent] { events.drain() }
+    public func drainEvents() -> [RecorderEvent] { events.drain() }
 
     /// The running take, if any. Any thread.
-    var status: TakeStatus? { published.withLock { $0 } }
+    public var status: TakeStatus? { published.withLock { $0 } }
 
     // MARK: Settings
 
     /// Uses `c` from the next take on (at once when no take runs).
-    func configure(_ c: RecorderConfig) {
+    public func configure(_ c: RecorderConfig) {
         pendingConfig = c
         if take == nil { applyPendingConfig() }
     }
@@ -137,7 +137,7 @@ final class TakeFiles: @unchecked Sendable {
 
     /// Starts a take whose first ring frame is at stream position `start`, asked for at `at` (the difference is the
     /// pre-roll). The take's start may still move by the chain's latency (`resolve`); its files open with `open`.
-    func begin(start: Int, at: Int, context: TakeContext) -> ActiveTake {
+    public func begin(start: Int, at: Int, context: TakeContext) -> ActiveTake {
         applyPendingConfig()
         let date = context.anchor.wallClock(at: start)
         var number = nextTakeNumber
@@ -176,7 +176,7 @@ final class TakeFiles: @unchecked Sendable {
     }
 
     /// Opens the take's first chunk and announces it (after `begin` and, when it can be, `resolve`).
-    func open(_ t: ActiveTake) {
+    public func open(_ t: ActiveTake) {
         openChunk(t)
         if let failure = t.failed {
             finish(t, end: .diskError, detail: failure)
@@ -188,7 +188,7 @@ final class TakeFiles: @unchecked Sendable {
 
     /// The take's first input frame is `input` and the ring carries `compensation` there: the take starts that many
     /// frames later in the ring. Its report and its end follow (see `DiskWriter.resolveStart`).
-    func resolve(_ t: ActiveTake, input: Int, compensation: Int) {
+    public func resolve(_ t: ActiveTake, input: Int, compensation: Int) {
         t.resolved = true
         t.compensation = compensation
         t.start = input + compensation
@@ -212,7 +212,7 @@ final class TakeFiles: @unchecked Sendable {
     }
 
     /// Frames the take can take at once from where it stands: up to its end and its chunk's end.
-    func room(_ t: ActiveTake, at position: Int, wanted: Int) -> Int {
+    public func room(_ t: ActiveTake, at position: Int, wanted: Int) -> Int {
         var n = wanted
         if let end = t.end { n = min(n, end - position) }
         if let rotateFrames { n = min(n, rotateFrames - (t.framesWritten - t.chunkStart)) }
@@ -225,7 +225,7 @@ final class TakeFiles: @unchecked Sendable {
 
     /// Writes `frames` interleaved frames from `regions` (the ring's two segments), or silence when `regions` is nil,
     /// at the end of the take. A failure is kept in `t.failed`.
-    func append(_ t: ActiveTake, _ regions: FrameRegions?, frames n: Int) {
+    public func append(_ t: ActiveTake, _ regions: FrameRegions?, frames n: Int) {
         if t.writers.isEmpty { openChunk(t) }
         guard !t.writers.isEmpty else { return }
         if let r = regions {
@@ -245,7 +245,7 @@ final class TakeFiles: @unchecked Sendable {
     /// After frames were appended and the pump stands at stream position `position`: ends the take (its end
     /// reached, or a disk error), rotates, or syncs, and publishes the progress. Returns whether the take goes on.
     @discardableResult
-    func afterAppend(_ t: ActiveTake, at position: Int) -> Bool {
+    public func afterAppend(_ t: ActiveTake, at position: Int) -> Bool {
         if let failure = t.failed {
             finish(t, end: .diskError, detail: failure)
             return false
@@ -307,7 +307,7 @@ final class TakeFiles: @unchecked Sendable {
     /// silence (only the part inside the take counts), false for skipped cycles that take no room in the file (the
     /// server's time jumps by `frames` here). Returns whether anything was entered.
     @discardableResult
-    func noteGap(at position: Int, frames: Int, cause: TakeReport.GapCause, silence: Bool) -> Bool {
+    public func noteGap(at position: Int, frames: Int, cause: TakeReport.GapCause, silence: Bool) -> Bool {
         guard let t = take, position >= t.start, position < (t.end ?? Int.max) else { return false }
         let counted = silence ? min(frames, (t.end ?? Int.max) - position) : frames
         t.report.drops.append(.init(atFrame: position - t.start, frames: counted, cause: cause,
@@ -322,7 +322,7 @@ final class TakeFiles: @unchecked Sendable {
 
     /// A skipped-cycle jump read one cycle early (see `RecorderState.cycle`) comes back as a step back in the next
     /// cycle: taken off the take's last skipped-cycle note (removed when nothing is left of it).
-    func correctSkip(by frames: Int) {
+    public func correctSkip(by frames: Int) {
         guard let t = take, let i = t.report.drops.lastIndex(where: { $0.cause == .missedCycles }) else { return }
         let taken = min(frames, t.report.drops[i].frames)
         t.report.drops[i].frames -= taken
@@ -332,7 +332,7 @@ final class TakeFiles: @unchecked Sendable {
 
     /// The ring carries chain latency `frames` instead of `old` from stream position `position` on. Inside a take it
     /// is entered in the report: processed and dry channels stay aligned, while the timeline moves there.
-    func latencyChanged(at position: Int, from old: Int, to frames: Int) {
+    public func latencyChanged(at position: Int, from old: Int, to frames: Int) {
         guard let t = take, t.resolved, frames != old, position >= t.start, position < (t.end ?? Int.max) else { return }
         var c = t.report.latencyCompensation ?? .init(frames: t.compensation, method: TakeReport.LatencyCompensation.how)
         c.changes = (c.changes ?? []) + [.init(atFrame: position - t.start, frames: frames)]
@@ -343,7 +343,7 @@ final class TakeFiles: @unchecked Sendable {
 
     /// A control change a chain applied at the cycle that began at stream position `position` (an input position):
     /// entered in the take's control log at its input frame. Outside the take it is not kept.
-    func logControl(_ entry: TimedCommand, at position: Int) {
+    public func logControl(_ entry: TimedCommand, at position: Int) {
         guard let t = take, var log = t.report.controlLog else { return }
         // Before the take's first frame: applied after the chains were taken for the log, and kept (a render applies
         // it before that frame).
@@ -357,14 +357,14 @@ final class TakeFiles: @unchecked Sendable {
 
     /// Changes some chain applied that its process thread could not note (its ring was full): the log says it is
     /// incomplete.
-    func controlLogDropped(_ count: Int) {
+    public func controlLogDropped(_ count: Int) {
         guard let t = take, var log = t.report.controlLog, count > 0 else { return }
         log.dropped = (log.dropped ?? 0) + count
         t.report.controlLog = log
     }
 
     /// Plugins bypassed or settings ignored from stream position `position` on (a rebuilt chain).
-    func pluginProblems(_ list: [TakeReport.PluginProblem], at position: Int) {
+    public func pluginProblems(_ list: [TakeReport.PluginProblem], at position: Int) {
         guard let t = take else { return }
         let at = max(0, position - t.start)
         t.report.pluginProblems = (t.report.pluginProblems ?? []) + list.map { p in
@@ -377,7 +377,7 @@ final class TakeFiles: @unchecked Sendable {
 
     /// An isolated rack feeding the take went down, or came back (then the open incident of that rack is closed),
     /// at stream position `position`.
-    func rackIncident(rack: String, what: String, channels: [String], back: Bool, at position: Int) {
+    public func rackIncident(rack: String, what: String, channels: [String], back: Bool, at position: Int) {
         guard let t = take else { return }
         let at = max(0, position - t.start)
         var list = t.report.rackIncidents ?? []
@@ -392,7 +392,7 @@ final class TakeFiles: @unchecked Sendable {
     }
 
     /// Closes the take's files and writes its final report (a disk error overrides `end`).
-    func finish(_ t: ActiveTake, end: TakeEnd, detail: String?) {
+    public func finish(_ t: ActiveTake, end: TakeEnd, detail: String?) {
         guard take === t else { return }
         closeChunk(t)
         if t.report.chunks.last?.frames == 0 && t.report.chunks.count > 1 {

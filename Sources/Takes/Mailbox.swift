@@ -7,14 +7,14 @@ import Synchronization
 ///
 /// Threads: `send` and `waitUntilHandled` from the control side; `take` and `handled` on the disk thread only.
 /// Sending posts the disk thread's wake-up; nothing here is touched by the RT side.
-final class Mailbox<Command: Sendable>: Sendable {
+public final class Mailbox<Command: Sendable>: Sendable {
     private let box = Mutex<(pending: [Command], sent: Int, handled: Int)>(([], 0, 0))
     private let wakeup: Wakeup
 
-    init(wakeup: Wakeup) { self.wakeup = wakeup }
+    public init(wakeup: Wakeup) { self.wakeup = wakeup }
 
     /// Queues a command and wakes the disk thread. Control side.
-    func send(_ command: Command) {
+    public func send(_ command: Command) {
         box.withLock {
             $0.pending.append(command)
             $0.sent += 1
@@ -23,7 +23,7 @@ final class Mailbox<Command: Sendable>: Sendable {
     }
 
     /// Every command queued since the last call, oldest first. Disk thread.
-    func take() -> [Command] {
+    public func take() -> [Command] {
         box.withLock { b in
             defer { b.pending.removeAll() }
             return b.pending
@@ -31,14 +31,14 @@ final class Mailbox<Command: Sendable>: Sendable {
     }
 
     /// Marks `count` taken commands as carried out. Disk thread.
-    func handled(_ count: Int) {
+    public func handled(_ count: Int) {
         guard count > 0 else { return }
         box.withLock { $0.handled += count }
     }
 
     /// Waits until every command sent so far has been carried out (up to `seconds`). Returns false on timeout.
     /// Control side.
-    func waitUntilHandled(seconds: Double) -> Bool {
+    public func waitUntilHandled(seconds: Double) -> Bool {
         let target = box.withLock { $0.sent }
         let deadline = Date().addingTimeInterval(seconds)
         while box.withLock({ $0.handled }) < target {
@@ -52,13 +52,15 @@ final class Mailbox<Command: Sendable>: Sendable {
 /// Events from a disk thread to the control side, drained by the control loop.
 ///
 /// Threads: `post` on the disk thread, `drain` on the control side.
-final class Outbox<Event: Sendable>: Sendable {
+public final class Outbox<Event: Sendable>: Sendable {
     private let events = Mutex<[Event]>([])
 
-    func post(_ event: Event) { events.withLock { $0.append(event) } }
+    public init() {}
+
+    public func post(_ event: Event) { events.withLock { $0.append(event) } }
 
     /// Events since the last call, oldest first.
-    func drain() -> [Event] {
+    public func drain() -> [Event] {
         events.withLock { e in
             defer { e.removeAll() }
             return e

@@ -6,7 +6,7 @@ public enum Stitcher {
     /// Writes the joined file(s) and returns their paths. Never overwrites.
     public static func stitch(reportPath: String, output: String? = nil) throws -> [String] {
         let report = try TakeReport.read(from: reportPath)
-        guard let first = report.chunks.first else { throw PatchError(message: "\(reportPath): the take has no chunks") }
+        guard let first = report.chunks.first else { throw StitchError(message: "\(reportPath): the take has no chunks") }
         let streams = first.files.count
         var outputs: [String] = []
         for stream in 0..<streams {
@@ -36,4 +36,10 @@ public enum Stitcher {
         }
         return outputs
     }
+}
+
+/// Why a take could not be stitched.
+public struct StitchError: Error, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
 }

@@ -1,6 +1,5 @@
 import Foundation
 import Presets
-import Jack
 import Commands
 
 /// Why a take ended, as written in its sidecar.
@@ -26,7 +25,13 @@ public struct TakeReport: Codable, Sendable {
     public struct Port: Codable, Sendable {
         public var name: String
         public var connections: [String]
-        public var captureLatency: LatencyRange?
+        public var captureLatency: FrameRange?
+
+        public init(name: String, connections: [String], captureLatency: FrameRange?) {
+            self.name = name
+            self.connections = connections
+            self.captureLatency = captureLatency
+        }
     }
     public struct Chunk: Codable, Sendable {
         /// File paths of this chunk (one, or one per channel for stems).
@@ -225,5 +230,23 @@ public struct RackIncidentNote: Codable, Sendable, Equatable {
         self.atFrame = atFrame
         self.backAtFrame = backAtFrame
         self.channels = channels
+    }
+}
+
+/// A range of frames (a port's capture latency as JACK reported it when the take started).
+public struct FrameRange: Codable, Sendable, Equatable {
+    public var min: UInt32
+    public var max: UInt32
+
+    public init(min: UInt32, max: UInt32) {
+        self.min = min
+        self.max = max
+    }
+}
+
+extension TakeReport {
+    /// The MIDI file of the take whose report is `sidecar` (`.mid` for `.json`).
+    public static func midiPath(sidecar: String) -> String {
+        (sidecar.hasSuffix(".json") ? String(sidecar.dropLast(5)) : sidecar) + ".mid"
     }
 }

@@ -128,7 +128,7 @@ extension TakeFiles {
     }
 
     /// Starts the next chunk file of the take at its next frame.
-    func rotate(_ t: ActiveTake) {
+    public func rotate(_ t: ActiveTake) {
         closeChunk(t)
         t.report.frames = t.framesWritten
         openChunk(t)
