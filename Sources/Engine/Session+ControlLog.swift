@@ -2,19 +2,6 @@ import Commands
 import Foundation
 import Plugins
 
-/// What the control log keeps between turns of the loop: who asked for each control's last change, and the LV2
-/// preset loads waiting for their chain's first cycle. Control thread.
-struct ControlLogState {
-    /// "engine plugin symbol" (or "engine plugin bypass", "engine mix", "engine gain") → the source of its last change.
-    var sources: [String: String] = [:]
-    /// A chain rebuilt for an LV2 preset → the command, logged at that chain's first cycle.
-    var presets: [ObjectIdentifier: TimedCommand] = [:]
-    /// Per chain, the changes it could not note that were already reported (`PluginChain.changesDropped`).
-    var dropped: [ObjectIdentifier: Int] = [:]
-
-    static func key(_ parts: String...) -> String { parts.joined(separator: " ") }
-}
-
 // The take's control log (TakeReport.controlLog): every change a chain of this session applied while a take runs,
 // as the command that makes it, at the input frame of the cycle that applied it. The process threads note each change
 // at the cycle that applies it (`ChainState.changes`, exact to the cycle whatever the surface: OSC, HTTP, MIDI maps,

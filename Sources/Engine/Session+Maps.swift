@@ -4,19 +4,6 @@ import Plugins
 import Presets
 import Realtime
 
-/// What the control maps remember between messages. Control thread only.
-struct MapState {
-    /// A learn waiting for the next CC (see `learn`).
-    var learning: ControlMap?
-    /// Per map (by index): whether its CC was at 64 or above at its last message (for presses: toggles, markers).
-    var pressed: [Int: Bool] = [:]
-    /// Failures already announced (a map whose target is gone fails at every message of a moving controller).
-    var failures: Set<String> = []
-    /// The last markers maps added (frame time and label): the same message heard by several racks, some of them
-    /// isolated (their processes relay their markers), adds one marker.
-    var recentMarks: [String] = []
-}
-
 // Control maps (docs/PRESETS.md "Control maps"): the racks' process callbacks queue the channel-voice messages maps
 // use (CC, pitch bend, program change, note-on) into a small ring each (`RackMIDI.controls`); every pass of the
 // control loop drains them here, in frame order, and applies each map through the same paths as the control
