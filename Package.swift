@@ -70,7 +70,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "Control", dependencies: [
-            "CLo", "Engine", "Takes", "Presets", "Plugins", "Commands",
+            "CLo", "Engine", "Takes", "Presets", "Plugins", "Commands", "Realtime",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Prometheus", package: "swift-prometheus"),
         ]),

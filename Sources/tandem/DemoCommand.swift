@@ -1,4 +1,5 @@
 import ArgumentParser
+import Control
 import Engine
 import Foundation
 import Jack

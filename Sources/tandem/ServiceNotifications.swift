@@ -1,3 +1,4 @@
+import Control
 import Engine
 import Foundation
 import Logging

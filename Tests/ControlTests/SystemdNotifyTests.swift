@@ -1,6 +1,6 @@
 import Testing
 import Foundation
-import Engine
+import Control
 import Logging
 import TestSupport
 #if canImport(Glibc)
