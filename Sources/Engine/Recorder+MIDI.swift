@@ -28,8 +28,11 @@ struct RecorderMIDI: BitwiseCopyable {
     /// Events the ring holds: about 10 s of a dense stream (6000 events a second).
     static let ringCapacity = 65536
 
-    static func allocate(ports: [JackPort]) -> RecorderMIDI {
-        return RecorderMIDI(ports: .allocate(ports), ring: .allocate(capacity: ports.isEmpty ? 1 : ringCapacity),
+    /// `capacity`: events the ring holds (default: `ringCapacity` with ports, 1 without; a test driving the state
+    /// without a server gives its own).
+    static func allocate(ports: [JackPort], capacity: Int? = nil) -> RecorderMIDI {
+        return RecorderMIDI(ports: .allocate(ports),
+                            ring: .allocate(capacity: max(1, capacity ?? (ports.isEmpty ? 1 : ringCapacity))),
                             counters: .allocate(count: Counter.allCases.count))
     }
 

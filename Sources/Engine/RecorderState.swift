@@ -97,7 +97,8 @@ struct RecorderState: EngineState {
     /// none for state driven without a server (tests fill `buffers` and call `cycle`). Throws when the capture ring's
     /// memory cannot be had. Control thread.
     static func allocate(client: JackClientHandle, ports: [JackPort], channels: Int, recordDry: Bool, chain: ChainSlot,
-                         ringFrames: Int, wakeFrames: Int, sampleRate: Int, midiPorts: [JackPort] = [])
+                         ringFrames: Int, wakeFrames: Int, sampleRate: Int, midiPorts: [JackPort] = [],
+                         midiCapacity: Int? = nil)
         throws(EngineError) -> UnsafeMutablePointer<RecorderState> {
         let recordedChannels = recordDry ? 2 * channels : channels
         let ring: FrameRing
@@ -137,7 +138,7 @@ struct RecorderState: EngineState {
             peaks: .allocate(count: channels), sumSquares: .allocate(count: channels),
             wakeup: .allocate(), cycleCost: .allocate(), wakeFrames: wakeFrames,
             dryHistory: dryHistory, dryHistoryFrames: historyFrames, dryDelayed: dryDelayed,
-            latencyLimit: latencyLimit(sampleRate: sampleRate), midi: .allocate(ports: midiPorts), probe: probe))
+            latencyLimit: latencyLimit(sampleRate: sampleRate), midi: .allocate(ports: midiPorts, capacity: midiCapacity), probe: probe))
         return state
     }
 

@@ -127,6 +127,46 @@ import TestSupport
 
     /// A jump in JACK's frame time is counted as skipped cycles and noted at its stream position; a step back in the
     /// next cycle comes as a negative note (the correction); the stream itself has no gap.
+    /// The recorder's MIDI side as the process glue drives it, without a server: each event lands in the MIDI ring at
+    /// the stream position of its frame, with its port and bytes; a SysEx too long for a slot and an event that finds
+    /// the ring full are counted, never lost silently.
+    @Test func recorderMIDIIsCapturedAtItsStreamPositionCycleByCycle() throws {
+        let slot = ChainSlot.allocate()
+        defer { slot.deallocate() }
+        let state = try RecorderState.allocate(client: .none, ports: [], channels: 1, recordDry: false, chain: slot,
+                                               ringFrames: 4096, wakeFrames: 256, sampleRate: Self.rate, midiCapacity: 3)
+        state.pointee.resetAfterWarmUp()
+        defer { RecorderState.free(state) }
+        let s = state.pointee
+        let input = Input(channels: 1)
+        let n = 256
+        func take(port: Int, frame: Int, _ bytes: [UInt8]) {
+            bytes.withUnsafeBufferPointer { RecorderState.takeMIDI(s, port: port, frame: frame, bytes: $0.baseAddress!, count: bytes.count) }
+        }
+        // Cycle 1: a note-on at frame 10. Cycle 2: a CC at frame 0 on port 1, a note-off at frame 255, a 57-byte SysEx.
+        take(port: 0, frame: 10, [0x90, 60, 100])
+        input.cycle(s, at: 0, frames: n)
+        RecorderState.cycle(s, frames: n, frameTime: 1000)
+        take(port: 1, frame: 0, [0xB0, 7, 64])
+        take(port: 0, frame: 255, [0x80, 60, 0])
+        take(port: 0, frame: 3, [0xF0] + [UInt8](repeating: 1, count: 55) + [0xF7])
+        // The ring holds three: a fourth is lost and counted.
+        take(port: 0, frame: 4, [0x90, 61, 1])
+        input.cycle(s, at: n, frames: n)
+        RecorderState.cycle(s, frames: n, frameTime: 1000 + UInt32(n))
+        var got: [(Int, Int, [UInt8])] = []
+        while let e = s.midi.ring.peek() {
+            got.append((Int(e.position), Int(e.port), e.bytes))
+            s.midi.ring.drop()
+        }
+        #expect(got.map(\.0) == [10, n, n + 255])
+        #expect(got.map(\.1) == [0, 1, 0])
+        #expect(got.map(\.2) == [[0x90, 60, 100], [0xB0, 7, 64], [0x80, 60, 0]])
+        #expect(s.midi.counters.load(RecorderMIDI.Counter.received.rawValue) == 5)
+        #expect(s.midi.counters.load(RecorderMIDI.Counter.tooLong.rawValue) == 1)
+        #expect(s.midi.counters.load(RecorderMIDI.Counter.overrun.rawValue) == 1)
+    }
+
     @Test func recorderCycleNotesSkippedCyclesAndTheirCorrection() throws {
         let slot = ChainSlot.allocate()
         defer { slot.deallocate() }
