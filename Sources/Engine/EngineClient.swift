@@ -55,6 +55,9 @@ final class EngineClient<State: EngineState>: @unchecked Sendable {
         /// inputs, a player only outputs, a rack both).
         var inputs: [String] = []
         var outputs: [String] = []
+        /// Short names of the MIDI input and output ports, registered after the audio ones.
+        var midiInputs: [String] = []
+        var midiOutputs: [String] = []
         /// "recorder", "player", ...: the chain's label and the words of logs and errors.
         var role: String
         var plugins: [PluginSpec]
@@ -87,10 +90,18 @@ final class EngineClient<State: EngineState>: @unchecked Sendable {
     private var stopWorker: () -> Void = {}
     private(set) var closed = false
 
-    /// Step 1 of the contract. `check` sees the open client before any port exists; `allocate` gets the client, its
-    /// input and output ports and the chain slot the state must hold.
+    /// The ports the skeleton registered, audio then MIDI, each in the order the setup names them.
+    struct RegisteredPorts {
+        var inputs: [JackPort] = []
+        var outputs: [JackPort] = []
+        var midiInputs: [JackPort] = []
+        var midiOutputs: [JackPort] = []
+    }
+
+    /// Step 1 of the contract. `check` sees the open client before any port exists; `allocate` gets the client, the
+    /// ports registered (audio and MIDI) and the chain slot the state must hold.
     init(_ setup: Setup, logger: Logger, check: (JackClient) throws(EngineError) -> Void = { _ in },
-         allocate: (_ client: JackClient, _ inputs: [JackPort], _ outputs: [JackPort], _ chain: ChainSlot)
+         allocate: (_ client: JackClient, _ ports: RegisteredPorts, _ chain: ChainSlot)
             throws(EngineError) -> UnsafeMutablePointer<State>)
         throws(EngineError) {
         self.logger = logger
@@ -102,13 +113,19 @@ final class EngineClient<State: EngineState>: @unchecked Sendable {
         } catch {
             throw EngineError(error.code == .nameTaken ? .badConfig : .jack, error.description)
         }
-        var registered: (inputs: [JackPort], outputs: [JackPort]) = ([], [])
+        var registered = RegisteredPorts()
         do throws(EngineError) {
             try check(client)
             do {
                 for name in setup.inputs { registered.inputs.append(try client.registerPort(name, direction: .input)) }
                 for name in setup.outputs {
                     registered.outputs.append(try client.registerPort(name, direction: .output))
+                }
+                for name in setup.midiInputs {
+                    registered.midiInputs.append(try client.registerPort(name, direction: .input, type: .midi))
+                }
+                for name in setup.midiOutputs {
+                    registered.midiOutputs.append(try client.registerPort(name, direction: .output, type: .midi))
                 }
             } catch {
                 throw EngineError(.jack, error.description)
@@ -117,10 +134,10 @@ final class EngineClient<State: EngineState>: @unchecked Sendable {
             client.close()
             throw error
         }
-        (inputs, outputs) = registered
+        (inputs, outputs) = (registered.inputs, registered.outputs)
         let holder = ChainHolder()
         do throws(EngineError) {
-            state = try allocate(client, registered.inputs, registered.outputs, holder.slot)
+            state = try allocate(client, registered, holder.slot)
         } catch {
             client.close()
             throw error

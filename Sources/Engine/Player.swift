@@ -42,27 +42,19 @@ public final class Player: @unchecked Sendable {
         self.config = config
         self.logger = logger
         let setup = EngineClient<PlayerState>.Setup(
-            clientName: config.clientName, server: server, outputs: config.ports, role: "player",
+            clientName: config.clientName, server: server, outputs: config.ports, midiOutputs: config.resolvedMIDIPorts,
+            role: "player",
             plugins: config.plugins, pluginState: config.pluginState, strictPlugins: strictPlugins,
             loopWakeup: loopWakeup)
-        // MIDI ports are registered beside the audio ones (before the state is built: it holds them).
-        var midiPorts: [JackPort] = []
-        engine = try EngineClient(setup, logger: logger, check: { client throws(EngineError) in
-            do throws(JackError) {
-                for name in config.resolvedMIDIPorts {
-                    midiPorts.append(try client.registerPort(name, direction: .output, type: .midi))
-                }
-            } catch {
-                throw EngineError(.jack, error.description)
-            }
-        }, allocate: { client, _, ports, slot throws(EngineError) in
+        engine = try EngineClient(setup, logger: logger, allocate: { client, registered, slot throws(EngineError) in
+            let ports = registered.outputs
             let ringFrames = try EngineClient<PlayerState>.ringFrames(
                 seconds: config.ringSeconds, rate: client.sampleRate, channels: ports.count, what: "a playback ring",
                 hint: "shorten ring")
             return try PlayerState.allocate(client: client.cycleHandle, ports: ports, channels: ports.count,
                                             chain: slot, ringFrames: ringFrames,
                                             wakeSpace: max(client.bufferSize, PlayerState.minimumWakeSpace),
-                                            notify: notify, midiPorts: midiPorts)
+                                            notify: notify, midiPorts: registered.midiOutputs)
         })
         let gain = config.gain
         engine.state.pointee.set(.gainTarget, Int(gain.bitPattern))

@@ -206,22 +206,6 @@ struct RackMIDI: BitwiseCopyable {
 }
 
 extension Rack {
-    /// Registers the rack's MIDI ports (after its audio ports) and allocates their RT part. Control thread, before
-    /// activation.
-    static func registerMIDI(_ config: RackConfig, client: JackClient) throws(EngineError) -> RackMIDI {
-        var ins: [JackPort] = [], outs: [JackPort] = []
-        do {
-            for name in config.midiInputs { ins.append(try client.registerPort(name, direction: .input, type: .midi)) }
-            for name in config.midiOutputs {
-                outs.append(try client.registerPort(name, direction: .output, type: .midi))
-            }
-        } catch {
-            throw EngineError(.jack, error.description)
-        }
-        return RackMIDI.allocate(inputs: ins, outputs: outs, sequenceURID: AtomSequence.sequenceURID,
-                                 midiURID: AtomSequence.midiURID, wake: client.notifications.loop)
-    }
-
     private var midi: RackMIDI { engine.state.pointee.midi }
     /// The MIDI input and output ports (full names, in order).
     public var midiInputNames: [String] { config.midiInputs.map { "\(client.name):\($0)" } }

@@ -67,14 +67,17 @@ public final class Rack {
                              strictPlugins: Bool, loopWakeup: Wakeup?) throws(EngineError) -> EngineClient<RackState> {
         let setup = EngineClient<RackState>.Setup(
             clientName: config.clientName, server: server, inputs: config.inputs + config.sideInputs,
-            outputs: config.outputs + config.sideOutputs, role: "rack \(config.name)", plugins: config.plugins,
+            outputs: config.outputs + config.sideOutputs, midiInputs: config.midiInputs, midiOutputs: config.midiOutputs,
+            role: "rack \(config.name)", plugins: config.plugins,
             pluginState: config.pluginState, strictPlugins: strictPlugins, loopWakeup: loopWakeup,
             through: (config.inputs.count, config.outputs.count, config.mix, config.gainDB))
         let (ins, sides, outs) = (config.inputs.count, config.sideInputs.count, config.outputs.count)
         let sideOuts = config.sideOutputs.count
-        return try EngineClient(setup, logger: logger, allocate: { client, inputs, outputs, slot throws(EngineError) in
-            let midi = try Self.registerMIDI(config, client: client)
-            return RackState.allocate(client: client.cycleHandle, inputs: inputs, outputs: outputs,
+        return try EngineClient(setup, logger: logger, allocate: { client, registered, slot throws(EngineError) in
+            let midi = RackMIDI.allocate(inputs: registered.midiInputs, outputs: registered.midiOutputs,
+                                         sequenceURID: AtomSequence.sequenceURID, midiURID: AtomSequence.midiURID,
+                                         wake: client.notifications.loop)
+            return RackState.allocate(client: client.cycleHandle, inputs: registered.inputs, outputs: registered.outputs,
                                       channels: (ins, sides, outs, sideOuts), chain: slot, midi: midi)
         })
     }

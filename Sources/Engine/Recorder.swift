@@ -53,21 +53,17 @@ public final class Recorder: @unchecked Sendable {
         self.config = config
         self.logger = logger
         let setup = EngineClient<RecorderState>.Setup(
-            clientName: config.clientName, server: server, inputs: config.ports, role: "recorder",
+            clientName: config.clientName, server: server, inputs: config.ports, midiInputs: config.midiPorts,
+            role: "recorder",
             plugins: config.plugins, pluginState: config.pluginState, strictPlugins: strictPlugins,
             loopWakeup: loopWakeup)
-        var midiPorts: [JackPort] = []
         engine = try EngineClient(setup, logger: logger, check: { client throws(EngineError) in
             let channels = config.stems ? 1 : config.recordedChannelNames.count
             if let e = config.format.check(channels: channels, sampleRate: client.sampleRate) {
                 throw EngineError(.badConfig, e.message)
             }
-            do throws(JackError) {     // the MIDI ports, before the state that holds them is built
-                for name in config.midiPorts { midiPorts.append(try client.registerPort(name, direction: .input, type: .midi)) }
-            } catch {
-                throw EngineError(.jack, error.description)
-            }
-        }, allocate: { client, ports, _, slot throws(EngineError) in
+        }, allocate: { client, registered, slot throws(EngineError) in
+            let ports = registered.inputs
             let rate = client.sampleRate
             let ringFrames = try EngineClient<RecorderState>.ringFrames(
                 seconds: config.ringSeconds + config.prerollSeconds, rate: rate,
@@ -76,7 +72,7 @@ public final class Recorder: @unchecked Sendable {
             let wake = RecorderState.wakeFrames(sampleRate: rate, period: client.bufferSize)
             return try RecorderState.allocate(client: client.cycleHandle, ports: ports, channels: ports.count,
                                               recordDry: config.recordDry, chain: slot, ringFrames: ringFrames,
-                                              wakeFrames: wake, sampleRate: rate, midiPorts: midiPorts)
+                                              wakeFrames: wake, sampleRate: rate, midiPorts: registered.midiInputs)
         })
         let notifications = engine.client.notifications
         writer = DiskWriter(config: config, state: engine.state.pointee, sampleRate: engine.sampleRate,
