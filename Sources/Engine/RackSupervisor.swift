@@ -63,8 +63,6 @@ public final class RackSupervisor {
     /// How long the process may stay stopped (state T) before it is killed; the loop of a session that records
     /// looks every 20 ms. (Measured: each 100 ms more costs the take behind the rack about 100 ms of skipped cycles.)
     public static let frozenSeconds = 0.1
-    /// Since when the process has been seen stopped.
-    private var stoppedSince: Date?
     /// Starts that ended with exit code 2 before the process was ready (see `RackIncident.refused`).
     public private(set) var refusals = 0
     /// How long after a refused start the process is tried again.
@@ -82,20 +80,17 @@ public final class RackSupervisor {
     private var document: String
     /// The control loop's wake-up, posted when the process speaks or ends.
     private let loopWakeup: Wakeup?
-    /// The write end of the configuration channel to the process (`RackDocuments`); -1: none.
     private let logPath: String
     private let logger: Logger
-    private let hangSeconds: Double
-    private let startSeconds: Double
     private var child: ChildProcess?
     private var pipeRead: Int32 = -1
+    /// The write end of the configuration channel to the process (`RackDocuments`); -1: none.
     private var documentWrite: Int32 = -1
     private var reader: HeartbeatReader?
-    private var lastMove = Date()
+    /// Hang, freeze and restart times (see `RackWatch`).
+    private var watch: RackWatch
     /// What the process said before it ended itself for a hung plugin (its `hung S` line comes before the pipe's end).
     private var hungFor: Double?
-    private var restartAt: Date?
-    private var recentCrashes: [Date] = []
 
     /// `arguments`: the whole child command line (the `tandem` binary first). Nothing starts until `start`.
     /// `hangSeconds`: the backstop; three of the child's beats, so a beat read late is no hang. `startSeconds`: how
@@ -108,8 +103,7 @@ public final class RackSupervisor {
         self.rack = rack
         self.arguments = arguments
         self.logPath = logPath
-        self.hangSeconds = hangSeconds
-        self.startSeconds = startSeconds
+        watch = RackWatch(hangSeconds: hangSeconds, startSeconds: startSeconds, now: Date())
         self.logger = logger
     }
 
@@ -119,7 +113,7 @@ public final class RackSupervisor {
     public var isRunning: Bool { child?.isRunning ?? false }
 
     /// Spawns the child with the heartbeat pipe on its fd 3.
-    public func start() throws(EngineError) {
+    public func start(now: Date = Date()) throws(EngineError) {
         var fds: [Int32] = [-1, -1]
         guard pipe(&fds) == 0 else {
             throw EngineError(.jack, "rack '\(rack.name)': no pipe for its heartbeat: \(String(cString: strerror(errno)))")
@@ -164,7 +158,7 @@ public final class RackSupervisor {
         reader = HeartbeatReader(fd: pipeRead, wake: loopWakeup)
         ready = false
         hungFor = nil
-        lastMove = Date()
+        watch.moved(at: now)
         logger.info("rack process started", metadata: ["rack": "\(rack.name)", "pid": "\(child?.pid ?? 0)",
                                                       "log": "\(logPath)"])
     }
@@ -172,16 +166,15 @@ public final class RackSupervisor {
     /// Reads the heartbeat and decides. `serverMoving`: whether the server's frame time moved since the last call
     /// (a stopped server stops every client's counter: that is no hang). Returns what happened, if anything; the
     /// restart itself follows at once (or after a pause when the rack keeps crashing).
-    public func poll(serverMoving: Bool) -> RackIncident? {
-        if let at = restartAt {
-            guard Date() >= at else { return nil }
-            restartAt = nil
+    public func poll(serverMoving: Bool, now: Date = Date()) -> RackIncident? {
+        if watch.restartPending {
+            guard watch.restartDue(at: now) else { return nil }
             restarts += 1
             do {
-                try start()
+                try start(now: now)
             } catch {
                 logger.error("rack could not be restarted", metadata: ["rack": "\(rack.name)", "error": "\(error)"])
-                restartAt = Date().addingTimeInterval(2)
+                watch.startFailed(at: now)
             }
             return nil
         }
@@ -190,11 +183,11 @@ public final class RackSupervisor {
         for line in heard.lines {
             if line == "ready" {
                 if !ready, let since = downSince {
-                    lastRecoverySeconds = Date().timeIntervalSince(since)
+                    lastRecoverySeconds = now.timeIntervalSince(since)
                     downSince = nil
                 }
                 ready = true
-                lastMove = Date()
+                watch.moved(at: now)
             } else if line.hasPrefix("hung "), let seconds = Double(line.dropFirst(5)), seconds.isFinite {
                 hungFor = seconds
             } else if line.hasPrefix("event ") {
@@ -206,7 +199,7 @@ public final class RackSupervisor {
                 }
             }
         }
-        if heard.cycles != cycles || !serverMoving { lastMove = Date() }
+        if heard.cycles != cycles || !serverMoving { watch.moved(at: now) }
         cycles = heard.cycles
         if heard.ended || !c.isRunning {
             // The pipe ends as the process exits; it is a zombie a moment later. A process that closed the pipe
@@ -217,40 +210,27 @@ public final class RackSupervisor {
             }
             if let seconds = hungFor {
                 hungFor = nil
-                return down(.hung(seconds))
+                return down(.hung(seconds), at: now)
             }
             let code = c.exitCode ?? -1
-            if code == 2 && !ready { return down(.refused(refusal())) }
+            if code == 2 && !ready { return down(.refused(refusal()), at: now) }
             let why = code > 128 ? "killed by signal \(code - 128) (\(ChildProcess.signalName(code - 128)))" : "exited with code \(code)"
-            return down(.crashed(why))
+            return down(.crashed(why), at: now)
         }
         // A stopped process holds up every client after it in the graph for as long as it stays stopped (JACK2
-        // removes a client only once its process is gone): it goes at once.
-        if Self.isStopped(c.pid) {
-            let since = stoppedSince ?? Date()
-            stoppedSince = since
-            let seconds = Date().timeIntervalSince(since)
-            if seconds >= Self.frozenSeconds {
-                kill(c.pid, SIGKILL)
-                _ = c.wait(timeout: 2)
-                stoppedSince = nil
-                return down(.frozen(seconds))
-            }
-        } else {
-            stoppedSince = nil
+        // removes a client only once its process is gone): it goes at once. Before `ready`, the hang time counts from
+        // the start, or the last look at a stopped server.
+        guard let verdict = watch.look(stopped: Self.isStopped(c.pid), ready: ready, at: now) else { return nil }
+        kill(c.pid, SIGKILL)
+        _ = c.wait(timeout: 2)
+        switch verdict {
+        case .frozen(let seconds): return down(.frozen(seconds), at: now)
+        case .hung(let seconds): return down(.hung(seconds), at: now)
+        case .hungStarting(let seconds): return down(.hungStarting(seconds), at: now)
         }
-        // Before `ready`, `lastMove` is the start, or the last look at a stopped server.
-        let stalled = Date().timeIntervalSince(lastMove)
-        if stalled > (ready ? hangSeconds : startSeconds) {
-            kill(c.pid, SIGKILL)
-            _ = c.wait(timeout: 2)
-            return down(ready ? .hung(stalled) : .hungStarting(stalled))
-        }
-        return nil
     }
 
-    private func down(_ incident: RackIncident) -> RackIncident {
-        let now = Date()
+    private func down(_ incident: RackIncident, at now: Date) -> RackIncident {
         downSince = now
         switch incident {
         case .crashed: crashes += 1
@@ -261,15 +241,14 @@ public final class RackSupervisor {
                 "rack": "\(rack.name)", "why": "\(why)", "retry": "\(Self.refusedRetrySeconds) s"])
             child = nil
             closePipe()
-            restartAt = now.addingTimeInterval(Self.refusedRetrySeconds)
+            watch.wentDown(refused: true, at: now)
             return incident
         }
         logger.error("rack process went down; restarting it", metadata: ["rack": "\(rack.name)", "why": "\(incident)"])
         child = nil
         closePipe()
         // At once, unless it keeps going down: then a pause, so a plugin that crashes on load cannot spin.
-        recentCrashes = recentCrashes.filter { now.timeIntervalSince($0) < 60 } + [now]
-        restartAt = recentCrashes.count > 5 ? now.addingTimeInterval(5) : now
+        watch.wentDown(refused: false, at: now)
         return incident
     }
 
@@ -329,7 +308,7 @@ public final class RackSupervisor {
 
     /// Ends the child (SIGTERM, then SIGKILL after `grace`) and stops supervising.
     public func stop(grace: Double = 5) {
-        restartAt = nil
+        watch.stop()
         if let c = child { _ = c.stop(SIGTERM, grace: grace) }
         child = nil
         closePipe()

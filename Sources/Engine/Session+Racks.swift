@@ -104,7 +104,7 @@ extension Session {
         supervisor.maps = Self.mapsRunningIn(section, wanted.maps)
         let config = RackConfig(section: section, session: wanted.session)
         supervisor.ports = (config.inputs.count, config.outputs.count)
-        try supervisor.start()
+        try supervisor.start(now: clock.real())
         supervisors[section.name] = supervisor
         report.clientsOpened += 1
     }
@@ -204,7 +204,7 @@ extension Session {
                     }
                 }
             }
-            if let incident = s.poll(serverMoving: moving) {
+            if let incident = s.poll(serverMoving: moving, now: clock.real()) {
                 let what: String
                 switch incident {
                 case .crashed(let why): what = "crashed: \(why)"

@@ -234,3 +234,75 @@ final class FakeClock: Sendable {
         #expect(keeping.marks.isEmpty)
     }
 }
+
+/// An isolated rack's process as its supervisor judges it, on a fake clock: hangs, freezes and the restart schedule.
+@Suite struct RackWatchTests {
+    static let t0 = Date(timeIntervalSinceReferenceDate: 800_000_000)
+
+    /// The seconds of a verdict of `kind` ("hung", "starting", "frozen"), or nil.
+    static func seconds(_ v: RackWatch.Verdict?, _ kind: String) -> Double? {
+        switch v {
+        case .hung(let s)? where kind == "hung": return s
+        case .hungStarting(let s)? where kind == "starting": return s
+        case .frozen(let s)? where kind == "frozen": return s
+        default: return nil
+        }
+    }
+
+    @Test func aCountThatStopsIsAHangAfterItsTimeAndBeforeReadyAfterTheStartTime() {
+        var watch = RackWatch(hangSeconds: 6, startSeconds: 10, now: Self.t0)
+        // Not ready: 10 s from the start.
+        let early = watch.look(stopped: false, ready: false, at: Self.t0.addingTimeInterval(9.9))
+        let starting = watch.look(stopped: false, ready: false, at: Self.t0.addingTimeInterval(10.1))
+        #expect(early == nil)
+        #expect(Self.seconds(starting, "starting").map { abs($0 - 10.1) < 1e-6 } == true)
+        // Ready, and the count moved at 20 s: 6 s from then.
+        watch.moved(at: Self.t0.addingTimeInterval(20))
+        let ok = watch.look(stopped: false, ready: true, at: Self.t0.addingTimeInterval(25.9))
+        let hung = watch.look(stopped: false, ready: true, at: Self.t0.addingTimeInterval(26.1))
+        #expect(ok == nil)
+        #expect(Self.seconds(hung, "hung").map { abs($0 - 6.1) < 1e-6 } == true)
+    }
+
+    @Test func aStoppedProcessIsFrozenAfterATenthOfASecond() {
+        var watch = RackWatch(hangSeconds: 6, startSeconds: 10, now: Self.t0)
+        let first = watch.look(stopped: true, ready: true, at: Self.t0)
+        let half = watch.look(stopped: true, ready: true, at: Self.t0.addingTimeInterval(0.05))
+        let frozen = watch.look(stopped: true, ready: true, at: Self.t0.addingTimeInterval(0.1))
+        #expect(first == nil && half == nil)
+        #expect(Self.seconds(frozen, "frozen").map { abs($0 - 0.1) < 1e-6 } == true)
+        // Running again before the tenth: the time starts afresh at the next stop.
+        var again = RackWatch(hangSeconds: 6, startSeconds: 10, now: Self.t0)
+        _ = again.look(stopped: true, ready: true, at: Self.t0)
+        _ = again.look(stopped: false, ready: true, at: Self.t0.addingTimeInterval(0.05))
+        let afresh = again.look(stopped: true, ready: true, at: Self.t0.addingTimeInterval(0.12))
+        #expect(afresh == nil)
+    }
+
+    @Test func aProcessThatKeepsGoingDownWaitsFiveSecondsAndARefusalThirty() {
+        var watch = RackWatch(hangSeconds: 6, startSeconds: 10, now: Self.t0)
+        var waits: [Double] = []
+        for i in 0..<7 {
+            let down = Self.t0.addingTimeInterval(Double(i))
+            watch.wentDown(refused: false, at: down)
+            let at = watch.restartAt ?? .distantFuture
+            waits.append(at.timeIntervalSince(down))
+            let due = watch.restartDue(at: at)
+            let twice = watch.restartDue(at: at)
+            #expect(due && !twice, "a restart is taken once")
+        }
+        #expect(waits == [0, 0, 0, 0, 0, 5, 5])
+        // A minute later the count starts afresh.
+        watch.wentDown(refused: false, at: Self.t0.addingTimeInterval(100))
+        #expect(watch.restartAt == Self.t0.addingTimeInterval(100))
+        _ = watch.restartDue(at: Self.t0.addingTimeInterval(100))
+        watch.wentDown(refused: true, at: Self.t0.addingTimeInterval(200))
+        let tooSoon = watch.restartDue(at: Self.t0.addingTimeInterval(229.9))
+        let due = watch.restartDue(at: Self.t0.addingTimeInterval(230))
+        #expect(!tooSoon && due)
+        watch.startFailed(at: Self.t0.addingTimeInterval(300))
+        #expect(watch.restartAt == Self.t0.addingTimeInterval(302))
+        watch.stop()
+        #expect(!watch.restartPending)
+    }
+}
