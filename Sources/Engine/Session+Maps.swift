@@ -95,36 +95,12 @@ extension Session {
     /// One message through the learn and the maps; returns a preset file a map asks for (applied after the pass).
     /// `again`: the same message at the same frame came from another rack already (maps of every rack skip it).
     func handleMapMessage(_ e: MIDIRingEvent, rack: String, again: Bool = false) -> String? {
-        let bytes = e.bytes
-        guard bytes.count >= 2 else { return nil }
-        let status = bytes[0] & 0xF0, channel = Int(bytes[0] & 0x0F) + 1
-        let data1 = Int(bytes[1]), data2 = bytes.count > 2 ? Int(bytes[2]) : 0
-        if status == 0xB0, !again, var learned = mapState.learning {
-            learned.source = .cc(data1)
-            learned.channel = channel
-            learned.rack = rack
-            mapState.learning = nil
-            addMap(learned)
-        }
+        let (learned, hits) = mapState.route(e.bytes, rack: rack, again: again, maps: maps)
+        if let learned { addMap(learned) }
+        let current = maps
         var presetFile: String?
-        for (index, map) in maps.enumerated() {
-            if let c = map.channel, c != channel { continue }
-            if let r = map.rack, r != rack { continue }
-            if map.rack == nil && again { continue }
-            let x: Double
-            switch (map.source, status) {
-            case (.cc(let n), 0xB0) where n == data1: x = Double(data2) / 127
-            case (.note(let n), 0x90) where n == data1: x = Double(data2) / 127
-            case (.pitchBend, 0xE0): x = Double(data1 | data2 << 7) / 16383
-            case (.program, 0xC0): x = Double(data1)
-            default: continue
-            }
-            // A press: a note-on, or a CC that rises to 64 or above.
-            let isCC = status == 0xB0
-            let high = data2 >= 64
-            let press = !isCC || (high && mapState.pressed[index] != true)
-            if isCC { mapState.pressed[index] = high }
-            if let file = fire(map, x: x, high: high, press: press, isCC: isCC, program: data1,
+        for h in hits {
+            if let file = fire(current[h.index], x: h.x, high: h.high, press: h.press, isCC: h.isCC, program: h.program,
                                 frameTime: UInt32(truncatingIfNeeded: e.position)) {
                 presetFile = file
             }

@@ -306,3 +306,66 @@ final class FakeClock: Sendable {
         #expect(!watch.restartPending)
     }
 }
+
+/// MIDI onto the control maps as a value (`MapState.route`), without a server: which maps a message fires, with
+/// what value, which count as a press, and what a learn takes.
+@Suite struct MapRoutingTests {
+    static func map(_ text: String) throws -> ControlMap {
+        switch ControlMap.parse(text, defaultEngine: "fx") {
+        case .success(let m): return m
+        case .failure(let e): throw e
+        }
+    }
+
+    @Test func aMessageFiresTheMapsOfItsKindChannelAndRack() throws {
+        let maps = [try Self.map("cc 1 7 -> amp:gain -40..0 linear"), try Self.map("cc 7 -> amp:gain"),
+                    try Self.map("note 60 -> amp bypass"), try Self.map("bend -> amp:gain"),
+                    try Self.map("program -> amp presets")]
+        var state = MapState()
+        // CC 7 on channel 1: the first two maps. On channel 2: the second only.
+        let r1 = state.route([0xB0, 7, 127], rack: "fx", again: false, maps: maps)
+        let r2 = state.route([0xB1, 7, 0], rack: "fx", again: false, maps: maps)
+        #expect(r1.hits.map(\.index) == [0, 1] && r1.hits[0].x == 1)
+        #expect(r2.hits.map(\.index) == [1] && r2.hits[0].x == 0)
+        // A note-on is a press with its velocity; pitch bend 14 bits; a program change gives its number.
+        let note = state.route([0x90, 60, 64], rack: "fx", again: false, maps: maps)
+        let bend = state.route([0xE0, 0x7F, 0x7F], rack: "fx", again: false, maps: maps)
+        let program = state.route([0xC0, 5], rack: "fx", again: false, maps: maps)
+        #expect(note.hits.map(\.index) == [2] && note.hits[0].press && !note.hits[0].isCC)
+        #expect(bend.hits.map(\.index) == [3] && bend.hits[0].x == 1)
+        #expect(program.hits.map(\.index) == [4] && program.hits[0].program == 5)
+        // Short or unknown messages fire nothing.
+        let short = state.route([0xB0], rack: "fx", again: false, maps: maps)
+        let clock = state.route([0xF8, 0], rack: "fx", again: false, maps: maps)
+        #expect(short.hits.isEmpty && clock.hits.isEmpty)
+    }
+
+    @Test func aCCIsAPressOnlyWhenItRisesTo64() throws {
+        let maps = [try Self.map("cc 64 -> amp toggle")]
+        var state = MapState()
+        var presses: [Bool] = []
+        for value: UInt8 in [0, 127, 127, 100, 10, 64, 63, 127] {
+            presses += state.route([0xB0, 64, value], rack: "fx", again: false, maps: maps).hits.map(\.press)
+        }
+        #expect(presses == [false, true, false, false, false, true, false, true])
+    }
+
+    @Test func mapsOfAnyRackHearAMessageOnceAndALearnTakesTheNextCC() throws {
+        var bound = try Self.map("cc 7 -> amp:gain")
+        bound.rack = "b"
+        let maps = [try Self.map("cc 7 -> amp:gain"), bound]
+        var state = MapState()
+        // The same message heard again from rack b: only b's own map fires.
+        let first = state.route([0xB0, 7, 1], rack: "a", again: false, maps: maps)
+        let again = state.route([0xB0, 7, 1], rack: "b", again: true, maps: maps)
+        #expect(first.hits.map(\.index) == [0] && again.hits.map(\.index) == [1])
+        // A learn waits for a CC (a note does not complete it), binds its number, channel and rack, and fires at once.
+        state.learning = try Self.map("cc 1 -> amp:gain")
+        let noteOn = state.route([0x90, 60, 100], rack: "a", again: false, maps: [])
+        #expect(noteOn.learned == nil && state.learning != nil)
+        let cc = state.route([0xB3, 21, 90], rack: "a", again: false, maps: [])
+        #expect(cc.learned?.channel == 4 && cc.learned?.rack == "a" && state.learning == nil)
+        #expect(cc.learned.map { "\($0.source)" } == "\(ControlMap.Source.cc(21))")
+        #expect(cc.hits.map(\.index) == [0])
+    }
+}
