@@ -69,15 +69,21 @@ let package = Package(
             "Realtime", "Jack", "SoundFile", "Presets", "Plugins", "MIDIFile", "Commands", "Takes",
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // The session coordinator and its policies: one owner of the engines, applying presets by plan, every command
+        // carried out in one place (Session.execute).
+        .target(name: "Coordinator", dependencies: [
+            "Engine", "Takes", "Jack", "Realtime", "SoundFile", "Presets", "Plugins", "MIDIFile", "Commands",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .target(name: "Control", dependencies: [
-            "CLo", "Engine", "Takes", "Presets", "Plugins", "Commands", "Realtime",
+            "CLo", "Engine", "Coordinator", "Takes", "Presets", "Plugins", "Commands", "Realtime",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
         // The HTTP and WebSocket API and the web page: requests become commands of the command model, carried out
         // on the session's thread (see `SessionGateway`).
         .target(name: "WebAPI", dependencies: [
-            "Engine", "Commands", "Control", "Presets", "Plugins", "Realtime", "Takes",
+            "Engine", "Coordinator", "Commands", "Control", "Presets", "Plugins", "Realtime", "Takes",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
@@ -87,7 +93,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ], resources: [.copy("Resources")]),
         .executableTarget(name: "tandem", dependencies: [
-            "Engine", "Control", "Jack", "SoundFile", "Presets", "Realtime", "Plugins", "Commands", "WebAPI", "Render", "Takes",
+            "Engine", "Coordinator", "Control", "Jack", "SoundFile", "Presets", "Realtime", "Plugins", "Commands", "WebAPI", "Render", "Takes",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -101,19 +107,19 @@ let package = Package(
 
         .testTarget(name: "RealtimeTests", dependencies: ["Realtime"]),
         .testTarget(name: "CommandsTests", dependencies: ["Commands", "Presets"]),
-        .testTarget(name: "WebAPITests", dependencies: ["Takes", "WebAPI", "Presets", .product(name: "HTTPTypes", package: "swift-http-types")]),
+        .testTarget(name: "WebAPITests", dependencies: ["Takes", "WebAPI", "Coordinator", "Engine", "Presets", .product(name: "HTTPTypes", package: "swift-http-types")]),
         .testTarget(name: "JackTests", dependencies: ["Jack", "Realtime", "TestSupport"]),
         .testTarget(name: "SoundFileTests", dependencies: ["SoundFile", "TestSupport"]),
         .testTarget(name: "MIDIFileTests", dependencies: ["MIDIFile", "TestSupport"]),
         .testTarget(name: "PresetsTests", dependencies: ["Presets", "TestSupport"]),
-        .testTarget(name: "EngineTests", dependencies: ["Takes", "Engine", "Jack", "Presets", "TestSupport"]),
+        .testTarget(name: "EngineTests", dependencies: ["Takes", "Engine", "Coordinator", "Jack", "Presets", "TestSupport"]),
         .testTarget(name: "PluginsTests", dependencies: ["Plugins", "Presets", "TestSupport",
                                                         .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "TandemTests", dependencies: ["Takes", "TestSupport", "SoundFile", "Engine", "Jack", "Control", "Plugins",
+        .testTarget(name: "TandemTests", dependencies: ["Takes", "TestSupport", "SoundFile", "Engine", "Coordinator", "Jack", "Control", "Plugins",
                                                        "NSMServerFixture", "Commands", "Render"]),
         .testTarget(name: "RenderTests", dependencies: ["Render", "Plugins", "Presets", "Commands", "SoundFile",
                                                        "TestSupport"]),
-        .testTarget(name: "ControlTests", dependencies: ["Takes", "Control", "Engine", "Presets", "TestSupport", "Commands"]),
+        .testTarget(name: "ControlTests", dependencies: ["Takes", "Control", "Engine", "Coordinator", "Presets", "TestSupport", "Commands"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,4 +1,5 @@
 import Commands
+import Coordinator
 import Engine
 import Foundation
 

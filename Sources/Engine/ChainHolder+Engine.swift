@@ -66,7 +66,7 @@ extension PluginChain {
     }
 
     /// One line per problem, saying what became of the plugin, for logs and the status.
-    static func bypassLine(_ e: PluginError) -> String {
+    public static func bypassLine(_ e: PluginError) -> String {
         (e.leavesPluginOut ? "bypassed: " : "ignored: ") + e.description
     }
 }

@@ -64,8 +64,8 @@ struct PlayerMIDI: BitwiseCopyable {
 }
 
 /// Whether a queue item is a Standard MIDI File: its first bytes are "MThd" (whatever its name).
-enum MIDIItem {
-    static func isMIDIFile(_ path: String) -> Bool {
+public enum MIDIItem {
+    public static func isMIDIFile(_ path: String) -> Bool {
         guard let h = FileHandle(forReadingAtPath: path) else { return false }
         defer { try? h.close() }
         let head = (try? h.read(upToCount: 4)) ?? Data()

@@ -228,7 +228,7 @@ extension Rack {
 extension RackConfig {
     /// The MIDI ports of a `[[rack]]`: those it names, else `midi_in` when a plugin takes MIDI and `midi_out` when
     /// one writes MIDI (`infos`: the plugins that could be looked up).
-    static func midiPorts(_ r: RackSection, infos: [PluginInfo]) -> (inputs: [String], outputs: [String]) {
+    public static func midiPorts(_ r: RackSection, infos: [PluginInfo]) -> (inputs: [String], outputs: [String]) {
         let atoms = infos.flatMap(\.ports).filter { $0.kind == .atom && $0.supportsMIDI }
         let ins = r.midiInputs ?? (atoms.contains(where: \.isInput) ? ["midi_in"] : [])
         let outs = r.midiOutputs ?? (atoms.contains { !$0.isInput } ? ["midi_out"] : [])

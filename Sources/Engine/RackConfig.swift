@@ -28,7 +28,7 @@ public struct RackConfig: Sendable, Equatable {
     public init() {}
 
     /// Whether `other` can be applied without re-creating the JACK client (same name and ports).
-    func sameClient(as other: RackConfig) -> Bool {
+    public func sameClient(as other: RackConfig) -> Bool {
         clientName == other.clientName && inputs == other.inputs && outputs == other.outputs
             && sideInputs == other.sideInputs && sideOutputs == other.sideOutputs && midiInputs == other.midiInputs && midiOutputs == other.midiOutputs
     }

@@ -54,9 +54,9 @@ public final class RackSupervisor {
     }
 
     /// The audio ports its process has (from the rack's plugins when the preset leaves them out), for the status.
-    public internal(set) var ports = (inputs: 0, outputs: 0)
+    public var ports = (inputs: 0, outputs: 0)
     /// The control maps its process runs (on its command line; see `Session.mapsRunningIn`).
-    public internal(set) var maps: [ControlMap] = []
+    public var maps: [ControlMap] = []
     public private(set) var restarts = 0
     public private(set) var crashes = 0
     public private(set) var hangs = 0

@@ -1,3 +1,4 @@
+import Coordinator
 import Dispatch
 import Engine
 import Foundation

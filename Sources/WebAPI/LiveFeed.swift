@@ -1,3 +1,4 @@
+import Coordinator
 import Engine
 import Foundation
 import Synchronization

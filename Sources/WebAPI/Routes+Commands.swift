@@ -1,5 +1,6 @@
 import Commands
 import Control
+import Coordinator
 import Engine
 import Foundation
 import HTTPTypes

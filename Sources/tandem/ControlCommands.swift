@@ -1,6 +1,7 @@
 import ArgumentParser
 import Commands
 import Control
+import Coordinator
 import Engine
 import Foundation
 

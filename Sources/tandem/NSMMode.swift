@@ -1,4 +1,5 @@
 import Control
+import Coordinator
 import Engine
 import Foundation
 import Logging

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Control
+import Coordinator
 import Engine
 import Foundation
 import Jack

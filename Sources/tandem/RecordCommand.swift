@@ -1,3 +1,4 @@
+import Coordinator
 import Plugins
 import Presets
 import ArgumentParser

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Coordinator
 import Engine
 import Foundation
 import Jack

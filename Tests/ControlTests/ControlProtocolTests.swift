@@ -1,3 +1,4 @@
+import Coordinator
 import Testing
 import Foundation
 import Control

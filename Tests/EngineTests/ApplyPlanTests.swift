@@ -1,3 +1,4 @@
+@testable import Coordinator
 import Foundation
 import Presets
 @testable import Takes

@@ -1,3 +1,4 @@
+@testable import Coordinator
 import Testing
 import Foundation
 @testable import Engine

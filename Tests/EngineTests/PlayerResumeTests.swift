@@ -1,3 +1,4 @@
+import Coordinator
 import Takes
 import Testing
 import Foundation

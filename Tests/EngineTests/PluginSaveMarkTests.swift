@@ -1,3 +1,4 @@
+@testable import Coordinator
 import Testing
 @testable import Engine
 
