@@ -75,7 +75,7 @@ public final class RackSupervisor {
     public private(set) var lastRecoverySeconds: Double?
     /// The child's OSC control port on 127.0.0.1 (its plugins are set through it), chosen free at each start.
     public private(set) var controlPort: Int?
-    private var arguments: [String]
+    private let arguments: [String]
     /// The rack as its process takes it at each start (see `RackDocuments`).
     private var document: String
     /// The control loop's wake-up, posted when the process speaks or ends.
@@ -92,6 +92,7 @@ public final class RackSupervisor {
     /// What the process said before it ended itself for a hung plugin (its `hung S` line comes before the pipe's end).
     private var hungFor: Double?
 
+    /// `document`: the rack's configuration (`Session.rackDocument`), handed to the process at each start;
     /// `arguments`: the whole child command line (the `tandem` binary first). Nothing starts until `start`.
     /// `hangSeconds`: the backstop; three of the child's beats, so a beat read late is no hang. `startSeconds`: how
     /// long a start may take (here a rack is ready in 0.1-0.3 s; loading every installed plugin's description on a
