@@ -239,7 +239,7 @@ struct NetJackTests {
     /// it) and starts take 2 when cycles run again, whose audio is exact again and whose report says why it began.
     ///
     /// A run in which the slave's Tandem never sees its capture ports' connections gone and back (its take 2 then has
-    /// a silent channel) is printed and run once more on a fresh rig; a second such run fails. Seen in 2 of 9 runs
+    /// a silent channel) is printed and run once more on a fresh rig; a second such run fails. Seen in 3 of 9 runs
     /// on a loaded 2-core machine; the slave's jackd log shows no second join in them.
     @Test func theLinkDownForTwoSecondsEndsTheTakeWithEveryFrameAndANewOneStarts() throws {
         for attempt in 1...2 {
