@@ -47,8 +47,9 @@ struct ApplyPlan: Equatable {
         case close(String)
         /// An isolated rack's process ends (gone, no longer isolated, or its maps changed: it starts anew below).
         case stop(String)
-        /// An isolated rack takes its changed rack as a document, in its process (started anew if it cannot).
-        case updateProcess(RackSection)
+        /// An isolated rack takes its changed rack (its configuration: the ports it keeps) as a document, in its
+        /// process (started anew if it cannot).
+        case updateProcess(RackSection, RackConfig)
         /// The session opens a client of its own to watch and patch the graph (isolated racks alone).
         case openPatchClient
         /// An isolated rack's process starts.
@@ -106,9 +107,9 @@ struct ApplyPlan: Equatable {
             }
             running.insert(name)
             if now.rack == section { continue }
-            if RackConfig(section: now.rack, session: wanted.session)
-                .sameClient(as: RackConfig(section: section, session: wanted.session)) {
-                out.append(.updateProcess(section))
+            let want = RackConfig(section: section, session: wanted.session)
+            if RackConfig(section: now.rack, session: wanted.session).sameClient(as: want) {
+                out.append(.updateProcess(section, want))
             } else {
                 out.append(.stop(name))
                 running.remove(name)

@@ -13,7 +13,7 @@ extension Session {
     var strictPlugins: Bool { !started && preset?.session.onPluginError != .bypass }
 
     /// What runs now, as the apply plan sees it.
-    var current: ApplyPlan.Current {
+    var runningSetup: ApplyPlan.Current {
         ApplyPlan.Current(server: preset.map { $0.session.server }, recorder: recorderConfig, player: playerConfig,
                           racks: rackConfigs, isolated: supervisors.mapValues { ($0.rack, $0.maps) },
                           patchClient: patchOnlyClient != nil)
@@ -32,7 +32,7 @@ extension Session {
     /// Plans the change from what runs to `wanted` (`ApplyPlan`) and carries it out.
     func applyDiff(_ wanted: Preset, notes: [String]) throws(EngineError) -> ApplyReport {
         var report = ApplyReport()
-        let plan = ApplyPlan(current, wanted: wanted, recorder: recorderConfig(for: wanted),
+        let plan = ApplyPlan(runningSetup, wanted: wanted, recorder: recorderConfig(for: wanted),
                              player: wanted.player.map { PlayerConfig(section: $0, session: wanted.session) })
         if plan.closeAll {
             logger.info("server changed: closing both clients", metadata: ["server": "\(JackServer.effectiveName(wanted.session.server))"])
@@ -65,12 +65,9 @@ extension Session {
             workers.finish(.take)
         }
         var newRecorder = false
-        switch plan.recorder {
-        case .open(let want), .reopen(let want):
+        if case .open(let want) = plan.recorder.opening {
             try openRecorder(want, wanted, &report)
             newRecorder = true
-        case .keep, .update, .close:
-            break
         }
 
         // Player.

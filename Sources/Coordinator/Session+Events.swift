@@ -14,7 +14,7 @@ extension Session {
                 lastTake = max(lastTake, take)
                 timetable.stop(at: preset?.recorder?.stopAt, after: clock.now())
                 workers.finish(.take)
-                workers.start(.take, detail: "take \(take)", deadline: timetable.stopAt)
+                workers.start(.take, detail: "take \(take)", deadline: timetable.stopAt, now: clock.now())
             case .takeFinished(let report, _):
                 workers.finish(.take)
                 if (report.ended == .durationReached || report.ended == .stopTimeReached)
@@ -35,7 +35,7 @@ extension Session {
             switch e {
             case .itemStarted(let item, let path):
                 workers.finish(.playback)
-                workers.start(.playback, detail: "item \(item + 1): \(path)")
+                workers.start(.playback, detail: "item \(item + 1): \(path)", now: clock.now())
             case .queueFinished:
                 workers.finish(.playback)
                 if preset?.session.exitAfter == .playback { ringOutPlayback() }

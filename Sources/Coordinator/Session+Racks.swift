@@ -26,12 +26,11 @@ extension Session {
             case .stop(let name):
                 supervisors.removeValue(forKey: name)?.stop()
                 report.clientsClosed += 1
-            case .updateProcess(let section):
+            case .updateProcess(let section, let want):
                 // Plugins, settings, gain or mix changed and the ports stay: the process takes the rack as a document,
                 // as an in-process rack takes a changed preset (no restart, no gap). Else it starts anew.
                 guard let s = supervisors[section.name] else { continue }
                 if s.update(section, document: Self.rackDocument(section, wanted.session, maps: wanted.maps)) {
-                    let want = RackConfig(section: section, session: wanted.session)
                     s.ports = (want.inputs.count, want.outputs.count)
                     report.reconfigured.append("rack \(section.name) (in its process)")
                 } else {

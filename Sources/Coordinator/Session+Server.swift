@@ -79,7 +79,8 @@ extension Session {
             outcome = .finished(.serverLost)
             return
         }
-        workers.start(.reconnect, detail: "waiting for JACK server '\(JackServer.effectiveName(server))'")
+        workers.start(.reconnect, detail: "waiting for JACK server '\(JackServer.effectiveName(server))'",
+                      now: clock.now())
     }
 
     func retryServer() {

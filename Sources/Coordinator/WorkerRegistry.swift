@@ -28,9 +28,10 @@ public final class WorkerRegistry {
 
     public init() {}
 
-    /// Registers a job. Returns false (and changes nothing) when one of that name is already running.
+    /// Registers a job, started at `now` (the session's clock). Returns false (and changes nothing) when one of that
+    /// name is already running.
     @discardableResult
-    public func start(_ job: Job, detail: String = "", deadline: Date? = nil, now: Date = Date()) -> Bool {
+    public func start(_ job: Job, detail: String = "", deadline: Date? = nil, now: Date) -> Bool {
         if workers[job.rawValue] != nil { return false }
         workers[job.rawValue] = Worker(name: job.rawValue, started: now, deadline: deadline, detail: detail)
         return true

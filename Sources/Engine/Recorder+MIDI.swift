@@ -75,9 +75,6 @@ final class MIDITakeWriter {
         self.logger = logger
     }
 
-    /// The MIDI file of a take whose report is `sidecar`.
-    static func path(sidecar: String) -> String { TakeReport.midiPath(sidecar: sidecar) }
-
     /// Moves events into the running take's file, up to the input the audio side has handled (`ringPosition`, the
     /// writer's stream position, less the chain latency the take compensates), and flushes. `take`: the writer's
     /// running take (nil: none). A take that ended is completed up to its last audio frame and closed.
@@ -90,7 +87,7 @@ final class MIDITakeWriter {
         }
         if current == nil, let t = take, t.resolved {
             let inputStart = t.report.streamStart
-            let path = Self.path(sidecar: t.sidecar.path)
+            let path = TakeReport.midiPath(sidecar: t.sidecar.path)
             do throws(MIDIFileError) {
                 current = (t, try MIDIFileWriter(path: path, sampleRate: sampleRate, trackName: "tandem take \(t.number)"), inputStart)
             } catch {

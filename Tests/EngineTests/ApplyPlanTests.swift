@@ -118,7 +118,7 @@ import TestSupport
         let g = plan(running(p), gain).racks
         // Processes first (their updates go out before anything opens), then the racks of this process in order.
         #expect(g.map(\.label) == ["update process box", "update fx"])
-        guard case .updateProcess(let box) = g[0], case .update(let fx) = g[1] else { Issue.record("\(g)"); return }
+        guard case .updateProcess(let box, _) = g[0], case .update(let fx) = g[1] else { Issue.record("\(g)"); return }
         #expect(fx.gainDB == -3 && box.gainDB == -3)
         // Ports change: the process starts anew.
         let ports = try preset(full.replacingOccurrences(of: "name = \"box\"", with: "name = \"box\"\ninputs = 4"))
@@ -177,7 +177,7 @@ extension ApplyPlan.RackStep {
         switch self {
         case .close(let n): return "close \(n)"
         case .stop(let n): return "stop \(n)"
-        case .updateProcess(let s): return "update process \(s.name)"
+        case .updateProcess(let s, _): return "update process \(s.name)"
         case .openPatchClient: return "patch client"
         case .start(let s): return "start \(s.name)"
         case .open(let c): return "open \(c.name)"
