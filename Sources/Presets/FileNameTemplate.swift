@@ -42,6 +42,10 @@ public struct FileNameTemplate: Sendable, Equatable {
         return out
     }
 
+    /// Whether the names differ from take to take (the template has `{take}`); without it, a take whose names are
+    /// taken gets a `+N` suffix (see `TakeFiles.freeTakeName`).
+    public var namesTakes: Bool { text.contains("{take}") || text.contains("{take:") }
+
     /// Zero-padding widths a placeholder may ask for.
     public static let widths: ClosedRange<Int> = 0...12
 

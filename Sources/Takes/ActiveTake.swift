@@ -42,6 +42,9 @@ public final class ActiveTake {
     public var boundary: (frame: Int, time: Date)?
     /// The wall-clock time the next chunk's name carries (nil: the take's).
     var chunkDate: Date?
+    /// The `+N` every file name of this take carries (0: none), chosen at its start when the template's names for
+    /// it were taken already (a template without `{take}`, or files of an earlier run in the folder).
+    var nameVariant = 0
     /// The level-trigger decision that started this take (nil: started by a command).
     public var triggerStart: LevelTrigger.Start?
 

@@ -10,19 +10,44 @@ extension TakeFiles {
         return ns.deletingPathExtension + "+\(n)." + ns.pathExtension
     }
 
-    func takeFilesExist(_ number: Int, date: Date) -> Bool {
+    /// Whether a file of take `number` named with `variant` (see `ActiveTake.nameVariant`) is there already: its
+    /// report, or its first chunk's files.
+    func takeFilesExist(_ number: Int, date: Date, variant: Int = 0) -> Bool {
         let fm = FileManager.default
-        if fm.fileExists(atPath: path(take: number, date: date, channel: nil, chunk: nil, ext: "json")) { return true }
+        if fm.fileExists(atPath: path(take: number, date: date, channel: nil, chunk: nil, ext: "json",
+                                      variant: variant)) { return true }
         let chunk: Int? = (rotateFrames != nil || config.rotateBytes != nil || config.rotateOnClock) ? 1 : nil
         let channels: [String?] = config.stems ? portNames.map { $0 } : [nil]
         return channels.contains { fm.fileExists(atPath: path(take: number, date: date, channel: $0, chunk: chunk,
-                                                               ext: config.format.container.fileExtension)) }
+                                                               ext: config.format.container.fileExtension,
+                                                               variant: variant)) }
     }
 
-    func path(take: Int, date: Date, channel: String?, chunk: Int?, ext: String) -> String {
+    /// The take's number and name variant: the first number from `nextTakeNumber` whose files are not there yet
+    /// (only a template with `{take}` names numbers apart, and at most `maxTakeSkips` are tried), then the first
+    /// free `+N` of that number's names. Nil when `maxNameVariants` of them are taken as well. Every loop is bounded:
+    /// a template without `{take}` used to try numbers for ever, all of them naming the same taken file.
+    func freeTakeName(from first: Int, date: Date) -> (number: Int, variant: Int)? {
+        var number = first
+        if FileNameTemplate(config.template).namesTakes {
+            var skipped = 0
+            while skipped < TakeFiles.maxTakeSkips && takeFilesExist(number, date: date) {
+                number += 1
+                skipped += 1
+            }
+        }
+        for variant in 0...TakeFiles.maxNameVariants where !takeFilesExist(number, date: date, variant: variant) {
+            return (number, variant)
+        }
+        return nil
+    }
+
+    /// A file of the take: the template's name for it, with `variant` as a `+N` suffix (0: none).
+    func path(take: Int, date: Date, channel: String?, chunk: Int?, ext: String, variant: Int = 0) -> String {
         let name = FileNameTemplate(config.template).render(
             .init(session: config.session, take: take, date: date, channel: channel, chunk: chunk), fileExtension: ext)
-        return (config.directory as NSString).appendingPathComponent(name)
+        let full = (config.directory as NSString).appendingPathComponent(name)
+        return variant > 0 ? TakeFiles.variant(full, variant) : full
     }
 
     /// The BWF `bext` of a chunk whose first frame was captured at `date`.
@@ -52,7 +77,7 @@ extension TakeFiles {
         var writers: [SoundFileWriter] = []
         for channel in names {
             let base = path(take: t.number, date: t.chunkDate ?? t.date, channel: channel, chunk: chunk,
-                            ext: config.format.container.fileExtension)
+                            ext: config.format.container.fileExtension, variant: t.nameVariant)
             var attempt = 0
             while true {
                 let candidate = attempt == 0 ? base : TakeFiles.variant(base, attempt)

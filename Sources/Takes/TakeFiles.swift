@@ -28,6 +28,8 @@ public final class TakeFiles: @unchecked Sendable {
     static let statusHeaderBytes = 80
     /// Name variants tried ("take+1.wav", ...) before a chunk that cannot be named fails the take.
     static let maxNameVariants = 999
+    /// Take numbers skipped at most at a take's start because their files are there (a template with `{take}`).
+    static let maxTakeSkips = 100_000
     /// The take's files are synced after this much audio: what a power loss can take (plus the ring).
     static let syncSeconds = 1
 
@@ -140,8 +142,8 @@ public final class TakeFiles: @unchecked Sendable {
     public func begin(start: Int, at: Int, context: TakeContext) -> ActiveTake {
         applyPendingConfig()
         let date = context.anchor.wallClock(at: start)
-        var number = nextTakeNumber
-        while takeFilesExist(number, date: date) { number += 1 }
+        let free = freeTakeName(from: nextTakeNumber, date: date)
+        let number = free?.number ?? nextTakeNumber
         nextTakeNumber = number + 1
         let report = TakeReport(
             tandemVersion: TandemVersion.string, session: config.session, take: number, sampleRate: sampleRate,
@@ -156,8 +158,13 @@ public final class TakeFiles: @unchecked Sendable {
             channelNames: config.recordDry ? config.recordedChannelNames : nil)
         let t = ActiveTake(number: number, start: start, date: date, context: context, report: report,
                            sidecar: SidecarFile(path: path(take: number, date: date, channel: nil, chunk: nil,
-                                                           ext: "json")))
+                                                           ext: "json", variant: free?.variant ?? 0)))
+        t.nameVariant = free?.variant ?? 0
         take = t
+        if free == nil {
+            t.failed = "no free file name for take \(number) in \(config.directory): '\(config.template)' and "
+                + "\(TakeFiles.maxNameVariants) '+N' variants of it are taken (put {take} in the template, or move the files)"
+        }
         if config.maxDurationSeconds != nil { t.endReason = .durationReached }
         if let p = context.pluginProblems, !p.isEmpty { t.report.pluginProblems = p }
         if context.period > 0 {
@@ -177,7 +184,7 @@ public final class TakeFiles: @unchecked Sendable {
 
     /// Opens the take's first chunk and announces it (after `begin` and, when it can be, `resolve`).
     public func open(_ t: ActiveTake) {
-        openChunk(t)
+        if t.failed == nil { openChunk(t) }
         if let failure = t.failed {
             finish(t, end: .diskError, detail: failure)
             return
