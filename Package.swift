@@ -39,6 +39,10 @@ let package = Package(
         .target(name: "LV2Host"),
 
         .target(name: "Realtime"),
+        // ITU-R BS.1770 loudness: the per-sample work in C (optimised in every build: a debug build measures an hour
+        // of audio in seconds), the meter in Swift. docs/LOUDNESS.md.
+        .target(name: "LoudnessDSP", cSettings: [.unsafeFlags(["-O2"])]),
+        .target(name: "Loudness", dependencies: ["LoudnessDSP"]),
         .target(name: "Jack", dependencies: [
             "CJack", "Realtime",
             .product(name: "Logging", package: "swift-log"),
@@ -106,8 +110,10 @@ let package = Package(
         .target(name: "NSMServerFixture", dependencies: ["Control"]),
 
         .testTarget(name: "RealtimeTests", dependencies: ["Realtime"]),
+        .testTarget(name: "LoudnessTests", dependencies: ["Loudness", "SoundFile", "TestSupport"]),
         .testTarget(name: "CommandsTests", dependencies: ["Commands", "Presets"]),
-        .testTarget(name: "WebAPITests", dependencies: ["Takes", "WebAPI", "Coordinator", "Engine", "Presets", .product(name: "HTTPTypes", package: "swift-http-types")]),
+        .testTarget(name: "WebAPITests", dependencies: ["Takes", "WebAPI", "Coordinator", "Engine", "Presets", "Commands", "Realtime", "TestSupport",
+                                                      .product(name: "HTTPTypes", package: "swift-http-types")]),
         .testTarget(name: "JackTests", dependencies: ["Jack", "Realtime", "TestSupport"]),
         .testTarget(name: "SoundFileTests", dependencies: ["SoundFile", "TestSupport"]),
         .testTarget(name: "MIDIFileTests", dependencies: ["MIDIFile", "TestSupport"]),
