@@ -47,7 +47,8 @@ public struct RackHeartbeat {
     }
 
     /// Each loop turn: how long the cycle counter has stood still while the server's frame time moved, once that
-    /// is past `hangSeconds` (nil before). A stopped server stops every client's counter: that is no hang.
+    /// is past `hangSeconds` (nil before). A stopped server stops every client's counter: that is no hang, so
+    /// `frameTime` must be one that stops with the server (`JackClient.cycleFrameTime`, not the extrapolated one).
     public mutating func stalled(cycles: Int, frameTime: UInt32) -> Double? {
         let now = Date()
         let serverMoving = frameTime != watchedFrame

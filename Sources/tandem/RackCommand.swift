@@ -288,7 +288,9 @@ struct RackCommand: ParsableCommand {
                 }
                 let rack = session.racks.first?.value
                 heart.beat(cycles: rack?.cycles ?? 0, ready: true)
-                if let rack, let seconds = heart.stalled(cycles: rack.cycles, frameTime: rack.client.frameTime) {
+                // The cycle's frame time: it stands still while the server is stopped (SIGSTOP, a debugger), where
+                // `frameTime`, extrapolated from the clock, moved and got the rack killed as hung.
+                if let rack, let seconds = heart.stalled(cycles: rack.cycles, frameTime: rack.client.cycleFrameTime) {
                     // A plugin hung in the process thread: this process goes, the session starts it again.
                     Console.err("tandem: rack \(rack.client.name): its process thread hung for "
                                 + "\(String(format: "%.1f", seconds)) s; ending this process\n")

@@ -1,0 +1,42 @@
+import Takes
+import Testing
+import Foundation
+import Jack
+import TestSupport
+
+/// The JACK server paused (SIGSTOP) under a running session: nothing of Tandem's is taken for hung, and a stop
+/// asked for meanwhile ends the process within a bound with its files complete.
+@Suite(.serialized) struct ServerPauseTests {
+    /// An isolated rack beside a server stopped for 3 s: its own hang check reads a frame time that stands still
+    /// while the server does (the cycle's), so the rack is the same process after SIGCONT and no hang is counted.
+    /// (It read `jack_frame_time`, which libjack extrapolates from the clock, and killed itself as hung.)
+    @Test(.enabled(if: RackTests.hasSWH))
+    func anIsolatedRackOutlivesAPausedServer() throws {
+        let server = try TestEnvironment.server("pauserack")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("pauserack")
+        let port = 35000 + Int((getpid() + 811) % 20000)
+        let path = try RackIsolationTests.isolatedRackPreset("paused", dir: dir, port: port, plugin: "uri = \"\(RackTests.amp)\"")
+        let run = try TandemProcess(["run", "--no-view", path], server: server,
+                                    log: dir.appendingPathComponent("run.log").path)
+        defer { run.process.stop(SIGTERM, grace: 10) }
+        #expect(TestEnvironment.waitUntil(timeout: 10) {
+            let r = RackIsolationTests.rack((try? RackIsolationTests.status(port)) ?? [:])
+            return r["running"] as? Bool == true && (r["cycles"] as? Int ?? 0) > 0
+        }, "\(run.output)")
+        let pid = RackIsolationTests.rackPid(port)
+        #expect(pid > 0)
+        server.process.signal(SIGSTOP)
+        usleep(3_000_000)   // the stimulus: a 3 s pause (the rack's hang check fires after 1.5 s of a still counter)
+        server.process.signal(SIGCONT)
+        let resumed = RackIsolationTests.rack((try? RackIsolationTests.status(port)) ?? [:])["cycles"] as? Int ?? 0
+        // Running again: its counter moves past what it was at SIGCONT (beats come every 2 s).
+        #expect(TestEnvironment.waitUntil(timeout: 8) {
+            (RackIsolationTests.rack((try? RackIsolationTests.status(port)) ?? [:])["cycles"] as? Int ?? 0) > resumed
+        }, "\(run.output)")
+        let rack = RackIsolationTests.rack(try RackIsolationTests.status(port))
+        #expect(RackIsolationTests.rackPid(port) == pid, "the rack's process was replaced: \(rack)\n\(run.output)")
+        #expect((rack["hangs"] as? Int ?? 0) == 0 && (rack["crashes"] as? Int ?? 0) == 0, "\(rack)")
+        #expect(!run.output.contains("hung"), "\(run.output)")
+    }
+}
