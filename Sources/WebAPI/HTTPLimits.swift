@@ -63,6 +63,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, @unc
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
     private let seconds: Double
+    /// Header lines every refusal carries (`SecurityHeaders`).
+    private let headerLines: String
     private var deadline: Scheduled<Void>?
     private let refusal = Mutex<[UInt8]?>(nil)
     /// Whether the refusal went out (what the upgrade code writes after it is dropped).
@@ -78,13 +80,16 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, @unc
     private var lineState = LineState.requestLine
     private enum LineState { case requestLine, lineStart, name, value }
 
-    init(seconds: Double) { self.seconds = seconds }
+    init(seconds: Double, headerLines: String) {
+        self.seconds = seconds
+        self.headerLines = headerLines
+    }
 
     /// Makes the connection's answer `status` with `message` (a refused handshake).
     func refuse(_ status: HTTPResponse.Status, _ message: String) {
         let body = JSONResponse.errorBytes(status, message)
         let head = "HTTP/1.1 \(status.code) \(status.reasonPhrase)\r\nContent-Type: application/json; charset=utf-8\r\n"
-            + (status == .unauthorized ? "WWW-Authenticate: Bearer realm=\"tandem\"\r\n" : "")
+            + (status == .unauthorized ? "WWW-Authenticate: Bearer realm=\"tandem\"\r\n" : "") + headerLines
             + "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n"
         refusal.withLock { $0 = Array(head.utf8) + body }
     }
@@ -177,10 +182,11 @@ struct GuardedChannel: ServerChildChannel {
     typealias Value = HTTP1WebSocketUpgradeChannel.Value
     let inner: HTTP1WebSocketUpgradeChannel
     let seconds: Double
+    let headerLines: String
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         do {
-            try channel.pipeline.syncOperations.addHandler(ConnectionGuard(seconds: seconds), position: .first)
+            try channel.pipeline.syncOperations.addHandler(ConnectionGuard(seconds: seconds, headerLines: headerLines), position: .first)
         } catch {
             return channel.eventLoop.makeFailedFuture(error)
         }

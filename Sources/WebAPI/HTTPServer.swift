@@ -120,6 +120,8 @@ public final class HTTPServer: Sendable {
     /// The Hummingbird application: the router, the WebSocket upgrade, the limits.
     private func makeApplication(onRunning: @escaping @Sendable (Int) -> Void) -> some ApplicationProtocol {
         let router = Router(context: BasicRequestContext.self)
+        let security = SecurityHeaders(origins: configuration.access.origins)
+        router.add(middleware: SecurityMiddleware(headers: security))
         router.add(middleware: LimitsMiddleware(server: self))
         Routes(server: self).install(on: router)
         let headerSeconds = configuration.headerSeconds, idleSeconds = configuration.idleSeconds
@@ -136,7 +138,7 @@ public final class HTTPServer: Sendable {
                                                                shouldUpgrade: { request, channel, _ in
                                                                    await server.shouldUpgrade(request, channel: channel)
                                                                }),
-                           seconds: headerSeconds)
+                           seconds: headerSeconds, headerLines: security.lines)
         }
         var config = ApplicationConfiguration(address: .hostname(configuration.address.host, port: configuration.address.port),
                                               serverName: "Tandem/\(TandemVersion.string)")

@@ -11,6 +11,7 @@ export function h(tag, attrs = {}, ...children) {
     if (value === false || value === null || value === undefined) continue;
     if (key.startsWith("on") && typeof value === "function") el.addEventListener(key.slice(2), value);
     else if (key === "class") el.className = value;
+    else if (key === "style") el.style.cssText = value; // through CSSOM: the content policy refuses style attributes
     else if (key === "dataset") Object.assign(el.dataset, value);
     else if (key in el && typeof value !== "string") el[key] = value;
     else el.setAttribute(key, value === true ? "" : value);

@@ -1,0 +1,85 @@
+@testable import Coordinator
+import Presets
+import Foundation
+import Realtime
+import Synchronization
+import TestSupport
+@testable import WebAPI
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The HTTP server of a session that runs nothing (no JACK): a `Session` owned by a control thread of the harness,
+/// which carries out the server's work as a session's loop does, and a plain-socket client. For what the server
+/// itself does with requests (limits, framing, headers, access) in seconds.
+final class ServerHarness: @unchecked Sendable {
+    let server: HTTPServer
+    let port: Int
+    let client: HTTPTestClient
+    private let wake = Wakeup.allocate()
+    private let stopping = Flag()
+    private let stopped = DispatchSemaphore(value: 0)
+    /// Set once by the control thread before `init` returns.
+    private var directory: String?
+
+    /// `configure` adjusts the server's configuration; `sessionDirectory`: a preset whose session folder is this
+    /// (takes, presets, favourites), else no preset at all.
+    init(token: String? = nil, origins: [String] = [], host: String = "127.0.0.1",
+         sessionDirectory: String? = nil, configure: (inout HTTPServer.Configuration) -> Void = { _ in }) throws {
+        var configuration = HTTPServer.Configuration(address: HTTPAddress(host: host, port: 0),
+                                                     access: HTTPAccess(token: token, origins: origins))
+        configure(&configuration)
+        let ready = DispatchSemaphore(value: 0)
+        let journal = Mutex<EventJournal?>(nil)
+        let wake = self.wake, stopping = self.stopping, stopped = self.stopped
+        let serverBox = Mutex<HTTPServer?>(nil)
+        let thread = Thread {
+            let session = Session()
+            if let sessionDirectory {
+                var preset = Preset()
+                preset.session.directory = sessionDirectory
+                session.preset = preset
+            }
+            journal.withLock { $0 = session.journal }
+            ready.signal()
+            var server: HTTPServer?
+            while !stopping.value.load(ordering: .acquiring) {
+                _ = wake.wait(seconds: 0.01)
+                if server == nil { server = serverBox.withLock { $0 } }
+                server?.tick(session)
+            }
+            stopped.signal()
+        }
+        thread.start()
+        ready.wait()
+        let s = HTTPServer(configuration: configuration, wake: wake, journal: journal.withLock { $0! })
+        serverBox.withLock { $0 = s }
+        server = s
+        do {
+            port = try s.start()
+        } catch {
+            stopping.value.store(true, ordering: .releasing)
+            stopped.wait()
+            throw error
+        }
+        var c = HTTPTestClient(port: port, token: token)
+        c.host = host
+        client = c
+    }
+
+    func stop() {
+        server.stop()
+        stopping.value.store(true, ordering: .releasing)
+        wake.post()
+        stopped.wait()
+    }
+
+    final class Flag: Sendable { let value = Atomic<Bool>(false) }
+
+    /// Seconds `body` took.
+    static func time(_ body: () -> Void) -> Double {
+        let t = Date()
+        body()
+        return Date().timeIntervalSince(t)
+    }
+}
