@@ -41,7 +41,8 @@ protocol EngineState: BitwiseCopyable {
 ///    stopped and joined and the client closed.
 /// 3. `close` (safe twice; the engine may first do its own draining): stops and joins the worker, deactivates and
 ///    closes the client, frees the chains. The state is freed when this object goes (after `close`), so a thread
-///    holding a copy of it is always joined first.
+///    holding a copy of it is always joined first. A client given up on as the process ends
+///    (`JackClient.abandoned`) keeps its chains and state: libjack may still call it.
 ///
 /// Threads: control side only (one owner). The RT callback and the worker run behind it.
 // @unchecked Sendable: `worker`, `stopWorker` and `closed` change only on the control thread that owns it (`activate`,
@@ -192,6 +193,8 @@ final class EngineClient<State: EngineState>: @unchecked Sendable {
         closed = true
         joinWorker()
         client.close()
+        // A client given up on as the process ends may still run its callback: its chains and state stay.
+        guard !client.abandoned else { return }
         plugins.close()
         logger.info("\(role) closed", metadata: ["client": "\(client.name)"])
     }
@@ -205,7 +208,7 @@ final class EngineClient<State: EngineState>: @unchecked Sendable {
 
     deinit {
         close()
-        State.free(state)
+        if !client.abandoned { State.free(state) }
     }
 
     // MARK: Status and chain (control side)

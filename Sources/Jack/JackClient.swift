@@ -27,7 +27,10 @@ public final class JackClient: @unchecked Sendable {
     public let notifications: JackNotifications
     private var notificationContext: UnsafeMutableRawPointer?
     public private(set) var isActive = false
-    private let logger: Logger
+    /// Whether a closing call was given up on as the process ends (see `boundClosingCalls`): libjack may still run
+    /// this client's callbacks, so what they reach (the engine's state, its chains) must never be freed.
+    public private(set) var abandoned = false
+    let logger: Logger
 
     /// Opens a client on `server` (nil: `$JACK_DEFAULT_SERVER` or "default"). Never starts a server, and never lets
     /// JACK rename the client silently: a taken name is an error.
@@ -84,7 +87,7 @@ public final class JackClient: @unchecked Sendable {
 
     deinit {
         close()
-        notifications.deallocate()
+        if !abandoned { notifications.deallocate() }
     }
 
     /// Whether the server's client called `name` is `client` itself (not another one of the same name).
@@ -281,20 +284,23 @@ public final class JackClient: @unchecked Sendable {
     }
 
     /// Stops the process callback. After it returns the callback no longer runs.
+    /// While the process ends, it waits for the server only so long (`boundClosingCalls`), else the client is
+    /// `abandoned`.
     public func deactivate() {
-        guard let handle, isActive else { return }
-        jack_deactivate(handle)
+        guard let handle, isActive, !abandoned else { return }
+        if !closingCall("jack_deactivate", handle, { _ = jack_deactivate($0) }) { abandoned = true }
         isActive = false
     }
 
     /// Deactivates and closes the client (its ports disappear from the graph). Safe to call twice, and after the
-    /// server has shut the client down.
+    /// server has shut the client down. An `abandoned` client is only forgotten: its notification context stays.
     public func close() {
         guard let handle else { return }
         if notifications.count(.shutdown) == 0 { deactivate() }
-        jack_client_close(handle)
+        if !abandoned && !closingCall("jack_client_close", handle, { _ = jack_client_close($0) }) { abandoned = true }
         self.handle = nil
         isActive = false
+        guard !abandoned else { return }
         notificationContext?.deallocate()
         notificationContext = nil
     }

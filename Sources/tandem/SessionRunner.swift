@@ -241,12 +241,18 @@ final class SessionRunner {
         Foundation.exit(failedItems > 0 ? ExitStatus.badInput.rawValue : ExitStatus.ok.rawValue)
     }
 
+    /// How long a closing JACK call may wait for its server while the process ends (`JackClient.boundClosingCalls`).
+    static let closingCallSeconds = 1.0
+
     /// Ends the session: takes finalized, clients closed, the last events printed; returns the cycle costs measured.
     func finish() -> [(engine: String, cost: CycleHistogram.Summary, period: Int, rate: Int)] {
         systemd.stopping()
         for server in http { server.stop() }
         view.finish()
         let costs = session.cycleCosts()
+        // The process ends: the takes are finished first (the recorder's close), then a JACK call that waits on a
+        // server that does not answer (stopped, hung) is given up after a second, so the exit never waits on it.
+        JackClient.boundClosingCalls(seconds: Self.closingCallSeconds)
         session.close()
         printer.print(session.drainEvents(), session: session)
         return costs

@@ -2,6 +2,7 @@ import Takes
 import Testing
 import Foundation
 import Jack
+import SoundFile
 import TestSupport
 
 /// The JACK server paused (SIGSTOP) under a running session: nothing of Tandem's is taken for hung, and a stop
@@ -38,5 +39,43 @@ import TestSupport
         #expect(RackIsolationTests.rackPid(port) == pid, "the rack's process was replaced: \(rack)\n\(run.output)")
         #expect((rack["hangs"] as? Int ?? 0) == 0 && (rack["crashes"] as? Int ?? 0) == 0, "\(rack)")
         #expect(!run.output.contains("hung"), "\(run.output)")
+    }
+
+    /// SIGTERM to `tandem record` while its server is stopped: the process ends within 3 s (it blocked in
+    /// `jack_deactivate` for as long as the server stayed stopped), and the take's file and report are complete:
+    /// ended "stopped", the report's frames are the file's, and the file opens.
+    @Test func sigtermEndsTheProcessWhileTheServerIsPaused() throws {
+        let server = try TestEnvironment.server("pauseterm")
+        defer {
+            server.process.signal(SIGCONT)
+            server.stop()
+        }
+        let dir = TestEnvironment.temporaryDirectory("pauseterm")
+        let t = try TandemProcess(["record", "-c", "2", "-d", dir.path, "--session", "paused"], server: server,
+                                  log: dir.appendingPathComponent("record.log").path)
+        defer { t.process.stop(SIGKILL, grace: 0) }
+        #expect(t.waitFor(" recording: ", timeout: 5), "\(t.output)")
+        // Some audio in the file before the pause.
+        let audio = try #require(announcedFile(t.output))
+        #expect(TestEnvironment.waitUntil(timeout: 5) {
+            ((try? FileManager.default.attributesOfItem(atPath: audio)[.size] as? Int) ?? 0) > 16_384
+        })
+        server.process.signal(SIGSTOP)
+        let sent = Date()
+        t.process.signal(SIGTERM)
+        let code = t.process.wait(timeout: 3)
+        let took = Date().timeIntervalSince(sent)
+        #expect(code != nil, "SIGTERM with the server stopped: still running after 3 s\n\(t.output)\n\(hangReport(t.process.pid))")
+        print("SIGTERM with the server stopped: ended in \(String(format: "%.2f", took)) s, code \(String(describing: code))")
+        let path = try #require(announcedReport(t.output) ?? firstReport(dir), "\(t.output)")
+        let r = try TakeReport.read(from: path)
+        #expect(r.ended == .stopped && r.frames > 0, "\(r.ended) \(r.frames)")
+        let file = try #require(r.chunks.first?.files.first)
+        #expect(try SoundFileReader(path: file).frames == r.frames)
+    }
+
+    func firstReport(_ dir: URL) -> String? {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []
+        return names.first { $0.hasSuffix(".json") }.map { dir.appendingPathComponent($0).path }
     }
 }
