@@ -60,44 +60,45 @@ let package = Package(
         ]),
         // Offline rendering: a chain over files, cycle by cycle, with the engines' own RT code and no JACK (docs/RENDER.md).
         .target(name: "Render", dependencies: [
-            "Plugins", "Presets", "SoundFile", "MIDIFile", "Commands", "Realtime",
+            "Plugins", "Presets", "SoundFile", "MIDIFile", "Commands", "Realtime", "Loudness",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
         // The take pipeline: files, reports, chunks, markers, retention, the level trigger, recovery. Never JACK.
         .target(name: "Takes", dependencies: [
-            "Realtime", "SoundFile", "Presets", "MIDIFile", "Commands",
+            "Realtime", "SoundFile", "Presets", "MIDIFile", "Commands", "Loudness",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "Engine", dependencies: [
-            "Realtime", "Jack", "SoundFile", "Presets", "Plugins", "MIDIFile", "Commands", "Takes",
+            "Realtime", "Jack", "SoundFile", "Presets", "Plugins", "MIDIFile", "Commands", "Takes", "Loudness",
             .product(name: "Logging", package: "swift-log"),
         ]),
         // The session coordinator and its policies: one owner of the engines, applying presets by plan, every command
         // carried out in one place (Session.execute).
         .target(name: "Coordinator", dependencies: [
-            "Engine", "Takes", "Jack", "Realtime", "SoundFile", "Presets", "Plugins", "MIDIFile", "Commands",
+            "Engine", "Takes", "Jack", "Realtime", "SoundFile", "Presets", "Plugins", "MIDIFile", "Commands", "Loudness",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "Control", dependencies: [
-            "CLo", "Engine", "Coordinator", "Takes", "Presets", "Plugins", "Commands", "Realtime",
+            "CLo", "Engine", "Coordinator", "Takes", "Presets", "Plugins", "Commands", "Realtime", "Loudness",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
         // The HTTP and WebSocket API and the web page: requests become commands of the command model, carried out
         // on the session's thread (see `SessionGateway`).
         .target(name: "WebAPI", dependencies: [
-            "Engine", "Coordinator", "Commands", "Control", "Presets", "Plugins", "Realtime", "Takes",
+            "Engine", "Coordinator", "Commands", "Control", "Presets", "Plugins", "Realtime", "Takes", "Loudness",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
             .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "Logging", package: "swift-log"),
         ], resources: [.copy("Resources")]),
         .executableTarget(name: "tandem", dependencies: [
-            "Engine", "Coordinator", "Control", "Jack", "SoundFile", "Presets", "Realtime", "Plugins", "Commands", "WebAPI", "Render", "Takes",
+            "Engine", "Coordinator", "Control", "Jack", "SoundFile", "Presets", "Realtime", "Plugins", "Commands", "WebAPI", "Render", "Takes", "Loudness",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -122,7 +123,7 @@ let package = Package(
         .testTarget(name: "PluginsTests", dependencies: ["Plugins", "Presets", "TestSupport",
                                                         .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "TandemTests", dependencies: ["Takes", "TestSupport", "SoundFile", "Engine", "Coordinator", "Jack", "Control", "Plugins",
-                                                       "NSMServerFixture", "Commands", "Render"]),
+                                                       "NSMServerFixture", "Commands", "Render", "Loudness"]),
         .testTarget(name: "RenderTests", dependencies: ["Render", "Plugins", "Presets", "Commands", "SoundFile",
                                                        "TestSupport"]),
         .testTarget(name: "ControlTests", dependencies: ["Takes", "Control", "Engine", "Coordinator", "Presets", "TestSupport", "Commands"]),

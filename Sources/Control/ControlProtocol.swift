@@ -2,6 +2,7 @@ import Commands
 import Coordinator
 import Engine
 import Foundation
+import Loudness
 import Logging
 import Plugins
 import Presets
@@ -110,12 +111,23 @@ public final class ControlProtocol {
         }
         let now = Date()
         let meters = session.meters
+        let loudness = session.loudness
         for (key, var s) in subscribers where s.meterInterval > 0 && now >= s.nextMeters {
             s.nextMeters = now.addingTimeInterval(s.meterInterval)
             subscribers[key] = s
             var args: [OSCValue] = []
             for m in meters { args += [.float(Float(m.peakDB)), .float(Float(m.rmsDB))] }
             sendToSubscriber(key, OSCMessage("/tandem/meters", args).encode())
+            // Per programme: its channels, then momentary, short-term, integrated (LUFS), range (LU), true peak
+            // (dBTP); -inf where the meter has no value yet.
+            var loud: [OSCValue] = []
+            for p in loudness {
+                loud.append(.string(p.channels.joined(separator: "+")))
+                for v in [p.momentary, p.shortTerm, p.integrated, p.range, p.truePeak] {
+                    loud.append(.float(v.map(Float.init) ?? -Float.infinity))
+                }
+            }
+            if !loud.isEmpty { sendToSubscriber(key, OSCMessage("/tandem/loudness", loud).encode()) }
         }
         return handled > 0
     }

@@ -1,6 +1,7 @@
 import Coordinator
 import Engine
 import Foundation
+import Loudness
 import Plugins
 import Prometheus
 
@@ -61,6 +62,9 @@ public final class SessionMetrics {
     /// Per rack (labelled `engine` with the rack's name): its cycle cost, as the recorder's and player's.
     private var rackCycles: [String: [Gauge]] = [:]
     private var recorderMetrics: RecorderMetrics?
+    /// Per programme (labelled `engine`, `channels`): momentary, short-term and integrated loudness, the range, the
+    /// true peak. A value the meter cannot have yet (silence, too short) is -Inf.
+    private var loudnessMetrics: [String: [Gauge]] = [:]
     private var playerMetrics: PlayerMetrics?
 
     /// Last raw values read, per counter key (see the type's note on re-created engines).
@@ -141,6 +145,22 @@ public final class SessionMetrics {
                                 labels: labels))
         pluginMetrics[key] = m
         return m
+    }
+
+    private func loudness(_ p: ProgrammeLoudness) -> [Gauge] {
+        let engine = p.engine ?? "", channels = p.channels.joined(separator: "+")
+        let key = engine + "\u{0}" + channels
+        if let g = loudnessMetrics[key] { return g }
+        let r = registry, labels = [("engine", engine), ("channels", channels)]
+        let g = ["momentary", "short_term", "integrated"].map {
+            r.makeGauge(descriptor: Self.name("loudness_lufs", "EBU R128 loudness of a programme (a channel group): momentary (400 ms), short-term (3 s) and integrated (gated, since the take or the meter started)."),
+                        labels: labels + [("stat", $0)])
+        } + [
+            r.makeGauge(descriptor: Self.name("loudness_range_lu", "EBU Tech 3342 loudness range of a programme."), labels: labels),
+            r.makeGauge(descriptor: Self.name("true_peak_dbtp", "Highest true peak (4x oversampled) of a programme."), labels: labels),
+        ]
+        loudnessMetrics[key] = g
+        return g
     }
 
     private func rackCycle(_ rack: String) -> [Gauge] {
@@ -233,6 +253,11 @@ public final class SessionMetrics {
                 m.cost[0].set(to: t.meanMicros / 1e6)
                 m.cost[1].set(to: t.maxMicros / 1e6)
                 feed(m.over, "over.\(engine).\(p.name)", t.overBudget)
+            }
+        }
+        for p in s.loudness ?? [] {
+            for (g, v) in zip(loudness(p), [p.momentary, p.shortTerm, p.integrated, p.range, p.truePeak]) {
+                g.set(to: v ?? -Double.infinity)
             }
         }
         serverLost.set(to: s.serverLost ? 1 : 0)

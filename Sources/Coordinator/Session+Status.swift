@@ -1,6 +1,7 @@
 import Engine
 import Foundation
 import Jack
+import Loudness
 import Plugins
 import Presets
 import Realtime
@@ -16,6 +17,9 @@ extension Session {
 
     /// The latest meter readings (from `sampleMeters`).
     public var meters: [SessionStatus.Meter] { meterTap.meters }
+
+    /// Every measured programme's loudness now (each engine publishes its own at most every 100 ms).
+    public var loudness: [ProgrammeLoudness] { recorder?.loudness ?? [] }
 
     /// Everything a status display or a remote controller wants to know, now.
     public func status() -> SessionStatus {
@@ -54,13 +58,16 @@ extension Session {
                 cycle: .init(p.cycleCost), queue: p.queue, gainDB: p.gainDB)
         }
         let serverName = JackServer.effectiveName(server)
-        return SessionStatus(session: preset?.session.name ?? "", server: serverName,
+        let programmes = loudness
+        var status = SessionStatus(session: preset?.session.name ?? "", server: serverName,
                              sampleRate: client?.sampleRate ?? 0, period: client?.bufferSize ?? 0,
                              serverLost: isWaitingForServer, dspLoad: client.map(\.cpuLoad),
                              xruns: [rec?.xruns, play?.xruns].compactMap { $0 }.max(),
                              recorder: rec, player: play, meters: meterTap.meters,
                              workers: workers.list.map { $0.detail.isEmpty ? $0.name : "\($0.name): \($0.detail)" },
                              racks: rackStatus(), plugins: pluginStatus())
+        status.loudness = programmes.isEmpty ? nil : programmes
+        return status
     }
 
     /// What an idle recorder waits for (see `RecorderStatus.state`).

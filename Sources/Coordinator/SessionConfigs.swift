@@ -29,6 +29,7 @@ extension RecorderConfig {
         schedule = r.schedule
         rotateOnClock = r.rotateOnClock
         retention = r.retention
+        loudness = r.loudnessOff ? nil : (r.loudness ?? (session.loudness ? .pairs(channels: r.ports.count) : nil))
     }
 
     /// Whether `other` can be applied without re-creating the JACK client (same name, ports, ring, pre-roll).

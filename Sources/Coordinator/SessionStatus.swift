@@ -1,3 +1,4 @@
+import Loudness
 import Engine
 import Foundation
 import Jack
@@ -120,6 +121,8 @@ public struct SessionStatus: Codable, Sendable {
     public var racks: [RackStatus] = []
     /// Each engine's insert chain: plugins, control values, latency.
     public var plugins: [String: ChainStatus]
+    /// EBU R128 loudness of each measured programme (`loudness` in the preset; absent when nothing is measured).
+    public var loudness: [ProgrammeLoudness]? = nil
 
     public struct ChainStatus: Codable, Sendable {
         public var plugins: [PluginStatus]

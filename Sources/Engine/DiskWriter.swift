@@ -2,7 +2,9 @@ import Commands
 import Presets
 import Foundation
 import Logging
+import Loudness
 import Realtime
+import Synchronization
 import Takes
 
 /// The disk-writer thread of one recorder: the ring pump. It drains the capture ring in chunks, reads the callback's
@@ -97,6 +99,19 @@ final class DiskWriter: @unchecked Sendable {
     private let trigSection: TriggerSection?
     private let triggerRule: LevelTrigger.Rule?
 
+    // Loudness (writer thread): between takes the live meters, fed every ring frame as it arrives; during a take its
+    // own meters (`ActiveTake.loudness`, fed what is written) are the ones read.
+    private var live: ProgrammeMeters?
+    /// Ring frames past the reader's head already fed to `live`.
+    private var meterAhead = 0
+    /// Whether the readings last published were a take's (the live meters start anew after it).
+    private var liveAfterTake = false
+    private var lastPublished = 0.0
+    private let names: [String]
+    private let sampleRate: Int
+    /// The readings as of the last publication (at most every 100 ms). Any thread.
+    let loudness = Mutex<[ProgrammeLoudness]>([])
+
     init(config: RecorderConfig, state: RecorderState, sampleRate: Int, portNames: [String], logger: Logger,
          xruns: @escaping @Sendable () -> Int) {
         self.state = state
@@ -113,6 +128,15 @@ final class DiskWriter: @unchecked Sendable {
                           portNames: portNames, logger: logger, xruns: xruns)
         commands = Mailbox(wakeup: state.wakeup)
         midi = MIDITakeWriter(midi: state.midi, sampleRate: sampleRate, prerollFrames: prerollFrames, logger: logger)
+        names = config.ports
+        self.sampleRate = sampleRate
+        live = DiskWriter.meters(config.loudness, channels: state.recordedChannels, names: names, sampleRate: sampleRate)
+    }
+
+    static func meters(_ groups: LoudnessGroups?, channels: Int, names: [String], sampleRate: Int) -> ProgrammeMeters? {
+        guard let groups else { return nil }
+        return try? ProgrammeMeters(groups: groups.groups, channels: channels, names: names,
+                                    sampleRate: Double(sampleRate))
     }
 
     // MARK: Control side
@@ -147,6 +171,7 @@ final class DiskWriter: @unchecked Sendable {
         commands.handled(batch.count)
         pump()
         midi.pump(take: files.take, ringPosition: streamPosition)
+        publishLoudness()
         return !(quitRequested && files.take == nil)
     }
 
@@ -185,6 +210,11 @@ final class DiskWriter: @unchecked Sendable {
             if let t = files.take, t.framesWritten > 0 { files.rotate(t) }
         case .configure(let c):
             files.configure(c)
+            if c.loudness?.groups != live?.groups {
+                live = DiskWriter.meters(c.loudness, channels: state.recordedChannels, names: c.ports,
+                                         sampleRate: sampleRate)
+                meterAhead = 0
+            }
         case .quit:
             quitRequested = true
         case .arm(let context):
@@ -285,9 +315,43 @@ final class DiskWriter: @unchecked Sendable {
         files.open(t)
     }
 
-    /// Ring frames the reader consumed: the trigger's lead shrinks with them.
+    /// Ring frames the reader consumed: the trigger's and the meters' leads shrink with them.
     private func consumed(_ n: Int) {
         triggerAhead = max(0, triggerAhead - n)
+        meterAhead = max(0, meterAhead - n)
+    }
+
+    /// Between takes: feeds the live meters every ring frame they have not seen (gaps are not measured).
+    private func feedLiveMeters() {
+        guard let live, files.take == nil else { return }
+        if liveAfterTake {
+            live.reset()
+            liveAfterTake = false
+        }
+        let reader = state.ring.reader
+        while meterAhead < reader.available {
+            let n = min(reader.available - meterAhead, TakeFiles.chunkFrames)
+            let r = reader.peek(n, offset: meterAhead)
+            live.add(r.first, frames: r.firstFrames)
+            if r.secondFrames > 0 { live.add(r.second, frames: r.secondFrames) }
+            meterAhead += n
+        }
+    }
+
+    /// Publishes the readings of the take's meters while one runs, else of the live ones; at most every 100 ms.
+    private func publishLoudness() {
+        guard live != nil || files.take?.loudness != nil else { return }
+        let now = ProcessInfo.processInfo.systemUptime
+        guard now - lastPublished >= 0.1 else { return }
+        lastPublished = now
+        let readings: [ProgrammeLoudness]
+        if let meters = files.take?.loudness {
+            readings = meters.readings(engine: "recorder")
+            liveAfterTake = true
+        } else {
+            readings = live?.readings(engine: "recorder") ?? []
+        }
+        loudness.withLock { $0 = readings }
     }
 
     /// Moves every frame the ring holds (and every announced gap) into the running take, or past it.
@@ -295,6 +359,7 @@ final class DiskWriter: @unchecked Sendable {
         let reader = state.ring.reader
         while true {
             feedTrigger()
+            feedLiveMeters()
             beginPendingTake()
             var next: GapNote?
             switch state.drops.peek() {

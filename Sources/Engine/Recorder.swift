@@ -2,6 +2,7 @@ import Commands
 import Foundation
 import Jack
 import Logging
+import Loudness
 import Plugins
 import Presets
 import Realtime
@@ -114,6 +115,9 @@ public final class Recorder: @unchecked Sendable {
     public var ringFill: (frames: Int, capacity: Int) { (state.pointee.ring.fill, state.pointee.ring.capacity) }
 
     /// The running take, if any.
+    /// Each programme's loudness (`RecorderConfig.loudness`): the running take's, else the live meters'. Any thread.
+    public var loudness: [ProgrammeLoudness] { writer.loudness.withLock { $0 } }
+
     public var takeStatus: (take: Int, frames: Int, files: [String], bytes: Int)? {
         writer.status.map { ($0.take, $0.frames, $0.files, $0.bytes) }
     }

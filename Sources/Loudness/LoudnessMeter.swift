@@ -1,4 +1,4 @@
-import LoudnessDSP
+internal import LoudnessDSP
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -179,6 +179,8 @@ public struct SessionSection: Sendable, Equatable {
     /// JACK's timebase master (bars and beats from frame 0), which plugins that follow time:Position hear.
     public var tempo: Double?
     public var meter: Meter = Meter()
+    /// EBU R128 loudness meters on every engine that does not say otherwise (docs/LOUDNESS.md).
+    public var loudness = false
 
     /// A time signature, "4/4".
     public struct Meter: Sendable, Equatable, CustomStringConvertible {
@@ -255,6 +257,11 @@ public struct RecorderSection: Sendable, Equatable {
     public var rotateOnClock = false
     /// `[recorder.retention]`.
     public var retention: RetentionSection?
+    /// Loudness meters (`loudness`, `loudness_groups`): which channels are measured as which programme; nil: off
+    /// (unless `[session] loudness` turns them on, as stereo pairs).
+    public var loudness: LoudnessGroups?
+    /// `loudness = false` given: off even where the session turns loudness on.
+    public var loudnessOff = false
     public init() {}
 }
 

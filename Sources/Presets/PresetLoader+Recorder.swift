@@ -6,7 +6,7 @@ extension Validator {
         let s = "recorder"
         unknownKeys(t, ["client", "channels", "ports", "format", "sample", "quality", "template", "stems", "rotate",
                         "rotate_size", "preroll", "duration", "stop_at", "start", "ring", "plugins", "dry",
-                        "trigger", "schedule", "rotate_on_clock", "retention", "midi_ports"],
+                        "trigger", "schedule", "rotate_on_clock", "retention", "midi_ports", "loudness", "loudness_groups"],
                     section: s)
         var r = RecorderSection()
         r.client = client(t, s, default: r.client)
@@ -54,6 +54,26 @@ extension Validator {
         schedule(t, &r)
         rotateOnClock(t, &r)
         retention(t, &r)
+        loudness(t, &r)
         return r
+    }
+}
+
+extension Validator {
+    /// `loudness = true|false` and `loudness_groups = ["1-2", "3"]` (which implies `loudness = true`).
+    mutating func loudness(_ t: TOMLTable, _ r: inout RecorderSection) {
+        let on = bool(t, "loudness", "recorder")
+        if on == false { r.loudnessOff = true }
+        if let (texts, line) = strings(t, "loudness_groups", "recorder") {
+            if on == false {
+                problem("recorder.loudness_groups", line, "'loudness_groups' measures loudness, but 'loudness = false' turns it off")
+            }
+            switch LoudnessGroups.parse(texts, channels: r.ports.count) {
+            case .success(let groups): r.loudness = groups
+            case .failure(let why): problem("recorder.loudness_groups", line, why.description)
+            }
+        } else if on == true {
+            r.loudness = .pairs(channels: r.ports.count)
+        }
     }
 }

@@ -6,8 +6,9 @@ extension Validator {
         let s = "session"
         unknownKeys(t, ["name", "server", "directory", "create_directory", "on_server_loss", "on_disk_error", "on_manual_disconnect",
                         "control_port", "metrics_port", "http", "http_origins", "restore_plugins", "save_plugins", "server_wait", "on_plugin_error",
-                        "exit_after", "tempo", "meter"], section: s)
+                        "exit_after", "tempo", "meter", "loudness"], section: s)
         var out = SessionSection()
+        out.loudness = bool(t, "loudness", s) ?? false
         out.tempo = number(t, "tempo", s, SessionSection.tempos, unit: " beats per minute")
         if let (text, line) = string(t, "meter", s) {
             if let m = SessionSection.Meter(text) { out.meter = m } else {

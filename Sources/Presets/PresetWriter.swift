@@ -34,6 +34,7 @@ public extension Preset {
         }
         if session.onPluginError != d.onPluginError { out.raw("on_plugin_error", session.onPluginError.rawValue) }
         if let exit = session.exitAfter { out.raw("exit_after", exit.rawValue) }
+        if session.loudness { out.bool("loudness", true) }
 
         if let r = recorder {
             let d = RecorderSection()
@@ -56,6 +57,11 @@ public extension Preset {
             if r.recordDry { out.bool("dry", true) }
             if let schedule = r.schedule { out.line("schedule = [" + schedule.map(TOMLText.quoted).joined(separator: ", ") + "]") }
             if r.rotateOnClock { out.bool("rotate_on_clock", true) }
+            if r.loudnessOff { out.bool("loudness", false) }
+            if let g = r.loudness {
+                if g == .pairs(channels: r.ports.count) { out.bool("loudness", true) }
+                else { out.line("loudness_groups = [" + g.texts.map(TOMLText.quoted).joined(separator: ", ") + "]") }
+            }
             out.plugins(r.plugins, section: "recorder")
             if let g = r.trigger { out.trigger(g) }
             if let k = r.retention { out.retention(k) }
@@ -189,6 +195,8 @@ struct TOMLText {
         if r.jobs != 1 { integer("jobs", r.jobs) }
         if let t = r.jobTimeoutSeconds { number("job_timeout", t) }
         if let a = r.automationFile { string("automation", a) }
+        if let n = r.normalize { number("normalize", n) }
+        if let c = r.truePeakCeiling { number("true_peak_ceiling", c) }
         for e in r.events {
             arrayTable("render.event")
             switch e.at {

@@ -1,5 +1,6 @@
 import Foundation
 import SoundFile
+import Loudness
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -45,6 +46,8 @@ public final class ActiveTake {
     /// The `+N` every file name of this take carries (0: none), chosen at its start when the template's names for
     /// it were taken already (a template without `{take}`, or files of an earlier run in the folder).
     var nameVariant = 0
+    /// The take's loudness meters, fed every frame written (nil: not measured).
+    public var loudness: ProgrammeMeters?
     /// The level-trigger decision that started this take (nil: started by a command).
     public var triggerStart: LevelTrigger.Start?
 

@@ -49,6 +49,8 @@ public struct RecorderConfig: Sendable, Equatable {
     public var rotateOnClock = false
     /// `[recorder.retention]`, applied by the disk writer at start and after each take or chunk.
     public var retention: RetentionSection?
+    /// Loudness meters over these groups of the recorded ports (nil: none): live, and into every take's report.
+    public var loudness: LoudnessGroups?
     /// The wall clock the recorder reads: the session's (`SessionEnvironment.clock`).
     public var clock = SessionClock()
 
@@ -95,6 +97,9 @@ public struct RecorderConfig: Sendable, Equatable {
         }
         out += FileNameTemplate(template).problems()
         if recordDry && plugins.isEmpty { out.append("recording the dry input needs a plugin chain") }
+        if let g = loudness, case .failure(let why) = LoudnessGroups.parse(g.texts, channels: ports.count) {
+            out.append("loudness groups: \(why)")
+        }
         out += unattendedProblems()
         return out
     }

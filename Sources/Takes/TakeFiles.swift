@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import Realtime
 import SoundFile
+import Loudness
 import Synchronization
 
 /// The files of a recorder's takes: names, chunks, BWF, the sidecar report, rotation, sync and the end of a take.
@@ -160,6 +161,10 @@ public final class TakeFiles: @unchecked Sendable {
                            sidecar: SidecarFile(path: path(take: number, date: date, channel: nil, chunk: nil,
                                                            ext: "json", variant: free?.variant ?? 0)))
         t.nameVariant = free?.variant ?? 0
+        if let groups = config.loudness {
+            t.loudness = try? ProgrammeMeters(groups: groups.groups, channels: channels, names: config.ports,
+                                              sampleRate: Double(sampleRate))
+        }
         take = t
         if free == nil {
             t.failed = "no free file name for take \(number) in \(config.directory): '\(config.template)' and "
@@ -289,6 +294,7 @@ public final class TakeFiles: @unchecked Sendable {
     /// Writes interleaved frames to the chunk's file(s); a failure is kept in `t.failed`.
     private func write(_ t: ActiveTake, _ samples: UnsafeMutablePointer<Float>, frames: Int) {
         guard frames > 0 else { return }
+        t.loudness?.add(samples, frames: frames)
         do {
             if config.stems {
                 var done = 0
@@ -415,6 +421,7 @@ public final class TakeFiles: @unchecked Sendable {
         t.report.xruns = max(0, xruns() - t.context.xrunsAtStart)
         t.report.ended = t.failed != nil ? .diskError : end
         t.report.endDetail = t.failed ?? detail
+        if let meters = t.loudness { t.report.loudness = meters.readings(summary: true) }
         writeSidecar(t)
         take = nil
         published.withLock { $0 = nil }

@@ -1,6 +1,7 @@
 import Foundation
 import Presets
 import Commands
+import Loudness
 
 /// Why a take ended, as written in its sidecar.
 public enum TakeEnd: String, Codable, Sendable {
@@ -130,6 +131,10 @@ public struct TakeReport: Codable, Sendable {
     /// chain of the session), each at the input frame of the cycle that applied it, with the period and the take's
     /// place in its cycle: what `tandem render --take` applies again at the same frames (absent in older reports).
     public var controlLog: ControlLog? = nil
+    /// Each programme's loudness (`[recorder] loudness`): integrated, range, true peak and the maxima of the take's
+    /// frames as written, silence of gaps included, so it equals `tandem loudness` of the take's files (absent when
+    /// not measured).
+    public var loudness: [ProgrammeLoudness]? = nil
 
     /// Encodes as pretty JSON.
     public func json() -> Data {

@@ -1,6 +1,7 @@
 import Coordinator
 import Engine
 import Foundation
+import Loudness
 import Synchronization
 
 /// What the event streams read between turns of the control loop: the session's numbered events (its journal,
@@ -31,7 +32,7 @@ final class LiveFeed: Sendable {
 
     /// The meters now, as the message the streams send. Control thread.
     func publish(_ session: Session) {
-        let message = Self.metersMessage(session.meters)
+        let message = Self.metersMessage(session.meters, loudness: session.loudness)
         state.withLock { $0.meters = message }
     }
 
@@ -39,14 +40,18 @@ final class LiveFeed: Sendable {
     var meters: String { state.withLock { $0.meters } }
 
     /// `{"type":"meters","meters":[{"port":…,"peakDB":…,"rmsDB":…,"holdDB":…,"clip":…}]}`, silence as "-inf" as in the
-    /// status.
-    static func metersMessage(_ meters: [SessionStatus.Meter]) -> String {
+    /// status; with `"loudness":[…]` (the status's `loudness` entries) when programmes are measured.
+    static func metersMessage(_ meters: [SessionStatus.Meter], loudness: [ProgrammeLoudness] = []) -> String {
         var text = #"{"meters":["#
         for (i, m) in meters.enumerated() {
             if i > 0 { text += "," }
             text += #"{"clip":\#(m.clip),"holdDB":\#(number(m.holdDB)),"peakDB":\#(number(m.peakDB)),"port":\#(quoted(m.port)),"rmsDB":\#(number(m.rmsDB))}"#
         }
-        return text + #"],"type":"meters"}"#
+        text += "]"
+        if !loudness.isEmpty, let data = try? JSONEncoder().encode(loudness) {
+            text += #","loudness":"# + String(decoding: data, as: UTF8.self)
+        }
+        return text + #","type":"meters"}"#
     }
 
     static func number(_ d: Double) -> String {

@@ -1,6 +1,7 @@
 import Coordinator
 import Engine
 import Foundation
+import Loudness
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -187,6 +188,7 @@ final class LiveView {
             }
             lines.append(line)
         }
+        for p in s.loudness ?? [] { lines.append(Self.loudnessLine(p)) }
         for engine in ["recorder", "player"] + s.racks.map(\.name) {
             guard let chain = s.plugins[engine] else { continue }
             let plugins = chain.plugins.map { p in
@@ -202,6 +204,13 @@ final class LiveView {
             for problem in chain.problems { lines.append(paint("  ! " + problem, "33")) }
         }
         return lines
+    }
+
+    /// "loudness recorder in_1+in_2 · M -23.0 S -23.1 I -23.0 LUFS · LRA 4.2 LU · TP -1.3 dBTP".
+    static func loudnessLine(_ p: ProgrammeLoudness) -> String {
+        let t = LoudnessReading.text
+        return "loudness \(p.engine ?? "") \(p.channels.joined(separator: "+")) · M \(t(p.momentary)) S \(t(p.shortTerm)) "
+            + "I \(t(p.integrated)) LUFS · LRA \(t(p.range)) LU · TP \(t(p.truePeak)) dBTP"
     }
 
     func plainLine(_ s: SessionStatus) -> String {

@@ -125,6 +125,12 @@ struct RecordCommand: ParsableCommand {
     @Option(name: .long, help: "Level trigger: a take is at most this many seconds long (the next one starts on the next frame).")
     var maxLength: Double?
 
+    @Flag(name: .long, help: "Measure EBU R128 loudness (momentary, short-term, integrated, range, true peak) of each stereo pair live and into every take's report.")
+    var loudness = false
+
+    @Option(name: .long, help: "Loudness programmes as channel runs, e.g. 1-2,3 (1, 2, 5 or 6 channels each; implies --loudness).")
+    var loudnessGroups: String?
+
     @Option(name: .long, help: "Record only in these local times, e.g. 'Mon-Fri 09:00-17:30' (repeatable).")
     var schedule: [String] = []
 
@@ -168,6 +174,10 @@ struct RecordCommand: ParsableCommand {
         }
         if DiskErrorPolicy(rawValue: onDiskError) == nil {
             throw ValidationError("unknown --on-disk-error '\(onDiskError)' (stop, continue)")
+        }
+        if let loudnessGroups, case .failure(let why) = LoudnessGroups.parse(
+            loudnessGroups.split(separator: ",").map(String.init), channels: port.isEmpty ? (channels ?? 2) : port.count) {
+            throw ValidationError("--loudness-groups '\(loudnessGroups)': \(why)")
         }
         if TriggerMeasure(rawValue: triggerMeasure) == nil {
             throw ValidationError("unknown --trigger-measure '\(triggerMeasure)' (peak, rms)")
@@ -247,6 +257,13 @@ struct RecordCommand: ParsableCommand {
         r.ringSeconds = ring
         r.plugins = plugins.specs
         r.recordDry = dry
+        if let loudnessGroups,
+           case .success(let g) = LoudnessGroups.parse(loudnessGroups.split(separator: ",").map(String.init),
+                                                       channels: r.ports.count) {
+            r.loudness = g
+        } else if loudness {
+            r.loudness = .pairs(channels: r.ports.count)
+        }
         p.recorder = r
         return p
     }

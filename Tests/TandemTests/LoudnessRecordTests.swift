@@ -1,0 +1,106 @@
+import Foundation
+import Loudness
+import Takes
+import Testing
+import TestSupport
+
+/// EBU R128 loudness of a recorder, from a real server: live in the status, the metrics and the event stream's meter
+/// frames, and in the take's report, where it equals a measurement of the take's own file.
+@Suite(.serialized) struct LoudnessRecordTests {
+    /// Stereo 1 kHz: 3 s at -23 dBFS, 3 s at -33 dBFS (a range of about 10 LU), looped by the session's player into
+    /// its recorder.
+    static func source(_ path: String) throws {
+        var samples: [Float] = []
+        for n in 0..<(6 * 48000) {
+            let level = n < 3 * 48000 ? -23.0 : -33.0
+            let v = Float(pow(10, level / 20) * sin(2 * Double.pi * 1000 * Double(n) / 48000))
+            samples += [v, v]
+        }
+        try TestEnvironment.writeWAV(samples, channels: 2, path: path)
+    }
+
+    static func get(_ port: Int, _ path: String) throws -> String {
+        try TestEnvironment.run(["curl", "-s", "--max-time", "5", "http://127.0.0.1:\(port)\(path)"]).output
+    }
+
+    @Test func aTakeReportHoldsTheLoudnessOfItsFileAndTheStatusShowsItLive() throws {
+        let server = try TestEnvironment.server("loud-rec")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("loud-rec")
+        let sine = dir.appendingPathComponent("sine.wav").path
+        try Self.source(sine)
+        let port = Int.random(in: 20000...40000)
+        let control = LoopbackUDP.freePort()
+        let preset = dir.appendingPathComponent("loud.toml").path
+        try """
+            [session]
+            name = "loud"
+            directory = "\(dir.path)"
+            loudness = true
+            exit_after = "take"
+            [recorder]
+            client = "loud-rec"
+            channels = 2
+            duration = 8
+            start = "armed"
+            [player]
+            client = "loud-play"
+            queue = ["\(sine)"]
+            loop = "item"
+            [[connect]]
+            from = "loud-play:out_*"
+            to = "loud-rec:in_*"
+            """.write(toFile: preset, atomically: true, encoding: .utf8)
+        let tandem = try TandemProcess(["run", preset, "--no-view", "--control-port", "\(control)", "--metrics-port", "\(port)"],
+                                       server: server, log: dir.appendingPathComponent("run.log").path)
+        defer { if tandem.process.isRunning { _ = tandem.process.stop(SIGKILL) } }
+        #expect(tandem.waitFor("HTTP API listening"), "\(tandem.output)")
+
+        // Armed: the live meters run before any take. The momentary value settles within a second.
+        var live: [String: Any]?
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            let text = try Self.get(port, "/api/status")
+            if let json = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+               let list = json["loudness"] as? [[String: Any]], let first = list.first, first["momentary"] != nil {
+                live = first
+                break
+            }
+            usleep(100_000)
+        }
+        let reading = try #require(live, "no live loudness in the status")
+        #expect(reading["engine"] as? String == "recorder")
+        #expect(reading["channels"] as? [String] == ["in_1", "in_2"])
+        let momentary = try #require(reading["momentary"] as? Double)
+        #expect(momentary > -34.5 && momentary < -21.5, "momentary \(momentary)")
+        let metrics = try Self.get(port, "/metrics")
+        #expect(metrics.contains(#"tandem_loudness_lufs{engine="recorder",channels="in_1+in_2",stat="momentary"}"#)
+                || metrics.contains(#"tandem_loudness_lufs{channels="in_1+in_2",engine="recorder",stat="momentary"}"#),
+                "\(metrics.prefix(3000))")
+        #expect(metrics.contains("tandem_true_peak_dbtp"))
+
+        // A take of 8 s: its report's loudness is the file's.
+        let ctl = try TestEnvironment.run([TestEnvironment.product("tandem"), "ctl", "--port",
+                                           "\(control)", "record", "start"])
+        #expect(ctl.code == 0, "\(ctl.output)")
+        #expect(tandem.process.wait(timeout: 30) == 0, "\(tandem.output)")
+        let reportPath = try #require(TakeCheck.reports(in: dir.path).first)
+        let report = try TakeReport.read(from: reportPath)
+        let loudness = try #require(report.loudness?.first, "no loudness in \(reportPath)")
+        #expect(loudness.channels == ["in_1", "in_2"])
+        #expect(loudness.momentary == nil, "a report holds the whole, not the current values")
+        let file = try #require(report.chunks.first?.files.first)
+        let audio = try TestEnvironment.readAudio(file)
+        let meter = try LoudnessMeter(channels: 2, sampleRate: 48000)
+        audio.samples.withUnsafeBufferPointer { meter.add($0) }
+        let offline = meter.reading
+        print("measured: take report I \(loudness.integrated ?? .nan) LRA \(loudness.range ?? .nan) TP \(loudness.truePeak ?? .nan); "
+              + "its file I \(offline.integrated ?? .nan) LRA \(offline.range ?? .nan) TP \(offline.truePeak ?? .nan)")
+        #expect(abs((loudness.integrated ?? 0) - (offline.integrated ?? 1)) <= 0.01)
+        #expect(abs((loudness.range ?? 0) - (offline.range ?? 1)) <= 0.01)
+        #expect(abs((loudness.truePeak ?? 0) - (offline.truePeak ?? 1)) <= 0.01)
+        // The source's own figures: two levels 10 dB apart, each half the time.
+        #expect((loudness.integrated ?? 0) > -27 && (loudness.integrated ?? 0) < -24, "\(loudness)")
+        #expect(abs((loudness.truePeak ?? 0) + 23) < 0.3, "\(loudness)")
+    }
+}
