@@ -35,7 +35,7 @@ extension HTTPServer {
         guard path == "/api/events" || path.hasPrefix("/api/events?") else {
             return await refuse(.notFound, "no WebSocket at \(path.prefix { $0 != "?" }) (the event stream is /api/events)")
         }
-        switch configuration.access.check(request, changes: true) {
+        switch configuration.access.check(request, changes: true, tokenInQuery: true) {
         case .allowed: break
         case .unauthorized: return await refuse(.unauthorized, HTTPAccess.unauthorizedMessage)
         case .forbidden(let why): return await refuse(.forbidden, why)

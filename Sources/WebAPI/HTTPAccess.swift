@@ -7,7 +7,8 @@ import Glibc
 
 /// Who may use the API and from where (docs/HTTP.md, "Security"): a server bound to loopback needs no token; one
 /// bound to any other address needs the bearer token on every request (the `Authorization` header, or `token=` in
-/// the query for what a browser fetches by URL: a WebSocket, an `<audio>` element); a WebSocket's handshake and any
+/// the query only for what a browser fetches by URL: the event stream's WebSocket, a take file's download or
+/// `<audio>`); a WebSocket's handshake and any
 /// request that changes something must come from the page's own origin or one configured; no CORS headers unless
 /// origins are configured.
 ///
@@ -49,12 +50,14 @@ public struct HTTPAccess: Sendable {
         return HTTPAddress(host: String(host).lowercased(), port: 0).isLoopback
     }
 
-    /// Whether `request` may go on. `changes`: it changes something (or opens the event stream), so its origin counts.
-    public func check(_ request: HTTPRequest, changes: Bool) -> Verdict {
+    /// Whether `request` may go on. `changes`: it changes something (or opens the event stream), so its origin counts;
+    /// `tokenInQuery`: the browser cannot send a header with it (the event stream's upgrade, a download link), so
+    /// `token=` in the query counts too. Nothing else takes the token from the query: a URL ends up in logs and
+    /// histories, and a write must never be one link away.
+    public func check(_ request: HTTPRequest, changes: Bool, tokenInQuery: Bool = false) -> Verdict {
         if let token, !Self.isPage(request) {
-            let given = request.headerFields[.authorization].flatMap { h -> String? in
-                h.hasPrefix("Bearer ") ? String(h.dropFirst(7)) : nil
-            } ?? Self.queryItem("token", in: request.path ?? "")
+            let given = request.headerFields[.authorization].flatMap(Self.bearer)
+                ?? (tokenInQuery ? Self.queryItem("token", in: request.path ?? "") : nil)
             guard let given, Self.equal(given, token) else { return .unauthorized }
         } else if !hostAllowed(request.authority) {
             return .forbidden("Host '\(request.authority ?? "")' is not loopback; without a token this server answers only "
@@ -64,6 +67,23 @@ public struct HTTPAccess: Sendable {
             return .forbidden("origin '\(origin)' may not use this API (its own page's may; others are set with http_origins)")
         }
         return .allowed
+    }
+
+    /// The credentials of an `Authorization: Bearer …` header; the scheme in any case (RFC 9110, 11.1).
+    static func bearer(_ header: String) -> String? {
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        let credentials = parts[1].drop { $0 == " " }
+        return credentials.isEmpty ? nil : String(credentials)
+    }
+
+    /// Whether a request is one a browser makes by URL, where it cannot add a header: a take file's download
+    /// (`<a download>`, `<audio>`), GET or HEAD.
+    public static func isDownload(_ request: HTTPRequest) -> Bool {
+        guard request.method == .get || request.method == .head else { return false }
+        let path = (request.path ?? "").split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+        return parts.count == 6 && parts[0].isEmpty && parts[1] == "api" && parts[2] == "takes" && parts[4] == "files"
     }
 
     /// Whether `request` reads the page's own files (`/`, `/page/…`): static, holding nothing of the session, and

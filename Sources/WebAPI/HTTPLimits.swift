@@ -222,7 +222,7 @@ final class RouteTable: Sendable {
 }
 
 /// Every request through the access rules (`HTTPAccess`: token, origin) and the body limit, with a JSON error
-/// naming what is wrong; CORS headers only for configured origins.
+/// naming what is wrong. CORS is `OriginCORSMiddleware`'s, before this.
 struct LimitsMiddleware: RouterMiddleware {
     typealias Context = BasicRequestContext
     let server: HTTPServer
@@ -231,7 +231,7 @@ struct LimitsMiddleware: RouterMiddleware {
                 next: (Request, Context) async throws -> Response) async throws -> Response {
         let access = server.configuration.access
         let changes = request.method != .get && request.method != .head && request.method != .options
-        switch access.check(request.head, changes: changes) {
+        switch access.check(request.head, changes: changes, tokenInQuery: HTTPAccess.isDownload(request.head)) {
         case .allowed: break
         case .unauthorized:
             server.stats.count("401")
@@ -274,12 +274,6 @@ struct LimitsMiddleware: RouterMiddleware {
                     ? "no \(request.method) \(request.uri.path) here (GET /api lists the API, /api/openapi.json describes it)"
                     : e.body ?? "\(e.status)")
             }
-        }
-        if let origin = request.headers[.origin], access.origins.contains(origin) {
-            response.headers[.accessControlAllowOrigin] = origin
-            response.headers[.accessControlAllowHeaders] = "Authorization, Content-Type"
-            response.headers[.accessControlAllowMethods] = "GET, POST, PUT, DELETE"
-            response.headers[.vary] = "Origin"
         }
         if response.status.code >= 400 { server.stats.count("\(response.status.code)") }
         return response

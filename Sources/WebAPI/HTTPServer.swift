@@ -122,6 +122,7 @@ public final class HTTPServer: Sendable {
         let router = Router(context: BasicRequestContext.self)
         let security = SecurityHeaders(origins: configuration.access.origins)
         router.add(middleware: SecurityMiddleware(headers: security))
+        router.add(middleware: OriginCORSMiddleware(origins: Set(configuration.access.origins)))
         router.add(middleware: LimitsMiddleware(server: self))
         Routes(server: self).install(on: router)
         let headerSeconds = configuration.headerSeconds, idleSeconds = configuration.idleSeconds

@@ -51,3 +51,22 @@ struct SecurityMiddleware: RouterMiddleware {
         return response
     }
 }
+
+/// CORS for the configured origins only (`HTTPAccess.origins`; none configured: no CORS headers at all), by
+/// Hummingbird's `CORSMiddleware`, before the token check: a preflight (`OPTIONS`) carries no token, and the browser
+/// sends `Authorization` only once the preflight allowed it. Other origins pass through untouched, to the access
+/// rules. (`CORSMiddleware`'s own `.oneOf` takes its origins as a variadic list fixed in the source, so the list is
+/// checked here and the middleware echoes the origin.)
+struct OriginCORSMiddleware: RouterMiddleware {
+    typealias Context = BasicRequestContext
+    let origins: Set<String>
+    let cors = CORSMiddleware<BasicRequestContext>(
+        allowOrigin: .originBased, allowHeaders: [.authorization, .contentType],
+        allowMethods: [.get, .head, .post, .put, .delete, .options], maxAge: .seconds(600))
+
+    func handle(_ request: Request, context: Context,
+                next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard let origin = request.headers[.origin], origins.contains(origin) else { return try await next(request, context) }
+        return try await cors.handle(request, context: context, next: next)
+    }
+}

@@ -61,6 +61,68 @@ import TestSupport
         }
     }
 
+    // MARK: CORS and the token (issue 44, item 3)
+
+    static let origin = "http://studio.local:8080"
+    static let token = "0123456789abcdef0123456789abcdef"
+
+    /// A configured origin's preflight is answered before the token check, with the CORS headers that let the browser
+    /// send `Authorization`; the request itself then works with the token in the header, `Bearer` in any case.
+    @Test func aConfiguredOriginsPreflightIsAnsweredAndItsTokenWorks() throws {
+        let h = try ServerHarness(token: Self.token, origins: [Self.origin])
+        defer { h.stop() }
+        var anonymous = h.client
+        anonymous.token = nil
+        let preflight = try #require(anonymous.request("OPTIONS", "/api/recorder/mark", headers: [
+            "Origin": Self.origin, "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "authorization,content-type"]))
+        #expect((200...204).contains(preflight.status), "\(preflight)")
+        #expect(preflight.headers["access-control-allow-origin"] == Self.origin, "\(preflight.headers)")
+        let allowed = (preflight.headers["access-control-allow-headers"] ?? "").lowercased()
+        #expect(allowed.contains("authorization") && allowed.contains("content-type"), "\(preflight.headers)")
+        let methods = preflight.headers["access-control-allow-methods"] ?? ""
+        #expect(["GET", "POST", "PUT", "DELETE"].allSatisfy { methods.contains($0) }, "\(preflight.headers)")
+        #expect(preflight.headers["vary"]?.contains("Origin") == true, "\(preflight.headers)")
+
+        for scheme in ["Bearer", "bearer", "BEARER", "bEaReR"] {
+            let a = anonymous.get("/api/status", headers: ["Origin": Self.origin, "Authorization": "\(scheme) \(Self.token)"])
+            #expect(a?.status == 200, "\(scheme): \(String(describing: a))")
+            #expect(a?.headers["access-control-allow-origin"] == Self.origin, "\(scheme)")
+        }
+        // A refusal is readable by the configured origin's page (it can ask for the token).
+        let refused = anonymous.get("/api/status", headers: ["Origin": Self.origin, "Authorization": "Bearer wrong"])
+        #expect(refused?.status == 401 && refused?.headers["access-control-allow-origin"] == Self.origin,
+                "\(String(describing: refused?.headers))")
+        // Another origin gets no CORS headers, preflight or not.
+        let foreign = anonymous.request("OPTIONS", "/api/recorder/mark", headers: [
+            "Origin": "http://evil.example", "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "authorization"])
+        #expect(foreign?.headers["access-control-allow-origin"] == nil, "\(String(describing: foreign?.headers))")
+    }
+
+    /// The token in the query only where a browser cannot send a header: the event stream's upgrade and a take
+    /// file's download; never for a write, nor for a read that `fetch` can make with the header.
+    @Test func theQueryTokenOnlyWhereNoHeaderCanBeSent() throws {
+        let h = try ServerHarness(token: Self.token, origins: [Self.origin])
+        defer { h.stop() }
+        var anonymous = h.client
+        anonymous.token = nil
+        let q = "token=\(Self.token)"
+        #expect(anonymous.request("POST", "/api/recorder/mark?\(q)")?.status == 401)
+        #expect(anonymous.request("PUT", "/api/favourites?\(q)", body: Array("[]".utf8))?.status == 401)
+        #expect(anonymous.request("DELETE", "/api/maps?\(q)")?.status == 401)
+        #expect(anonymous.get("/api/status?\(q)")?.status == 401)
+        let download = anonymous.get("/api/takes/none/files/0?\(q)")
+        #expect(download?.status != 401, "a download link carries the token: \(String(describing: download))")
+        guard case .success(let ws) = anonymous.webSocket("/api/events?\(q)") else {
+            Issue.record("the event stream with token= in the query was refused")
+            return
+        }
+        #expect(ws.nextJSON()?["type"] as? String == "hello")
+        _ = ws.closeAndDrain()
+        #expect(anonymous.webSocket("/api/events").failureAnswer?.status == 401)
+    }
+
     static var pageDirectory: URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Sources/WebAPI/Resources/page")
             .standardized
