@@ -9,7 +9,8 @@ extension Validator {
     mutating func render(_ t: TOMLTable, preset p: Preset) -> RenderSection {
         let s = "render"
         unknownKeys(t, ["engine", "period", "rate", "resample_quality", "cycle_offset", "preroll", "tail", "tail_limit",
-                        "format", "sample", "quality", "inputs", "output", "jobs", "job_timeout", "automation", "event"],
+                        "format", "sample", "quality", "inputs", "output", "jobs", "job_timeout", "automation", "event",
+                        "normalize", "true_peak_ceiling"],
                     section: s)
         var r = RenderSection()
         r.line = t.line
@@ -70,6 +71,42 @@ extension Validator {
         }
         r.jobs = integer(t, "jobs", s, Limits.renderJobs) ?? 1
         r.jobTimeoutSeconds = number(t, "job_timeout", s, Limits.renderJobTimeoutSeconds, unit: " seconds")
+        // The same words as `render --normalize` and `--true-peak-ceiling`.
+        switch t["normalize"] {
+        case .string(let text, let line)?:
+            switch RenderSection.loudnessTarget(text) {
+            case .success(let v): r.normalize = v
+            case .failure(let why): problem("render.normalize", line, why.description)
+            }
+        case .integer(let v, let line)?:
+            switch RenderSection.loudnessTarget(Double(v)) {
+            case .success(let v): r.normalize = v
+            case .failure(let why): problem("render.normalize", line, why.description)
+            }
+        case .float(let v, let line)?:
+            switch RenderSection.loudnessTarget(v) {
+            case .success(let v): r.normalize = v
+            case .failure(let why): problem("render.normalize", line, why.description)
+            }
+        case let v?:
+            problem("render.normalize", v.line, "expected LUFS (e.g. -16) or \"ebu\", found \(v.typeName)")
+        case nil: break
+        }
+        switch t["true_peak_ceiling"] {
+        case .integer(let v, let line)?:
+            switch RenderSection.truePeakCeiling(Double(v)) {
+            case .success(let v): r.truePeakCeiling = v
+            case .failure(let why): problem("render.true_peak_ceiling", line, why.description)
+            }
+        case .float(let v, let line)?:
+            switch RenderSection.truePeakCeiling(v) {
+            case .success(let v): r.truePeakCeiling = v
+            case .failure(let why): problem("render.true_peak_ceiling", line, why.description)
+            }
+        case let v?:
+            problem("render.true_peak_ceiling", v.line, "expected dBTP (e.g. -1), found \(v.typeName)")
+        case nil: break
+        }
         if let (file, line) = string(t, "automation", s) {
             let resolved = path(file)
             if !FileManager.default.fileExists(atPath: resolved) {

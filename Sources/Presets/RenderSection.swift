@@ -117,6 +117,10 @@ public struct RenderSection: Sendable, Equatable {
     /// An automation file (lines `AT ADDRESS ARGS...` or `AT midi BYTES...`), and events written in the preset.
     public var automationFile: String?
     public var events: [AutomationEntry] = []
+    /// `normalize`: the integrated loudness (LUFS) every output is brought to by one gain, and `true_peak_ceiling`
+    /// (dBTP, nil: -1) its true peak may not pass unless a limiter is in the chain (docs/RENDER.md).
+    public var normalize: Double?
+    public var truePeakCeiling: Double?
     /// The line of the `[render]` header.
     public var line: Int?
 
@@ -134,13 +138,56 @@ public struct RenderSection: Sendable, Equatable {
             && a.prerollSeconds == b.prerollSeconds && a.tail == b.tail && a.tailLimitSeconds == b.tailLimitSeconds
             && a.format == b.format && a.inputs == b.inputs && a.output == b.output && a.jobs == b.jobs
             && a.jobTimeoutSeconds == b.jobTimeoutSeconds
-            && a.automationFile == b.automationFile
+            && a.automationFile == b.automationFile && a.normalize == b.normalize && a.truePeakCeiling == b.truePeakCeiling
             && a.events.map { AutomationEntry(at: $0.at, address: $0.address, args: $0.args, midi: $0.midi) }
             == b.events.map { AutomationEntry(at: $0.at, address: $0.address, args: $0.args, midi: $0.midi) }
     }
 }
 
+extension RenderSection {
+    /// The true-peak ceiling of a normalized render when none is given, dBTP.
+    public static let defaultTruePeakCeiling = -1.0
+
+    /// A loudness target as written (`-16`, `ebu`): LUFS, or why it is none, in the words `render --normalize`,
+    /// `loudness --target` and `preset check` all say.
+    public static func loudnessTarget(_ text: String) -> Result<Double, LoudnessWords> {
+        let t = text.trimmingCharacters(in: .whitespaces)
+        if t.lowercased() == "ebu" { return .success(-23) }
+        guard let v = Double(t), !t.isEmpty else {
+            return .failure(LoudnessWords("'\(text)' is not a loudness target: give LUFS (\(Limits.describe(Limits.loudnessTarget)),"
+                                          + " e.g. -16) or ebu (-23)"))
+        }
+        return loudnessTarget(v)
+    }
+
+    public static func loudnessTarget(_ v: Double) -> Result<Double, LoudnessWords> {
+        guard Limits.contains(Limits.loudnessTarget, v) else {
+            return .failure(LoudnessWords("\(Limits.number(v)) LUFS is not a loudness target: give"
+                                          + " \(Limits.describe(Limits.loudnessTarget)) LUFS, or ebu (-23)"))
+        }
+        return .success(v)
+    }
+
+    public static func truePeakCeiling(_ v: Double) -> Result<Double, LoudnessWords> {
+        guard Limits.contains(Limits.truePeakCeiling, v) else {
+            return .failure(LoudnessWords("\(Limits.number(v)) dBTP is not a true-peak ceiling: give"
+                                          + " \(Limits.describe(Limits.truePeakCeiling)) dBTP"))
+        }
+        return .success(v)
+    }
+}
+
+/// Why a loudness setting is refused, in words.
+public struct LoudnessWords: Error, Sendable, Equatable, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
 extension Limits {
+    /// A loudness target (LUFS) and a true-peak ceiling (dBTP).
+    public static let loudnessTarget: ClosedRange<Double> = -70...0
+    public static let truePeakCeiling: ClosedRange<Double> = -60...0
+
     /// A render's rate, period, jobs, pre-roll, tail and cycle offset.
     public static let renderRate: ClosedRange<Int> = 1000...768_000
     public static let renderPeriod: ClosedRange<Int> = 1...Period.maxFrames

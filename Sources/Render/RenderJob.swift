@@ -113,6 +113,9 @@ public struct RenderJob: Sendable, Codable, Equatable {
     public var take: String?
     /// What the plan changed from what a take gives or a preset says, in words; the report's `notes`.
     public var notes: [String] = []
+    /// `--normalize`: the loudness the output is brought to, and its true-peak ceiling (nil: written as the chain
+    /// gives it).
+    public var loudnessTarget: LoudnessTarget?
 
     public init(number: Int, chain: RenderChain, inputs: [RenderInput], output: String, report: String,
                 format: AudioFormat, period: Int) {

@@ -1,4 +1,5 @@
 import Foundation
+import Loudness
 import SoundFile
 
 /// A render's output file, written where nobody takes it for finished: under a hidden partial name beside its final
@@ -8,11 +9,16 @@ import SoundFile
 /// (`removeStale`). The report beside it is published the same way and before the audio: an output file is always
 /// complete, with its report beside it.
 ///
+/// Every frame written is measured (`meter`: BS.1770 loudness and true peak) on its way to the file, so the report
+/// holds the output's loudness without reading the file back.
+///
 /// Threads: one owner (the job).
-public final class RenderOutput {
+public final class RenderOutput: RenderSink {
     let path: String
     let partial: String
     let writer: SoundFileWriter
+    /// Measures what is written (nil: a channel count or rate BS.1770 does not measure).
+    let meter: LoudnessMeter?
     private var finished = false
     private var published = false
 
@@ -36,9 +42,11 @@ public final class RenderOutput {
             : (ns.deletingLastPathComponent as NSString).appendingPathComponent(".\(ns.lastPathComponent).rendering-\(pid)")
     }
 
-    init(path: String, format: AudioFormat, channels: Int, sampleRate: Int, broadcast: BroadcastInfo?) throws(RenderError) {
+    init(path: String, format: AudioFormat, channels: Int, sampleRate: Int, broadcast: BroadcastInfo?,
+         meter: LoudnessMeter? = nil) throws(RenderError) {
         if let why = Self.problem(path) { throw why }
         self.path = path
+        self.meter = meter
         partial = Self.partialName(path)
         unlink(partial)   // left by a killed render of this process id long ago
         do throws(SoundFileError) {
@@ -54,6 +62,7 @@ public final class RenderOutput {
 
     /// Writes interleaved frames. A full disk or an I/O error throws (`disk`).
     func write(_ samples: UnsafePointer<Float>, frames: Int) throws(RenderError) {
+        meter?.add(samples, frames: frames, stride: writer.channels)
         do throws(SoundFileError) { try writer.write(samples, frames: frames) } catch {
             throw RenderError(.disk, "cannot write '\(path)': \(error.message)")
         }

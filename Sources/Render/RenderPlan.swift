@@ -36,6 +36,9 @@ public struct RenderRequest: Sendable {
     /// A take report whose take is rendered again (its sources, chain, control log, period and cycle offset).
     public var take: String?
     public var strict: Bool?
+    /// `--normalize` (LUFS) and `--true-peak-ceiling` (dBTP); nil: the `[render]` table's.
+    public var normalize: Double?
+    public var truePeakCeiling: Double?
 
     public init() {}
 }
@@ -182,6 +185,20 @@ public enum RenderPlan {
         if let rate = sampleRate, !Limits.renderRate.contains(rate) {
             problems.append("a rate of \(rate) Hz is out of range (\(Limits.renderRate.lowerBound) to \(Limits.renderRate.upperBound) Hz)")
         }
+        // Loudness: a target, and its ceiling (which means nothing without one).
+        var loudnessTarget: LoudnessTarget?
+        let ceiling = r.truePeakCeiling ?? section.truePeakCeiling
+        if let lufs = r.normalize ?? section.normalize {
+            switch RenderSection.loudnessTarget(lufs) {
+            case .failure(let why): problems.append(why.description)
+            case .success(let v):
+                loudnessTarget = LoudnessTarget(lufs: v, truePeakCeiling: ceiling ?? RenderSection.defaultTruePeakCeiling)
+            }
+            if let c = ceiling, case .failure(let why) = RenderSection.truePeakCeiling(c) { problems.append(why.description) }
+        } else if r.truePeakCeiling != nil {
+            problems.append("--true-peak-ceiling is the ceiling of a normalized render: give --normalize too (or normalize"
+                            + " in [render])")
+        }
         // Automation as written (frames or seconds): resolved per job at its rate.
         var entries: [(AutomationEntry, String)] = []
         if let file = r.automationFile ?? section.automationFile {
@@ -214,6 +231,7 @@ public enum RenderPlan {
             job.tailLimitSeconds = r.tailLimitSeconds ?? section.tailLimitSeconds
             job.session = session
             job.take = r.take
+            job.loudnessTarget = loudnessTarget
             // Seconds become frames at the job's rate (the file's own when no rate is given).
             var rate = job.sampleRate ?? 48000
             if job.sampleRate == nil, let first = inputs.first, let sr = try? SoundFileReader(path: first.path).sampleRate {

@@ -74,6 +74,11 @@ public struct RenderReport: Codable, Sendable {
     public var channels: Int
     public var frames: Int
     public var outputSHA256: String?
+    /// The output's loudness (BS.1770 / EBU R128), measured on the frames as they were written (absent in reports of
+    /// an older Tandem).
+    public var loudness: Loudness?
+    /// What `--normalize` measured and did (absent without it).
+    public var normalization: Normalization?
     /// The take this job rendered again, when it did.
     public var take: String?
     /// What the render did differently from what it was given to repeat, in words (a take rendered with `--mix`: "mix

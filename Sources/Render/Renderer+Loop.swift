@@ -51,9 +51,13 @@ extension Renderer {
         /// A chain rebuilt for an LV2 preset → the command, noted at its first cycle.
         var presetLoads: [ObjectIdentifier: TimedCommand] = [:]
         var midiDropped = 0
+        /// A gain on the chain's input (a normalizing render raising the level into a limiter), linear.
+        let inputGain: Float
 
-        init(job: RenderJob, rate: Int, chain: PluginChain, mainOut: Int, source: RenderSource, logger: Logger) {
+        init(job: RenderJob, rate: Int, chain: PluginChain, mainOut: Int, source: RenderSource, logger: Logger,
+             inputGain: Float = 1) {
             self.job = job
+            self.inputGain = inputGain
             self.rate = rate
             period = job.period
             kind = job.chain.kind
@@ -99,14 +103,15 @@ extension Renderer {
 
         /// Cycles until the input and its tail are rendered.
         mutating func loop(commands: [(event: AutomationEvent, action: AutomationAction)], midiEvents: [AutomationEvent],
-                           tailFixed: Int, output: RenderOutput, progress: Progress?,
+                           tailFixed: Int, output: any RenderSink, progress: Progress?,
                            stop: (() -> Int32?)? = nil) throws(RenderError) {
             let sequence = AtomSequence.sequenceURID, midiType = AtomSequence.midiURID
             let path = ChainPath(inputs: inputs, inputChannels: inputCount, sides: sides, outputs: outputs,
                                  outputChannels: outputCount, sideOutputs: sideOuts, fade: fade, sequenceURID: sequence)
             let limit = Renderer.latencyLimit(sampleRate: rate)
             let tailLimit = Limits.frames(seconds: job.tailLimitSeconds, rate: Double(rate)) ?? 0
-            let playerGain = kind == .player && job.chain.playerGainDB != 0 ? Float(pow(10, job.chain.playerGainDB / 20)) : 1
+            let playerGain = (kind == .player && job.chain.playerGainDB != 0 ? Float(pow(10, job.chain.playerGainDB / 20)) : 1)
+                * inputGain
             var nextCommand = 0, nextMIDI = 0, nextFileMIDI = 0
             var q = 0
             var cycles = 0
@@ -204,7 +209,7 @@ extension Renderer {
 
         /// Hands this cycle's output frames `offset ..< offset + count` on: written, or held back while the tail is
         /// silent; ends the run at the input's end plus its tail.
-        mutating func emit(offset: Int, count: Int, tailFixed: Int, tailLimit: Int, output: RenderOutput) throws(RenderError) {
+        mutating func emit(offset: Int, count: Int, tailFixed: Int, tailLimit: Int, output: any RenderSink) throws(RenderError) {
             let threshold = Float(pow(10, RenderSection.silenceDBFS / 20))
             let hold = Limits.frames(seconds: RenderSection.silenceSeconds, rate: Double(rate)) ?? rate
             var staged = 0
@@ -265,7 +270,7 @@ extension Renderer {
         }
 
         /// Writes the first `staged` frames of `interleaved`.
-        mutating func write(_ staged: inout Int, output: RenderOutput) throws(RenderError) {
+        mutating func write(_ staged: inout Int, output: any RenderSink) throws(RenderError) {
             guard staged > 0 else { return }
             let frames = staged
             try interleaved.withUnsafeBufferPointer { (b) throws(RenderError) in
@@ -275,7 +280,7 @@ extension Renderer {
             staged = 0
         }
 
-        mutating func writePending(_ output: RenderOutput) throws(RenderError) {
+        mutating func writePending(_ output: any RenderSink) throws(RenderError) {
             let frames = pendingSilence.count / mainOut
             try pendingSilence.withUnsafeBufferPointer { (b) throws(RenderError) in
                 try output.write(b.baseAddress!, frames: frames)

@@ -1,6 +1,7 @@
 import Commands
 import Foundation
 import Logging
+import Loudness
 import Plugins
 import Presets
 import Realtime
@@ -64,23 +65,28 @@ public enum Renderer {
                                       quality: job.quality)
         let checksums = source.checksums()
 
-        // The chain, as the live engine builds it.
+        // The chain, as the live engine builds it (again for each pass of a normalizing render into a limiter).
         let chainOutputs = kind == .rack ? job.chain.outputs : job.chain.inputs
-        let chain = PluginChain(specs: job.chain.plugins, inputs: job.chain.inputs, outputs: chainOutputs, sampleRate: rate,
-                                period: job.period, label: "render \(job.chain.engine)", savedState: job.chain.savedState,
-                                fixedBlock: true, mix: job.chain.mix, gainDB: job.chain.gainDB, host: host, logger: logger)
+        let build = {
+            PluginChain(specs: job.chain.plugins, inputs: job.chain.inputs, outputs: chainOutputs, sampleRate: rate,
+                        period: job.period, label: "render \(job.chain.engine)", savedState: job.chain.savedState,
+                        fixedBlock: true, mix: job.chain.mix, gainDB: job.chain.gainDB, host: host, logger: logger)
+        }
+        let chain = build()
         let fatal = chain.problems.filter(\.stopsStart)
         if job.chain.strict && !fatal.isEmpty {
             throw RenderError(.badInput, "the \(job.chain.engine)'s chain cannot run as asked at \(rate) Hz: "
                               + fatal.map(\.description).joined(separator: "; "))
         }
-        if job.chain.startsAsGiven {
+        let startAsGiven = { (chain: PluginChain) in
+            guard job.chain.startsAsGiven else { return }
             for spec in PluginSpec.uniqueNames(job.chain.plugins) {
                 for c in spec.controls { _ = try? chain.set(spec.name, c.symbol, c.value) }
                 try? chain.setBypass(spec.name, spec.bypass)
             }
             chain.markApplied()
         }
+        startAsGiven(chain)
         if kind == .rack, !chain.takesMIDI, let e = job.events.first(where: { $0.midi != nil }) {
             throw RenderError(.badInput, "\(e.origin): MIDI for the rack '\(job.chain.engine)', but none of its plugins"
                               + " takes MIDI")
@@ -141,21 +147,50 @@ public enum Renderer {
             if case .midi = action { midiEvents.append(e) } else { commands.append((e, action)) }
         }
 
+        // The output's loudness is measured on the frames as they are written (docs/LOUDNESS.md); where BS.1770 does
+        // not measure (a channel count it does not weigh, a rate below 8 kHz) the report says why, and a target is
+        // refused.
+        let meter = { () -> LoudnessMeter? in try? LoudnessReading.meter(channels: mainOut, rate: rate).get() }
+        var unmeasured: String?
+        if case .failure(let why) = LoudnessReading.meter(channels: mainOut, rate: rate) { unmeasured = why.description }
+        if job.loudnessTarget != nil, let unmeasured {
+            throw RenderError(.badInput, "cannot normalize '\(job.output)': \(unmeasured)")
+        }
+
         var run = Run(job: job, rate: rate, chain: chain, mainOut: mainOut, source: source, logger: logger)
         defer { run.free() }
         let output = try RenderOutput(path: job.output, format: job.format, channels: mainOut, sampleRate: rate,
-                                      broadcast: broadcast(job, source: source, rate: rate))
+                                      broadcast: broadcast(job, source: source, rate: rate), meter: meter())
         // The audio is finished and its checksums taken under its partial name; then the report is published, and
         // the audio last: a process killed at any point leaves no output without its report.
         let finished: String
+        var normalization: RenderReport.Normalization?
         do throws(RenderError) {
-            try run.loop(commands: commands, midiEvents: midiEvents, tailFixed: tailFixed, output: output,
-                         progress: progress, stop: stop)
+            if let target = job.loudnessTarget {
+                let limiter = job.inputs.isEmpty ? nil : Self.limiter(in: chain, host: host)
+                let again = { (gain: Double) throws(RenderError) -> Run in
+                    let c = build()
+                    startAsGiven(c)
+                    let s = try RenderSource(inputs: job.inputs, midiPath: job.midi, rate: rate, chainInputs: job.chain.inputs,
+                                             quality: job.quality)
+                    return Run(job: job, rate: rate, chain: c, mainOut: mainOut, source: s, logger: logger,
+                               inputGain: Float(pow(10, gain / 20)))
+                }
+                normalization = try Self.normalize(target, run: &run, again: again, limiter: limiter, output: output,
+                                                   meter: meter, mainOut: mainOut, commands: commands,
+                                                   midiEvents: midiEvents, tailFixed: tailFixed, progress: progress,
+                                                   stop: stop)
+            } else {
+                try run.loop(commands: commands, midiEvents: midiEvents, tailFixed: tailFixed, output: output,
+                             progress: progress, stop: stop)
+            }
             finished = try output.finish()
         } catch {
             output.discard()
             throw error
         }
+        let loudness = output.meter.map { RenderReport.Loudness($0.reading) }
+            ?? RenderReport.Loudness(note: unmeasured ?? "not measured")
         let (files, midi) = checksums.wait()
         let outputSHA256 = SHA256.file(finished)
         let seconds = Date().timeIntervalSince(began)
@@ -172,7 +207,8 @@ public enum Renderer {
             tail: job.tail.description, tailFrames: max(0, frames - (run.inputEnd ?? source.frames)),
             events: run.eventNotes, applied: run.applied, output: job.output, format: job.format.container.rawValue,
             sampleFormat: job.format.sample.rawValue, channels: mainOut, frames: frames,
-            outputSHA256: outputSHA256, take: job.take, notes: job.notes.isEmpty ? nil : job.notes, seconds: seconds,
+            outputSHA256: outputSHA256, loudness: loudness, normalization: normalization, take: job.take,
+            notes: Self.notes(job.notes, normalization: normalization, loudness: loudness), seconds: seconds,
             speed: seconds > 0 ? Double(frames) / Double(rate) / seconds : 0)
         do throws(RenderError) {
             if let signal = stop?() { throw RenderError.stopped(signal) }

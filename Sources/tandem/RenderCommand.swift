@@ -95,6 +95,12 @@ struct RenderCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("A take's report: render that take again (its dry channels or its playback, its control log).", valueName: "REPORT"))
     var take: String?
 
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Bring each output to this integrated loudness (LUFS, -70 to 0; 'ebu' is -23) with one gain, measured on the chain's output (docs/RENDER.md).", valueName: "LUFS|ebu"))
+    var normalize: String?
+
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("With --normalize: the true peak an output may reach (dBTP, -60 to 0; default -1); a gain that would pass it is refused unless a limiter is in the chain.", valueName: "DBTP"))
+    var truePeakCeiling: Double?
+
     @Option(name: .long, help: "Jobs run at once (each in its own process).")
     var jobs: Int?
 
@@ -159,6 +165,12 @@ struct RenderCommand: ParsableCommand {
             throw ValidationError("unknown --resample-quality '\(q)' (\(ResampleQuality.allCases.map(\.rawValue).joined(separator: ", ")))")
         }
         if channelList == nil && channels != nil { throw ValidationError("--channels is a list of channels from 1, e.g. 1,2") }
+        if let n = normalize, case .failure(let why) = RenderSection.loudnessTarget(n) {
+            throw ValidationError("--normalize \(n): \(why.description)")
+        }
+        if let c = truePeakCeiling, case .failure(let why) = RenderSection.truePeakCeiling(c) {
+            throw ValidationError("--true-peak-ceiling: \(why.description)")
+        }
         if let n = inputs, !(0...Limits.channels.upperBound).contains(n) { throw ValidationError("--inputs must be 0 to \(Limits.channels.upperBound)") }
         if let n = outputs, !Limits.channels.contains(n) { throw ValidationError("--outputs must be 1 to \(Limits.channels.upperBound)") }
     }
@@ -216,6 +228,8 @@ struct RenderCommand: ParsableCommand {
         request.automationFile = automation
         request.channels = channelList
         request.take = take
+        request.normalize = normalize.flatMap { try? RenderSection.loudnessTarget($0).get() }
+        request.truePeakCeiling = truePeakCeiling
         if request.preset == nil || plugins.onPluginError != "fail" { request.strict = plugins.strict }
 
         let planned: [RenderJob]

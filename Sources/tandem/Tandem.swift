@@ -72,7 +72,7 @@ struct Tandem: ParsableCommand {
         commandName: "tandem",
         abstract: "A headless recorder and player that lives in a JACK graph.",
         version: TandemVersion.string,
-        subcommands: [RunCommand.self, RecordCommand.self, PlayCommand.self, RackCommand.self, RenderCommand.self,
+        subcommands: [RunCommand.self, RecordCommand.self, PlayCommand.self, RackCommand.self, RenderCommand.self, LoudnessCommand.self,
                       PresetCommand.self, StitchCommand.self,
                       StatusCommand.self, CtlCommand.self, PortsCommand.self, PluginsCommand.self, HTTPTokenCommand.self, DemoCommand.self,
                       BenchWriterCommand.self])
