@@ -83,14 +83,6 @@ extension Validator {
         return out
     }
 
-    /// Why no file can be made in `directory` (nil: one can). A real probe: a file is created and removed, because
-    /// `access(W_OK)` says yes to root in folders such as /proc where no file can be made.
-    static func cannotWrite(in directory: String) -> String? {
-        let probe = (directory as NSString).appendingPathComponent(".tandem-check-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
-        let fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return String(cString: strerror(errno)) }
-        close(fd)
-        unlink(probe)
-        return nil
-    }
+    /// Why no file can be made in `directory` (nil: one can): `WritableFolder.problem`.
+    static func cannotWrite(in directory: String) -> String? { WritableFolder.problem(directory) }
 }

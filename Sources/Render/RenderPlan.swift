@@ -147,6 +147,7 @@ public enum RenderPlan {
                                             inputs: count) {
             problems.append("-o \(outputTemplate): \(why)")
         }
+        let newFolder = folderToMake(outputTemplate, problems: &problems)
         let format = r.format ?? section.format ?? formatFromExtension(outputTemplate) ?? take.flatMap(takeFormat)
             ?? AudioFormat()
         let session = r.preset?.session.name ?? take?.session ?? "render"
@@ -217,7 +218,8 @@ public enum RenderPlan {
             let report = (output as NSString).deletingPathExtension + ".json"
             for p in [output, report] {
                 if !names.insert(p).inserted { problems.append("two jobs would write '\(p)': use {input} or {take} in the output") }
-                if let why = RenderOutput.problem(p) { problems.append(why.message) }
+                let inNewFolder = newFolder == ((p as NSString).deletingLastPathComponent as NSString).standardizingPath
+                if !inNewFolder, let why = RenderOutput.problem(p) { problems.append(why.message) }
             }
             var job = RenderJob(number: k + 1, chain: chain, inputs: inputs, output: output, report: report,
                                 format: format, period: period)
@@ -249,7 +251,35 @@ public enum RenderPlan {
             if k == 0 { problems += RenderCheck.events(job.events, chain: chain, host: host) }
             jobs.append(job)
         }
+        if problems.isEmpty, let newFolder {
+            do {
+                try FileManager.default.createDirectory(atPath: newFolder, withIntermediateDirectories: true)
+            } catch {
+                problems.append("-o \(outputTemplate): cannot make the folder '\(newFolder)': \(error.localizedDescription)")
+            }
+        }
         return problems.isEmpty ? .success(jobs) : .failure(RenderProblems(problems))
+    }
+
+    /// The folder an output ending in '/' names when it is not there yet (nil: none to make), made once the plan
+    /// holds no problem; a problem when it cannot be made (a file of that name, a folder above it that takes no
+    /// files).
+    static func folderToMake(_ output: String, problems: inout [String]) -> String? {
+        let folder = (output as NSString).standardizingPath
+        guard output.hasSuffix("/"), !FileManager.default.fileExists(atPath: folder) || !isFolder(folder) else { return nil }
+        var ancestor = folder
+        while !ancestor.isEmpty && !FileManager.default.fileExists(atPath: ancestor) {
+            ancestor = (ancestor as NSString).deletingLastPathComponent
+        }
+        if !ancestor.isEmpty && !isFolder(ancestor) {
+            problems.append("-o \(output): '\(ancestor)' is a file, not a folder")
+            return nil
+        }
+        if let why = WritableFolder.problem(ancestor.isEmpty ? "." : ancestor) {
+            problems.append("-o \(output): the folder cannot be made in '\(ancestor.isEmpty ? "." : ancestor)': \(why)")
+            return nil
+        }
+        return folder
     }
 
     /// The chain the request names.
@@ -357,7 +387,10 @@ public enum RenderPlan {
         return (try? h.read(upToCount: 4)) == Data("MThd".utf8)
     }
 
+    /// Whether `path` names a folder: one that is there, or any path ending in '/' (made when the render starts, see
+    /// `folderToMake`; without the rule `-o out/` wrote `./out.wav`).
     static func isFolder(_ path: String) -> Bool {
+        if path.hasSuffix("/") { return true }
         var d: ObjCBool = false
         return FileManager.default.fileExists(atPath: path, isDirectory: &d) && d.boolValue
     }
