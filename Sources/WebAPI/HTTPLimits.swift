@@ -5,6 +5,7 @@ import HummingbirdCore
 import HummingbirdWebSocket
 import Logging
 import NIOCore
+import NIOHTTP1
 import NIOHTTPTypes
 import Synchronization
 
@@ -66,6 +67,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, @unc
     /// Header lines every refusal carries (`SecurityHeaders`).
     private let headerLines: String
     private var deadline: Scheduled<Void>?
+    /// Its place in the pipeline, while it is there (for `answerNow`).
+    private var context: ChannelHandlerContext?
     private let refusal = Mutex<[UInt8]?>(nil)
     /// Whether the refusal went out (what the upgrade code writes after it is dropped).
     private var refused = false
@@ -94,15 +97,26 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, @unc
         refusal.withLock { $0 = Array(head.utf8) + body }
     }
 
+    /// Answers `status` with `message` now and closes, reading no more (a request `FramingCheck` refused). Event loop.
+    func answerNow(_ status: HTTPResponse.Status, _ message: String) {
+        guard let context, !refused else { return }
+        answer(context, status, message)
+    }
+
     func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
         let channel = context.channel
         deadline = context.eventLoop.scheduleTask(in: .milliseconds(Int64(seconds * 1000))) { channel.close(promise: nil) }
     }
 
-    func handlerRemoved(context: ChannelHandlerContext) { deadline?.cancel() }
+    func handlerRemoved(context: ChannelHandlerContext) {
+        deadline?.cancel()
+        self.context = nil
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if !headDone && !refused {
+        if refused { return }
+        if !headDone {
             let buffer = unwrapInboundIn(data)
             for byte in buffer.readableBytesView {
                 if headBytes == 0 && !(0x41...0x5A).contains(byte) {   // a method starts with a capital letter
@@ -190,7 +204,12 @@ struct GuardedChannel: ServerChildChannel {
         } catch {
             return channel.eventLoop.makeFailedFuture(error)
         }
-        return inner.setup(channel: channel, logger: logger)
+        return inner.setup(channel: channel, logger: logger).flatMapThrowing { value in
+            // Every request head through the framing rules, right after the decoder has read it.
+            let decoder = try channel.pipeline.syncOperations.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
+            try channel.pipeline.syncOperations.addHandler(FramingCheck(), position: .after(decoder))
+            return value
+        }
     }
 
     func handle(value: Value, logger: Logger) async {

@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
 @testable import WebAPI
 
 /// The server of a session that runs nothing, on a plain socket: what every answer carries, what it refuses before
@@ -121,6 +124,88 @@ import TestSupport
         #expect(ws.nextJSON()?["type"] as? String == "hello")
         _ = ws.closeAndDrain()
         #expect(anonymous.webSocket("/api/events").failureAnswer?.status == 401)
+    }
+
+    // MARK: Malformed framing (issue 44, item 4)
+
+    /// Requests whose framing a proxy in front and this server could read differently (request smuggling), or that
+    /// HTTP/1.1 forbids: each is answered 400 at once and reaches no handler, on a connection's first request and on
+    /// a kept-alive one's next. Each would write the favourites (PUT), so a handler reached leaves the file behind.
+    @Test func malformedFramingIsAnswered400AtOnceAndReachesNoHandler() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tandem-framing-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let h = try ServerHarness(sessionDirectory: dir.path)
+        defer { h.stop() }
+        let host = "127.0.0.1:\(h.port)"
+        let favourites = dir.appendingPathComponent("tandem-favourites.json").path
+        func put(_ headers: String, _ body: String = "[]", target: String = "/api/favourites") -> [UInt8] {
+            Array("PUT \(target) HTTP/1.1\r\n\(headers)Content-Type: application/json\r\n\r\n\(body)".utf8)
+        }
+        let cases: [(String, [UInt8])] = [
+            ("negative length", put("Host: \(host)\r\nContent-Length: -1\r\n")),
+            ("length with chunked", put("Host: \(host)\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n", "2\r\n[]\r\n0\r\n\r\n")),
+            ("chunked with length", put("Host: \(host)\r\nTransfer-Encoding: chunked\r\nContent-Length: 2\r\n", "2\r\n[]\r\n0\r\n\r\n")),
+            ("duplicate length", put("Host: \(host)\r\nContent-Length: 2\r\nContent-Length: 2\r\n")),
+            ("differing lengths", put("Host: \(host)\r\nContent-Length: 2\r\nContent-Length: 3\r\n")),
+            ("length list", put("Host: \(host)\r\nContent-Length: 2, 2\r\n")),
+            ("signed length", put("Host: \(host)\r\nContent-Length: +2\r\n")),
+            ("a coding other than chunked", put("Host: \(host)\r\nTransfer-Encoding: gzip, chunked\r\n", "2\r\n[]\r\n0\r\n\r\n")),
+            ("two Hosts", put("Host: \(host)\r\nHost: evil.example\r\nContent-Length: 2\r\n")),
+            ("no Host", put("Content-Length: 2\r\n")),
+            ("absolute-form, another host", put("Host: \(host)\r\nContent-Length: 2\r\n", target: "http://evil.example/api/favourites")),
+            ("absolute-form, another scheme", put("Host: \(host)\r\nContent-Length: 2\r\n", target: "ftp://\(host)/api/favourites")),
+            ("header folding", put("Host: \(host)\r\nX-Note: a\r\n b\r\nContent-Length: 2\r\n")),
+            ("NUL in a value", put("Host: \(host)\r\nX-Note: a\u{0}b\r\nContent-Length: 2\r\n")),
+            ("NUL in the target", put("Host: \(host)\r\nContent-Length: 2\r\n", target: "/api/favourites\u{0}")),
+        ]
+        let first = Array("GET /api HTTP/1.1\r\nHost: \(host)\r\n\r\n".utf8)
+        var slowest = 0.0
+        for (what, bytes) in cases {
+            for kept in [false, true] {
+                var text = ""
+                let seconds = ServerHarness.time {
+                    guard let fd = h.client.connect(timeout: 3) else { return }
+                    defer { close(fd) }
+                    if kept {
+                        _ = first.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                        text = String(decoding: Self.readOneAnswer(fd), as: UTF8.self)
+                    }
+                    _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                    text += String(decoding: HTTPTestClient.readAll(fd), as: UTF8.self)
+                }
+                slowest = max(slowest, seconds)
+                let label = "\(what)\(kept ? " (kept-alive)" : "")"
+                let answers = text.components(separatedBy: "HTTP/1.1 ").dropFirst().map { String($0.prefix(3)) }
+                #expect(answers == (kept ? ["200", "400"] : ["400"]), "\(label): \(text.prefix(300))")
+                #expect(seconds < 1, "\(label): answered and closed after \(seconds) s")
+            }
+        }
+        print("measured: \(cases.count * 2) malformed requests, each answered 400 and closed; slowest \(String(format: "%.3f", slowest)) s")
+        #expect(!FileManager.default.fileExists(atPath: favourites), "a malformed request reached the favourites handler")
+
+        // Well-formed framing still works: chunked alone, absolute-form naming this server.
+        let chunked = h.client.raw(put("Host: \(host)\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n", "2\r\n[]\r\n0\r\n\r\n"), timeout: 3)
+        #expect(chunked?.status == 200, "\(String(describing: chunked))")
+        let absolute = h.client.raw(Array("GET http://\(host)/api HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n\r\n".utf8), timeout: 3)
+        #expect(absolute?.status == 200, "\(String(describing: absolute))")
+    }
+
+    /// One answer with a Content-Length, read from a kept-alive connection (the connection stays open).
+    static func readOneAnswer(_ fd: Int32) -> [UInt8] {
+        var got: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            if let end = got.indices.dropLast(3).first(where: { got[$0...$0 + 3].elementsEqual([13, 10, 13, 10]) }) {
+                let head = String(decoding: got[..<end], as: UTF8.self).lowercased()
+                let length = head.components(separatedBy: "\r\n").first { $0.hasPrefix("content-length:") }
+                    .flatMap { Int($0.dropFirst(15).trimmingCharacters(in: .whitespaces)) } ?? 0
+                if got.count >= end + 4 + length { return got }
+            }
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { return got }
+            got += buffer[0..<n]
+        }
     }
 
     static var pageDirectory: URL {
