@@ -148,6 +148,7 @@ public enum RenderPlan {
             problems.append("-o \(outputTemplate): \(why)")
         }
         let newFolder = folderToMake(outputTemplate, problems: &problems)
+        var probedFolders = Set<String>()
         let format = r.format ?? section.format ?? formatFromExtension(outputTemplate) ?? take.flatMap(takeFormat)
             ?? AudioFormat()
         let session = r.preset?.session.name ?? take?.session ?? "render"
@@ -218,8 +219,15 @@ public enum RenderPlan {
             let report = (output as NSString).deletingPathExtension + ".json"
             for p in [output, report] {
                 if !names.insert(p).inserted { problems.append("two jobs would write '\(p)': use {input} or {take} in the output") }
-                let inNewFolder = newFolder == ((p as NSString).deletingLastPathComponent as NSString).standardizingPath
-                if !inNewFolder, let why = RenderOutput.problem(p) { problems.append(why.message) }
+                let folder = (p as NSString).deletingLastPathComponent
+                let inNewFolder = newFolder == (folder as NSString).standardizingPath
+                if !inNewFolder, let why = RenderOutput.problem(p) {
+                    problems.append(why.message)
+                } else if !inNewFolder, probedFolders.insert(folder).inserted,
+                          let why = WritableFolder.problem(folder.isEmpty ? "." : folder) {
+                    // Before anything starts: a read-only folder used to fail each job after it had run (exit 4).
+                    problems.append("the folder '\(folder.isEmpty ? "." : folder)' of '\(p)' takes no files: \(why)")
+                }
             }
             var job = RenderJob(number: k + 1, chain: chain, inputs: inputs, output: output, report: report,
                                 format: format, period: period)

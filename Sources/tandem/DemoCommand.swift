@@ -39,6 +39,16 @@ struct DemoCommand: ParsableCommand {
         server.bootstrapLogging(quieter: view.mode != .plain)
         let logger = Logger(label: "tandem.demo")
 
+        // 0. The folder, before anything starts: one that cannot be made or takes no files is exit 2.
+        let folder = dir ?? (NSTemporaryDirectory() as NSString).appendingPathComponent(
+            "tandem-demo-\(Int(Date().timeIntervalSince1970))-\(getpid())")
+        do {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        } catch {
+            fail(.badInput, "-d \(folder): the folder cannot be made: \(error.localizedDescription)")
+        }
+        if let why = WritableFolder.problem(folder) { fail(.badInput, "-d \(folder): the folder takes no files: \(why)") }
+
         // 1. A server: the one running, or a private one we own.
         var owned: JackServer?
         let name: String
@@ -64,9 +74,6 @@ struct DemoCommand: ParsableCommand {
         }
 
         // 2. The signal, and a built-in preset: a player feeding a recorder, both starting on the same frame.
-        let folder = dir ?? (NSTemporaryDirectory() as NSString).appendingPathComponent(
-            "tandem-demo-\(Int(Date().timeIntervalSince1970))-\(getpid())")
-        try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let rate: Int
         do {
             let probe = try JackClient(name: "tandem-demo-probe", server: name)

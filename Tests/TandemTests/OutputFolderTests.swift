@@ -38,4 +38,25 @@ import TestSupport
         let clash = try Self.tandem(["render", "--plugin", RackTests.amp, "-o", "plain/", a], in: dir)
         #expect(clash.code == 2 && clash.output.contains("is a file, not a folder"), "\(clash.output)")
     }
+
+    /// A read-only folder (a tmpfs mounted read-only: root writes anywhere else) is exit 2 with the folder named, before
+    /// anything starts: `render -o ro/x.wav` (exit 4 after the job had run), `render -o ro/sub/` (a folder that cannot
+    /// be made there), and `demo -d ro` (exit 1 after a server was started).
+    @Test(.enabled(if: RackTests.hasSWH && getuid() == 0, "mounting a tmpfs needs root"))
+    func aReadOnlyFolderIsExitTwoBeforeAnythingStarts() throws {
+        let dir = TestEnvironment.temporaryDirectory("render-ro")
+        let a = try input(dir, "a.wav")
+        let ro = dir.appendingPathComponent("ro").path
+        try FileManager.default.createDirectory(atPath: ro, withIntermediateDirectories: true)
+        let m = try TestEnvironment.run(["/bin/mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", ro])
+        try #require(m.code == 0, "\(m.output)")
+        defer { TestEnvironment.unmount(ro) }
+        let file = try Self.tandem(["render", "--plugin", RackTests.amp, "-o", ro + "/x.wav", a], in: dir)
+        #expect(file.code == 2 && file.output.contains("'\(ro)'") && file.output.contains("takes no files"), "\(file.output)")
+        let folder = try Self.tandem(["render", "--plugin", RackTests.amp, "-o", ro + "/sub/", a], in: dir)
+        #expect(folder.code == 2 && folder.output.contains("cannot be made in '\(ro)'"), "\(folder.output)")
+        let demo = try Self.tandem(["demo", "-d", ro, "--seconds", "1"], in: dir,
+                                   environment: ["JACK_DEFAULT_SERVER": JackServer.uniqueName("nosuch")])
+        #expect(demo.code == 2 && demo.output.contains(ro) && !demo.output.contains("server"), "\(demo.output)")
+    }
 }
