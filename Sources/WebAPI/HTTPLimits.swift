@@ -278,14 +278,10 @@ struct LimitsMiddleware: RouterMiddleware {
             response.headers[.allow] = allow.joined(separator: ", ")
         } else {
             do {
-                if request.method == .head {
-                    // HEAD is GET without the body: the same status and headers.
-                    var head = request.head
-                    head.method = .get
-                    let answer = try await next(Request(head: head, body: request.body), context)
-                    response = Response(status: answer.status, headers: answer.headers)
-                } else {
-                    response = try await next(request, context)
+                response = try await next(request, context)
+                // HEAD is GET without the body (the router's HEAD endpoint drops it after this): GET's length too.
+                if request.method == .head, response.headers[.contentLength] == nil, let n = response.body.contentLength {
+                    response.headers[.contentLength] = "\(n)"
                 }
             } catch let e as HTTPError {
                 let missing = e.status == .notFound && e.body == nil

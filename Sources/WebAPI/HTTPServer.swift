@@ -119,7 +119,8 @@ public final class HTTPServer: Sendable {
 
     /// The Hummingbird application: the router, the WebSocket upgrade, the limits.
     private func makeApplication(onRunning: @escaping @Sendable (Int) -> Void) -> some ApplicationProtocol {
-        let router = Router(context: BasicRequestContext.self)
+        // HEAD wherever GET: the router makes the endpoints (it picks a route by method before any middleware runs).
+        let router = Router(context: BasicRequestContext.self, options: .autoGenerateHeadEndpoints)
         let security = SecurityHeaders(origins: configuration.access.origins)
         router.add(middleware: SecurityMiddleware(headers: security))
         router.add(middleware: OriginCORSMiddleware(origins: Set(configuration.access.origins)))

@@ -191,6 +191,29 @@ import Glibc
         #expect(absolute?.status == 200, "\(String(describing: absolute))")
     }
 
+    // MARK: HEAD (issue 44, item 5)
+
+    /// HEAD answers wherever GET does, with GET's status and headers (its length too) and no body: the page, its
+    /// files, the API's reads, the document, the metrics.
+    @Test func headAnswersWhereverGetDoes() throws {
+        let h = try ServerHarness(metrics: MetricsSource { _ in Array("tandem_test 1\n".utf8) })
+        defer { h.stop() }
+        for path in ["/", "/page/main.js", "/page/style.css", "/api", "/api/openapi.json", "/api/status", "/api/engines",
+                     "/metrics", "/api/nothing"] {
+            let get = try #require(h.client.get(path), "GET \(path)")
+            let head = try #require(h.client.request("HEAD", path), "HEAD \(path)")
+            #expect(head.status == get.status, "HEAD \(path): \(head.status), GET \(get.status)")
+            #expect(head.body.isEmpty, "HEAD \(path) has a body")
+            #expect(head.headers["content-type"] == get.headers["content-type"], "HEAD \(path): \(head.headers)")
+            if get.status == 200 {
+                #expect(head.headers["content-length"] == "\(get.body.count)", "HEAD \(path): \(head.headers), GET has \(get.body.count) bytes")
+            }
+        }
+        // A route without GET still says which methods it takes.
+        let mark = h.client.request("HEAD", "/api/recorder/mark")
+        #expect(mark?.status == 405 && mark?.headers["allow"]?.contains("POST") == true, "\(String(describing: mark))")
+    }
+
     /// One answer with a Content-Length, read from a kept-alive connection (the connection stays open).
     static func readOneAnswer(_ fd: Int32) -> [UInt8] {
         var got: [UInt8] = []

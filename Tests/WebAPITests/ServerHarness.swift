@@ -25,7 +25,7 @@ final class ServerHarness: @unchecked Sendable {
     /// `configure` adjusts the server's configuration; `sessionDirectory`: a preset whose session folder is this
     /// (takes, presets, favourites), else no preset at all.
     init(token: String? = nil, origins: [String] = [], host: String = "127.0.0.1",
-         sessionDirectory: String? = nil, configure: (inout HTTPServer.Configuration) -> Void = { _ in }) throws {
+         sessionDirectory: String? = nil, metrics: MetricsSource? = nil, configure: (inout HTTPServer.Configuration) -> Void = { _ in }) throws {
         var configuration = HTTPServer.Configuration(address: HTTPAddress(host: host, port: 0),
                                                      access: HTTPAccess(token: token, origins: origins))
         configure(&configuration)
@@ -52,7 +52,7 @@ final class ServerHarness: @unchecked Sendable {
         }
         thread.start()
         ready.wait()
-        let s = HTTPServer(configuration: configuration, wake: wake, journal: journal.withLock { $0! })
+        let s = HTTPServer(configuration: configuration, wake: wake, journal: journal.withLock { $0! }, metrics: metrics)
         serverBox.withLock { $0 = s }
         server = s
         do {
