@@ -147,6 +147,7 @@ extension Session {
         document.session.directory = URL(fileURLWithPath: session.directory).standardizedFileURL.path
         document.session.tempo = session.tempo
         document.session.meter = session.meter
+        document.session.loudness = session.loudness
         document.racks = [rack]
         document.maps = mapsRunningIn(rack, maps).filter { !$0.isMarker }
         return document.toml()
@@ -286,5 +287,6 @@ extension RackConfig {
         tempo = session.tempo
         meter = session.meter
         pluginState = session.restorePlugins ? Session.pluginStateDirectory(session, engine: .rack(r.name)) : nil
+        if !r.loudnessOff, r.loudness || session.loudness { loudness = .programme(channels: outputs.count) }
     }
 }

@@ -19,7 +19,10 @@ extension Session {
     public var meters: [SessionStatus.Meter] { meterTap.meters }
 
     /// Every measured programme's loudness now (each engine publishes its own at most every 100 ms).
-    public var loudness: [ProgrammeLoudness] { recorder?.loudness ?? [] }
+    public var loudness: [ProgrammeLoudness] {
+        (recorder?.loudness ?? []) + (player?.loudness ?? [])
+            + Set(racks.keys).union(supervisors.keys).sorted().flatMap { racks[$0]?.loudness ?? supervisors[$0]?.loudness ?? [] }
+    }
 
     /// Everything a status display or a remote controller wants to know, now.
     public func status() -> SessionStatus {

@@ -55,10 +55,13 @@ extension PlayerConfig {
         resampleQuality = p.quality
         ringSeconds = p.ringSeconds
         startImmediately = false
+        if let session, !p.loudnessOff, p.loudness || session.loudness {
+            loudness = .programme(channels: p.ports.count)
+        }
     }
 
     func sameClient(as other: PlayerConfig) -> Bool {
         clientName == other.clientName && ports == other.ports && ringSeconds == other.ringSeconds
-            && resolvedMIDIPorts == other.resolvedMIDIPorts
+            && resolvedMIDIPorts == other.resolvedMIDIPorts && loudness == other.loudness
     }
 }

@@ -37,6 +37,7 @@ extension PlayerState {
                 ChainState.run(chain.pointee, inputs: s.buffers, outputs: s.outputs.buffers, frames: n,
                                clock: Int(frameTime))
             }
+            if let tap = s.loudness { tap.copy(s.outputs.buffers, frames: n) }
             c.add(Counter.cycles.rawValue, 1)
             // Wake the reader once the ring has room for a chunk, and not again until it has written: an idle or
             // drained reader is not woken every cycle.

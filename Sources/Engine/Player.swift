@@ -1,6 +1,7 @@
 import Foundation
 import Jack
 import Logging
+import Loudness
 import Plugins
 import Realtime
 import Presets
@@ -22,6 +23,8 @@ public final class Player: @unchecked Sendable {
     private var announcedFinish = false
 
     public var client: JackClient { engine.client }
+    /// The outputs' loudness meters (nil: not measured).
+    private var loudnessTap: LoudnessTap?
     public var ports: [JackPort] { engine.outputs }
     /// The insert chain (what the callback runs between the ring and the ports).
     public var plugins: ChainHolder { engine.plugins }
@@ -46,16 +49,20 @@ public final class Player: @unchecked Sendable {
             role: "player",
             plugins: config.plugins, pluginState: config.pluginState, strictPlugins: strictPlugins,
             loopWakeup: loopWakeup)
+        var tap: LoudnessTap?
         engine = try EngineClient(setup, logger: logger, allocate: { client, registered, slot throws(EngineError) in
             let ports = registered.outputs
             let ringFrames = try EngineClient<PlayerState>.ringFrames(
                 seconds: config.ringSeconds, rate: client.sampleRate, channels: ports.count, what: "a playback ring",
                 hint: "shorten ring")
+            tap = try LoudnessTap(engine: "player", groups: config.loudness, channels: ports.count,
+                                  names: config.ports, sampleRate: client.sampleRate)
             return try PlayerState.allocate(client: client.cycleHandle, ports: ports, channels: ports.count,
                                             chain: slot, ringFrames: ringFrames,
                                             wakeSpace: max(client.bufferSize, PlayerState.minimumWakeSpace),
-                                            notify: notify, midiPorts: registered.midiOutputs)
+                                            notify: notify, midiPorts: registered.midiOutputs, loudness: tap?.feed)
         })
+        loudnessTap = tap
         let gain = config.gain
         engine.state.pointee.set(.gainTarget, Int(gain.bitPattern))
         reader = DiskReader(config: config, state: engine.state.pointee, sampleRate: engine.sampleRate, logger: logger)
@@ -65,6 +72,7 @@ public final class Player: @unchecked Sendable {
             s.pointee.set(.gainTarget, Int(gain.bitPattern))
             s.pointee.set(.gainNow, Int(gain.bitPattern))
         }
+        loudnessTap?.start()
         if !config.queue.isEmpty { load(config.queue) }
         if config.startImmediately && !config.queue.isEmpty {
             // Let the reader fill the ring first, so playback starts without an underrun.
@@ -220,5 +228,11 @@ public final class Player: @unchecked Sendable {
     }
 
     /// Stops the reader thread, deactivates and closes the client.
-    public func close() { engine.close() }
+    public func close() {
+        engine.close()
+        loudnessTap?.close(freeRing: !client.abandoned)
+    }
+
+    /// The outputs' loudness per programme (`PlayerConfig.loudness`; empty when not measured). Any thread.
+    public var loudness: [ProgrammeLoudness] { loudnessTap?.readings ?? [] }
 }

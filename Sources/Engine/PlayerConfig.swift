@@ -29,6 +29,8 @@ public struct PlayerConfig: Sendable, Equatable {
     /// Folder of plugin state saved by an earlier run, restored over the preset's values (nil: none).
     public var pluginState: String?
 
+    /// Loudness of the outputs (after the chain and the gain), per programme (nil: not measured).
+    public var loudness: LoudnessGroups?
     public init() {}
 
     public func problems() -> [String] {

@@ -72,13 +72,15 @@ struct PlayerState: EngineState {
     let cycleCost: CycleHistogram
     let wakeSpace: Int
     /// MIDI output ports and the events queued for them (see `PlayerMIDI`).
+    /// The outputs' loudness tap (nil: not measured): each cycle's output frames, after the chain.
+    let loudness: LoudnessFeed?
     let midi: PlayerMIDI
 
     /// Builds the state for `channels` output channels. `ports` are the client's output ports (one per channel), or
     /// none for state driven without a server (tests call `cycle` and read `outputs.buffers`). Throws when the
     /// playback ring's memory cannot be had. Control thread.
     static func allocate(client: JackClientHandle, ports: [JackPort], channels: Int, chain: ChainSlot, ringFrames: Int,
-                         wakeSpace: Int, notify: Wakeup?, midiPorts: [JackPort] = [])
+                         wakeSpace: Int, notify: Wakeup?, midiPorts: [JackPort] = [], loudness: LoudnessFeed? = nil)
         throws(EngineError) -> UnsafeMutablePointer<PlayerState> {
         let ring: FrameRing
         do { ring = try FrameRing.allocate(channels: channels, capacity: ringFrames) } catch {
@@ -104,7 +106,7 @@ struct PlayerState: EngineState {
             ring: ring,
             counters: .allocate(count: Counter.allCases.count), wakeup: .allocate(), notify: notify,
             cycleCost: .allocate(),
-            wakeSpace: wakeSpace, midi: .allocate(ports: midiPorts)))
+            wakeSpace: wakeSpace, loudness: loudness, midi: .allocate(ports: midiPorts)))
         state.pointee.resetAfterWarmUp()
         return state
     }

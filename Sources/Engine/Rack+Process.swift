@@ -35,6 +35,7 @@ extension RackState {
         if ChainPath.cycle(s.path, slot: s.chain, frames: n, midi: midi, clock: Int(frameTime)) {
             c.add(Counter.swaps.rawValue, 1)
         }
+        if let tap = s.loudness { tap.copy(s.outputs.buffers, frames: n) }
         c.add(Counter.cycles.rawValue, 1)
         s.cycleCost.record(nanoseconds: monotonicNanoseconds() - began)
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Jack
 import Logging
+import Loudness
 import Plugins
 import Presets
 import Realtime
@@ -39,8 +40,8 @@ public final class Rack {
             throw EngineError(.badConfig, "rack '\(config.name)' needs at least one output port")
         }
         var config = config
-        var engine = try Self.open(config, server: server, logger: logger, strictPlugins: strictPlugins,
-                                   loopWakeup: loopWakeup)
+        var (engine, tap) = try Self.open(config, server: server, logger: logger, strictPlugins: strictPlugins,
+                                          loopWakeup: loopWakeup)
         if let chain = engine.plugins.chain, chain.sideInputs.map(\.name) != config.sideInputs
             || chain.sideOutputs.map(\.name) != config.sideOutputs {
             // A plugin with a side input or a CV output was left out: ports named from the preset would feed (or be
@@ -49,22 +50,26 @@ public final class Rack {
                            metadata: ["rack": "\(config.name)", "chain": "\(chain.sideInputs.map(\.name) + chain.sideOutputs.map(\.name))",
                                       "preset": "\(config.sideInputs + config.sideOutputs)"])
             engine.close()
+            tap?.close(freeRing: !engine.client.abandoned)
             config.sideInputs = chain.sideInputs.map(\.name)
             config.sideOutputs = chain.sideOutputs.map(\.name)
-            engine = try Self.open(config, server: server, logger: logger, strictPlugins: strictPlugins,
-                                   loopWakeup: loopWakeup)
+            (engine, tap) = try Self.open(config, server: server, logger: logger, strictPlugins: strictPlugins,
+                                          loopWakeup: loopWakeup)
         }
         self.config = config
         self.engine = engine
+        loudnessTap = tap
         self.logger = logger
         try engine.activate(worker: nil)
+        loudnessTap?.start()
         engine.refreshPluginLatency()
         timebase = Self.offerTimebase(config, client: engine.client, logger: logger)
     }
 
     /// The client, its ports (inputs, side inputs, outputs) and the start chain, not yet active.
     private static func open(_ config: RackConfig, server: String?, logger: Logger,
-                             strictPlugins: Bool, loopWakeup: Wakeup?) throws(EngineError) -> EngineClient<RackState> {
+                             strictPlugins: Bool, loopWakeup: Wakeup?) throws(EngineError)
+        -> (EngineClient<RackState>, LoudnessTap?) {
         let setup = EngineClient<RackState>.Setup(
             clientName: config.clientName, server: server, inputs: config.inputs + config.sideInputs,
             outputs: config.outputs + config.sideOutputs, midiInputs: config.midiInputs, midiOutputs: config.midiOutputs,
@@ -73,14 +78,24 @@ public final class Rack {
             through: (config.inputs.count, config.outputs.count, config.mix, config.gainDB))
         let (ins, sides, outs) = (config.inputs.count, config.sideInputs.count, config.outputs.count)
         let sideOuts = config.sideOutputs.count
-        return try EngineClient(setup, logger: logger, allocate: { client, registered, slot throws(EngineError) in
+        var tap: LoudnessTap?
+        let engine = try EngineClient(setup, logger: logger, allocate: { client, registered, slot throws(EngineError) in
+            tap = try LoudnessTap(engine: config.name, groups: config.loudness, channels: outs + sideOuts,
+                                  names: config.outputs + config.sideOutputs, sampleRate: client.sampleRate)
             let midi = RackMIDI.allocate(inputs: registered.midiInputs, outputs: registered.midiOutputs,
                                          sequenceURID: AtomSequence.sequenceURID, midiURID: AtomSequence.midiURID,
                                          wake: client.notifications.loop)
             return RackState.allocate(client: client.cycleHandle, inputs: registered.inputs, outputs: registered.outputs,
-                                      channels: (ins, sides, outs, sideOuts), chain: slot, midi: midi)
+                                      channels: (ins, sides, outs, sideOuts), chain: slot, midi: midi,
+                                      loudness: tap?.feed)
         })
+        return (engine, tap)
     }
+
+    /// The main outputs' loudness meters (nil: not measured).
+    private var loudnessTap: LoudnessTap?
+    /// Each programme's loudness (`RackConfig.loudness`; empty when not measured). Any thread.
+    public var loudness: [ProgrammeLoudness] { loudnessTap?.readings ?? [] }
 
     /// The tempo and meter this rack gives JACK as timebase master, or nil (see `offerTimebase`).
     var timebase: UnsafeMutablePointer<ConstantTimebase>?
@@ -120,6 +135,7 @@ public final class Rack {
     /// Deactivates and closes the client.
     public func close() {
         engine.close()
+        loudnessTap?.close(freeRing: !client.abandoned)
         timebase?.deallocate()   // the client is closed: its timebase callback no longer runs
         timebase = nil
     }

@@ -25,11 +25,14 @@ public struct RackConfig: Sendable, Equatable {
     public var mix: Double = 1
     /// Where the chain's state is kept (restored at start when present); nil: nothing restored.
     public var pluginState: String?
+    /// Loudness of the main outputs, per programme (nil: not measured).
+    public var loudness: LoudnessGroups?
     public init() {}
 
     /// Whether `other` can be applied without re-creating the JACK client (same name and ports).
     public func sameClient(as other: RackConfig) -> Bool {
         clientName == other.clientName && inputs == other.inputs && outputs == other.outputs
             && sideInputs == other.sideInputs && sideOutputs == other.sideOutputs && midiInputs == other.midiInputs && midiOutputs == other.midiOutputs
+            && loudness == other.loudness
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Loudness
 import Realtime
 import Synchronization
 #if canImport(Glibc)
@@ -24,6 +25,7 @@ public struct RackHeartbeat {
     private var watchedCycles = -1
     private var watchedFrame: UInt32 = 0
     private var lastMove = Date()
+    private var lastLoudness = Date.distantPast
 
     public init(fd: Int32) {
         self.fd = fd
@@ -62,6 +64,15 @@ public struct RackHeartbeat {
         return still > Self.hangSeconds ? still : nil
     }
 
+    /// Each loop turn: the rack's loudness readings, once a second at most, as one line of JSON (`loudness [...]`, the
+    /// `ProgrammeLoudness` values the session shows in its status). Nothing when not measured.
+    public mutating func loudness(_ readings: [ProgrammeLoudness]) {
+        guard !readings.isEmpty, Date().timeIntervalSince(lastLoudness) >= 1,
+              let data = try? JSONEncoder().encode(readings) else { return }
+        lastLoudness = Date()
+        write("loudness " + String(decoding: data, as: UTF8.self) + "\n")
+    }
+
     /// Says the process is ending because its process thread hung for `seconds`.
     public func hung(seconds: Double) {
         write("hung \(String(format: "%.2f", seconds))\n")
@@ -86,6 +97,8 @@ final class HeartbeatReader: @unchecked Sendable {
         /// Lines other than `cycles N`, in order (at most 4096 are kept between two takes).
         var lines: [String] = []
         var cycles = 0
+        /// The rack's loudness readings as last heard (`loudness` lines, JSON; nil: none heard).
+        var loudness: [ProgrammeLoudness]?
         /// The pipe ended: every copy of its write end is closed, so the process has ended.
         var ended = false
     }
@@ -135,6 +148,9 @@ final class HeartbeatReader: @unchecked Sendable {
             pending.removeSubrange(...newline)
             if line.hasPrefix("cycles "), let count = Int(line.dropFirst(7)) {
                 heard.withLock { $0.cycles = count }
+            } else if line.hasPrefix("loudness ") {
+                let readings = try? JSONDecoder().decode([ProgrammeLoudness].self, from: Data(line.utf8.dropFirst(9)))
+                heard.withLock { $0.loudness = readings }
             } else {
                 urgent = true
                 heard.withLock { if $0.lines.count < 4096 { $0.lines.append(line) } }

@@ -32,18 +32,21 @@ struct RackState: EngineState {
     /// One buffer per output (`Period.maxFrames` frames, pre-faulted): the old chain's output in the cycle of a
     /// swap, faded out under the new one's.
     let fade: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+    /// The outputs' loudness tap (nil: not measured): each cycle's output frames.
+    let loudness: LoudnessFeed?
 
     /// `inputs` (main, then side) and `outputs` (main, then side): the client's ports, or none for state driven
     /// without a server; `channels`: main inputs, side inputs, main outputs, side outputs. Control thread.
     static func allocate(client: JackClientHandle, inputs: [JackPort], outputs: [JackPort],
-                         channels: (Int, Int, Int, Int), chain: ChainSlot, midi: RackMIDI) -> UnsafeMutablePointer<RackState> {
+                         channels: (Int, Int, Int, Int), chain: ChainSlot, midi: RackMIDI,
+                         loudness: LoudnessFeed? = nil) -> UnsafeMutablePointer<RackState> {
         let state = UnsafeMutablePointer<RackState>.allocate(capacity: 1)
         let outs = channels.2 + channels.3
         state.initialize(to: RackState(
             client: client, inputs: EnginePorts.allocate(ports: inputs, channels: channels.0 + channels.1),
             sides: channels.1, outputs: EnginePorts.allocate(ports: outputs, channels: outs), sideOutputs: channels.3,
             chain: chain, counters: .allocate(count: Counter.allCases.count), cycleCost: .allocate(), midi: midi,
-            fade: allocateBuffers(outs)))
+            fade: allocateBuffers(outs), loudness: loudness))
         state.pointee.resetAfterWarmUp()
         return state
     }

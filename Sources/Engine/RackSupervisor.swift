@@ -1,6 +1,7 @@
 import Foundation
 import Jack
 import Logging
+import Loudness
 import Presets
 import Realtime
 #if canImport(Glibc)
@@ -69,6 +70,8 @@ public final class RackSupervisor {
     public static let refusedRetrySeconds = 30.0
     /// The child's cycle counter as last heard, and whether it said it is ready.
     public private(set) var cycles = 0
+    /// The rack's loudness as its process last told (once a second; empty when not measured or not heard).
+    public private(set) var loudness: [ProgrammeLoudness] = []
     public private(set) var ready = false
     /// When the rack went down last, and how long the last restart took (until `ready`).
     public private(set) var downSince: Date?
@@ -202,6 +205,7 @@ public final class RackSupervisor {
         }
         if heard.cycles != cycles || !serverMoving { watch.moved(at: now) }
         cycles = heard.cycles
+        if let readings = heard.loudness { loudness = readings }
         if heard.ended || !c.isRunning {
             // The pipe ends as the process exits; it is a zombie a moment later. A process that closed the pipe
             // and lives on cannot be supervised: it goes.

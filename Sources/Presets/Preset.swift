@@ -287,6 +287,9 @@ public struct PlayerSection: Sendable, Equatable {
     /// the playback counts as ended (`exit_after = "playback"`).
     public var tailSeconds: Double = 2
     public var ringSeconds: Double = 2
+    /// `loudness = true`: the outputs' loudness is measured; `false` given: not even when the session asks.
+    public var loudness = false
+    public var loudnessOff = false
     /// LV2 insert chain between the ring and the ports, in order.
     public var plugins: [PluginSpec] = []
     /// Where each plugin of `plugins` was written (same order).
@@ -314,6 +317,9 @@ public struct RackSection: Sendable, Equatable {
     public var mix: Double = 1
     /// Run in a child process the session supervises (nil: whenever the session also records).
     public var isolate: Bool?
+    /// `loudness = true`: the outputs' loudness is measured; `false` given: not even when the session asks.
+    public var loudness = false
+    public var loudnessOff = false
     public var plugins: [PluginSpec] = []
     public var pluginSources: [PluginSource] = []
     /// The line of the `[[rack]]` header.

@@ -6,7 +6,7 @@ extension Validator {
     mutating func player(_ t: TOMLTable) -> PlayerSection {
         let s = "player"
         unknownKeys(t, ["client", "channels", "ports", "queue", "loop", "gain", "map", "quality", "seek", "seek_frame",
-                        "start", "start_at", "tail", "ring", "plugins", "midi_ports"], section: s)
+                        "start", "start_at", "tail", "ring", "plugins", "midi_ports", "loudness"], section: s)
         var p = PlayerSection()
         p.client = client(t, s, default: p.client)
         p.ports = ports(t, s, prefix: "out", default: p.ports)
@@ -59,6 +59,11 @@ extension Validator {
         p.tailSeconds = number(t, "tail", s, Limits.tailSeconds, unit: " seconds") ?? 2
         p.ringSeconds = number(t, "ring", s, Limits.playerRingSeconds, unit: " seconds") ?? 2
         (p.plugins, p.pluginSources) = plugins(t, s)
+        switch bool(t, "loudness", s) {
+        case true?: p.loudness = true
+        case false?: p.loudnessOff = true
+        case nil: break
+        }
         return p
     }
 }

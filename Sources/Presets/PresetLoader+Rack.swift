@@ -3,7 +3,7 @@ extension Validator {
     mutating func rack(_ t: TOMLTable, index: Int) -> RackSection {
         let s = "rack"
         unknownKeys(t, ["name", "client", "inputs", "outputs", "midi_inputs", "midi_outputs", "gain", "mix", "isolate",
-                        "plugins"], section: s)
+                        "plugins", "loudness"], section: s)
         var r = RackSection()
         r.line = t.line
         r.name = "rack\(index + 1)"
@@ -30,6 +30,11 @@ extension Validator {
         r.gainDB = number(t, "gain", s, Limits.gainDB, unit: " dB") ?? 0
         r.mix = number(t, "mix", s, Limits.mix) ?? 1
         r.isolate = bool(t, "isolate", s)
+        switch bool(t, "loudness", s) {
+        case true?: r.loudness = true
+        case false?: r.loudnessOff = true
+        case nil: break
+        }
         (r.plugins, r.pluginSources) = plugins(t, s)
         if r.plugins.isEmpty {
             problem("rack.plugins", t.line, "rack '\(r.name)' has no [[rack.plugins]]: a rack runs a plugin chain")

@@ -84,6 +84,7 @@ public extension Preset {
             if let at = p.startAt { out.string("start_at", at) }
             if p.tailSeconds != d.tailSeconds { out.number("tail", p.tailSeconds) }
             if p.ringSeconds != d.ringSeconds { out.number("ring", p.ringSeconds) }
+            if p.loudness { out.bool("loudness", true) } else if p.loudnessOff { out.bool("loudness", false) }
             out.plugins(p.plugins, section: "player")
         }
 
@@ -98,6 +99,7 @@ public extension Preset {
             if rack.gainDB != 0 { out.number("gain", rack.gainDB) }
             if rack.mix != 1 { out.number("mix", rack.mix) }
             if let isolate = rack.isolate { out.bool("isolate", isolate) }
+            if rack.loudness { out.bool("loudness", true) } else if rack.loudnessOff { out.bool("loudness", false) }
             out.plugins(rack.plugins, section: "rack")
         }
 

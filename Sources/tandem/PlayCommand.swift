@@ -63,6 +63,9 @@ struct PlayCommand: ParsableCommand {
     @Option(name: .long, help: "Playback ring size in seconds.")
     var ring: Double = 2
 
+    @Flag(name: .long, help: "Measure the outputs' EBU R128 loudness (after the chain and the gain), shown in the status.")
+    var loudness = false
+
     @OptionGroup var plugins: PluginOptions
 
     @Option(name: .long, help: "When the JACK server goes away: stop (exit 3) or resume (wait for it, then go on where playback was).")
@@ -133,6 +136,7 @@ struct PlayCommand: ParsableCommand {
         pl.tailSeconds = tail
         pl.ringSeconds = ring
         pl.plugins = plugins.specs
+        pl.loudness = loudness
         p.player = pl
         return p
     }

@@ -77,6 +77,9 @@ struct RackCommand: ParsableCommand {
     @Option(name: .long, help: "Dry/wet mix: 0 the input alone, 1 the chain's output alone.")
     var mix: Double = 1
 
+    @Flag(name: .long, help: "Measure the outputs' EBU R128 loudness, shown in the status.")
+    var loudness = false
+
     @Option(name: .long, help: "When the JACK server goes away: stop (exit 3) or resume (wait for it, then run again).")
     var onServerLoss = "stop"
 
@@ -192,6 +195,7 @@ struct RackCommand: ParsableCommand {
                                                  keepsPluginState: true)
         p.session.tempo = document.session.tempo
         p.session.meter = document.session.meter
+        p.session.loudness = document.session.loudness
         // Marker maps come on the command line: a preset without a recorder cannot hold them.
         p.maps = document.maps + ((try? maps()) ?? [])
         rack.isolate = false
@@ -224,6 +228,7 @@ struct RackCommand: ParsableCommand {
         r.mix = mix
         r.isolate = false
         r.plugins = plugins.specs
+        r.loudness = loudness
         p.racks = [r]
         p.maps = (try? maps()) ?? []
         return p
@@ -288,6 +293,7 @@ struct RackCommand: ParsableCommand {
                 }
                 let rack = session.racks.first?.value
                 heart.beat(cycles: rack?.cycles ?? 0, ready: true)
+                heart.loudness(rack?.loudness ?? [])
                 // The cycle's frame time: it stands still while the server is stopped (SIGSTOP, a debugger), where
                 // `frameTime`, extrapolated from the clock, moved and got the rack killed as hung.
                 if let rack, let seconds = heart.stalled(cycles: rack.cycles, frameTime: rack.client.cycleFrameTime) {

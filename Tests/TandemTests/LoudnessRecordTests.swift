@@ -47,28 +47,54 @@ import TestSupport
             client = "loud-play"
             queue = ["\(sine)"]
             loop = "item"
+            [[rack]]
+            name = "fx"
+            client = "loud-fx"
+            isolate = false
+            inputs = 2
+            [[rack.plugins]]
+            uri = "http://lv2plug.in/plugins/eg-amp"
+            [[rack]]
+            name = "iso"
+            client = "loud-iso"
+            isolate = true
+            inputs = 2
+            [[rack.plugins]]
+            uri = "http://lv2plug.in/plugins/eg-amp"
+            [[connect]]
+            from = "loud-play:out_*"
+            to = "loud-iso:in_*"
             [[connect]]
             from = "loud-play:out_*"
             to = "loud-rec:in_*"
+            [[connect]]
+            from = "loud-play:out_*"
+            to = "loud-fx:in_*"
             """.write(toFile: preset, atomically: true, encoding: .utf8)
         let tandem = try TandemProcess(["run", preset, "--no-view", "--control-port", "\(control)", "--metrics-port", "\(port)"],
                                        server: server, log: dir.appendingPathComponent("run.log").path)
         defer { if tandem.process.isRunning { _ = tandem.process.stop(SIGKILL) } }
         #expect(tandem.waitFor("HTTP API listening"), "\(tandem.output)")
 
-        // Armed: the live meters run before any take. The momentary value settles within a second.
-        var live: [String: Any]?
+        // Armed: the live meters run before any take: the recorder's inputs, the player's and the racks' outputs (the
+        // isolated rack's process tells its readings through its heartbeat, once a second). The momentary values
+        // settle within a second.
+        var live: [String: [String: Any]] = [:]
         let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
+        while Date() < deadline && live.count < 4 {
             let text = try Self.get(port, "/api/status")
             if let json = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
-               let list = json["loudness"] as? [[String: Any]], let first = list.first, first["momentary"] != nil {
-                live = first
-                break
+               let list = json["loudness"] as? [[String: Any]] {
+                for p in list where p["momentary"] != nil { live[p["engine"] as? String ?? ""] = p }
             }
-            usleep(100_000)
+            if live.count < 4 { usleep(100_000) }
         }
-        let reading = try #require(live, "no live loudness in the status")
+        #expect(Set(live.keys) == ["recorder", "player", "fx", "iso"], "\(live)")
+        for (engine, p) in live {
+            let m = p["momentary"] as? Double ?? 0
+            #expect(m > -34.5 && m < -21.5, "\(engine): momentary \(m)")
+        }
+        let reading = try #require(live["recorder"], "no live loudness of the recorder in the status")
         #expect(reading["engine"] as? String == "recorder")
         #expect(reading["channels"] as? [String] == ["in_1", "in_2"])
         let momentary = try #require(reading["momentary"] as? Double)

@@ -75,7 +75,7 @@ import TestSupport
                // latency-aligned dry path).
                "--plugin", "http://plugin.org.uk/swh-plugins/sc2,threshold=-20",
                "--plugin", "http://gareus.org/oss/lv2/nodelay,name=bypassed,delay=300,bypass"] : []
-        let rec = try TandemProcess(["record", "-c", "4", "-d", dir.path] + chain + latent, server: server,
+        let rec = try TandemProcess(["record", "-c", "4", "-d", dir.path, "--loudness"] + chain + latent, server: server,
                                     extraEnvironment: ["LD_PRELOAD": interposer, "RTCHECK_REPORT": recReport],
                                     log: dir.appendingPathComponent("rec.log").path)
         #expect(rec.waitFor(" recording: "))
@@ -86,7 +86,7 @@ import TestSupport
         #expect(rec.process.wait(timeout: 15) == 0, "\(rec.output)")
         player.stop()
         let playReport = dir.appendingPathComponent("play.txt").path
-        let play = try TandemProcess(["play", source, "--loop", "all", "--connect", "system:playback_.*"] + chain,
+        let play = try TandemProcess(["play", source, "--loop", "all", "--loudness", "--connect", "system:playback_.*"] + chain,
                                      server: server,
                                      extraEnvironment: ["LD_PRELOAD": interposer, "RTCHECK_REPORT": playReport],
                                      log: dir.appendingPathComponent("play.log").path)
@@ -138,7 +138,7 @@ import TestSupport
 
         // In its own process, as `tandem rack`.
         let alone = dir.appendingPathComponent("alone.txt").path
-        let rack = try TandemProcess(["rack", "--name", "fx", "--inputs", "2"] + chain.flatMap { ["--plugin", $0] },
+        let rack = try TandemProcess(["rack", "--name", "fx", "--inputs", "2", "--loudness"] + chain.flatMap { ["--plugin", $0] },
                                      server: server, extraEnvironment: environment(alone),
                                      log: dir.appendingPathComponent("rack.log").path)
         #expect(rack.waitFor("rack fx ready"), "\(rack.output)")
