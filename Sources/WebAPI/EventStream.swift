@@ -6,6 +6,7 @@ import HTTPTypes
 import HummingbirdWebSocket
 import Logging
 import NIOCore
+import Synchronization
 import Takes
 
 /// `GET /api/events` upgraded to a WebSocket: the session's events in its one numbered stream, and its meters at the
@@ -17,8 +18,8 @@ import Takes
 ///     {"type":"missed","after":N}                          events after N are gone: read the state again
 ///     {"type":"meters","meters":[{"peakDB":…,"rmsDB":…},…]}
 ///
-/// A client that does not take a message within `writeSeconds` is cut off and counted: it never delays the session
-/// or another client (each client is its own task; the session's loop only publishes what they read).
+/// A client that does not take a message within `writeSeconds` is cut off and counted (a client that closes, or whose
+/// connection breaks, is not): it never delays the session or another client (each client is its own task; the session's loop only publishes what they read).
 extension HTTPServer {
     static let writeSeconds = 2.0
     static let maxMeterRate = 60.0
@@ -43,52 +44,67 @@ extension HTTPServer {
         guard feed.join() else {
             return await refuse(.serviceUnavailable, "\(configuration.maxEventClients) event streams are open; no more")
         }
+        // The slot is the stream's from here; an upgrade that never starts the stream (the client left before the
+        // handshake's answer, the pipeline failed) gives it back when the connection closes.
+        let slot = StreamSlot(feed: feed)
+        channel.closeFuture.whenComplete { _ in slot.releaseUnlessStarted() }
         let since = HTTPAccess.queryItem("since", in: path).flatMap { UInt64($0) }
         let rate = HTTPAccess.queryItem("meters", in: path).flatMap { Double($0) }.map { min(max(0, $0), Self.maxMeterRate) } ?? 0
         let feed = self.feed, stats = self.stats
         return .upgrade([:]) { inbound, outbound, _ in
-            var slow = false
-            defer { feed.leave(slow: slow) }
-            let reader = Task { for try await _ in inbound {} }   // pings and closes; messages are ignored
+            guard slot.start() else { return }
+            // Cut: the client stopped reading (a write did not complete in `writeSeconds`). A client that closed, or
+            // whose connection went, is not cut.
+            var cut = false
+            defer {
+                if cut { stats.count("slow") }
+                feed.leave(slow: cut)
+            }
+            let closed = StreamSlot.Flag()
+            let reader = Task {
+                defer { closed.set() }
+                for try await _ in inbound {}   // pings and closes; messages are ignored
+            }
             defer { reader.cancel() }
             var last = since ?? feed.journal.last
-            func send(_ object: [String: Any]) async -> Bool {
+            func send(_ object: [String: Any]) async -> WriteOutcome {
                 guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]),
-                      let text = String(data: data, encoding: .utf8) else { return true }
+                      let text = String(data: data, encoding: .utf8) else { return .sent }
                 return await Self.write(text, to: outbound)
             }
-            guard await send(["type": "hello", "sequence": feed.journal.last, "version": TandemVersion.string]) else {
-                slow = true
-                stats.count("slow")
+            /// Whether the stream goes on after a write; a stalled one is cut.
+            func goesOn(_ outcome: WriteOutcome) -> Bool {
+                if outcome == .stalled { cut = true }
+                return outcome == .sent
+            }
+            guard goesOn(await send(["type": "hello", "sequence": feed.journal.last, "version": TandemVersion.string])) else {
                 return
             }
             let meterInterval = rate > 0 ? 1 / rate : 0
             var nextMeters = Date()
-            while !Task.isCancelled && !feed.isClosed && !reader.isCancelled {
+            stream: while !Task.isCancelled && !feed.isClosed && !closed.isSet {
                 let (events, missed) = feed.journal.since(last)
                 if missed {
-                    guard await send(["type": "missed", "after": last]) else { slow = true; break }
+                    guard goesOn(await send(["type": "missed", "after": last])) else { break stream }
                 }
                 for e in events {
                     let (kind, text) = ControlProtocol.describe(e.event)
                     var message: [String: Any] = ["type": "event", "sequence": e.sequence, "kind": kind, "text": text,
                                                   "time": ISO8601DateFormatter().string(from: e.time)]
                     for (k, v) in Self.fields(e.event) { message[k] = v }
-                    guard await send(message) else { slow = true; break }
+                    guard goesOn(await send(message)) else { break stream }
                     last = e.sequence
                 }
-                if slow { break }
                 if meterInterval > 0 && Date() >= nextMeters {
                     nextMeters = Date().addingTimeInterval(meterInterval)
                     let meters = feed.meters
                     if !meters.isEmpty {
-                        guard await Self.write(meters, to: outbound) else { slow = true; break }
+                        guard goesOn(await Self.write(meters, to: outbound)) else { break stream }
                     }
                 }
                 let pause = meterInterval > 0 ? max(0.005, nextMeters.timeIntervalSinceNow) : 0.05
                 try? await Task.sleep(nanoseconds: UInt64(min(pause, 0.05) * 1e9))
             }
-            if slow { stats.count("slow") }
         }
     }
 
@@ -114,24 +130,59 @@ extension HTTPServer {
         }
     }
 
-    /// Writes one text message, or gives up after `writeSeconds` (the client is not reading): false then.
-    static func write(_ text: String, to outbound: WebSocketOutboundWriter) async -> Bool {
-        await withTaskGroup(of: Bool.self) { group in
+    /// How a write went: sent; the connection is gone (the client closed, or it broke); stalled (not taken within
+    /// `writeSeconds`: the client is not reading).
+    enum WriteOutcome: Sendable { case sent, gone, stalled }
+
+    /// Writes one text message, or gives up after `writeSeconds`.
+    static func write(_ text: String, to outbound: WebSocketOutboundWriter) async -> WriteOutcome {
+        await withTaskGroup(of: WriteOutcome.self) { group in
             group.addTask {
                 do {
                     try await outbound.write(.text(text))
-                    return true
+                    return .sent
                 } catch {
-                    return false
+                    return .gone
                 }
             }
             group.addTask {
-                try? await Task.sleep(nanoseconds: UInt64(writeSeconds * 1e9))
-                return false
+                do {
+                    try await Task.sleep(nanoseconds: UInt64(writeSeconds * 1e9))
+                    return .stalled
+                } catch {
+                    return .gone   // cancelled: the write finished first
+                }
             }
-            let first = await group.next() ?? false
+            let first = await group.next() ?? .gone
             group.cancelAll()
             return first
         }
+    }
+}
+
+/// An event stream's slot in the feed, from the handshake's yes to the stream's end: taken by `shouldUpgrade`, kept by
+/// the stream once it starts, given back when the connection closes if the stream never started (an upgrade that
+/// failed after the yes), never twice.
+///
+/// Threads: any.
+final class StreamSlot: Sendable {
+    private let feed: LiveFeed
+    /// 0: reserved; 1: the stream started (it leaves the feed itself); 2: released unstarted.
+    private let state = Atomic<Int>(0)
+
+    init(feed: LiveFeed) { self.feed = feed }
+
+    /// The stream starts; false when the slot was already given back (the connection closed first).
+    func start() -> Bool { state.compareExchange(expected: 0, desired: 1, ordering: .acquiringAndReleasing).exchanged }
+
+    func releaseUnlessStarted() {
+        if state.compareExchange(expected: 0, desired: 2, ordering: .acquiringAndReleasing).exchanged { feed.leave() }
+    }
+
+    /// A flag set once, read from any thread.
+    final class Flag: Sendable {
+        private let value = Atomic<Bool>(false)
+        func set() { value.store(true, ordering: .releasing) }
+        var isSet: Bool { value.load(ordering: .acquiring) }
     }
 }

@@ -214,6 +214,44 @@ import Glibc
         #expect(mark?.status == 405 && mark?.headers["allow"]?.contains("POST") == true, "\(String(describing: mark))")
     }
 
+    // MARK: Event stream slots and the cut count (issue 44, item 6)
+
+    /// Ten clients that close their stream cleanly are not counted as cut; and clients that ask for the stream and
+    /// leave before its answer give their slots back, so the stream is open to the next.
+    @Test func cleanClosesAreNotCutAndFailedUpgradesLeakNoSlot() throws {
+        let h = try ServerHarness(metrics: MetricsSource { _ in [] }) { $0.maxEventClients = 3 }
+        defer { h.stop() }
+        for i in 0..<10 {
+            guard case .success(let ws) = h.client.webSocket("/api/events") else {
+                Issue.record("stream \(i) refused")
+                return
+            }
+            #expect(ws.nextJSON()?["type"] as? String == "hello")
+            let (closeSeen, _) = ws.closeAndDrain()
+            #expect(closeSeen, "stream \(i): the server answered the close")
+            #expect(TestEnvironment.waitUntil(timeout: 5) { !h.server.feed.hasListeners }, "stream \(i) still listed")
+        }
+        let metrics = h.client.get("/metrics")?.text ?? ""
+        #expect(metrics.contains("tandem_http_event_clients_cut_total 0"), "\(metrics)")
+
+        // Handshakes whose client leaves at once, many more than the slots.
+        let key = "GET /api/events HTTP/1.1\r\nHost: 127.0.0.1:\(h.port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        for _ in 0..<30 {
+            guard let fd = h.client.connect(timeout: 3) else { continue }
+            _ = Array(key.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            var linger = linger(l_onoff: 1, l_linger: 0)   // a reset: the client is gone before any answer
+            setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<linger>.size))
+            close(fd)
+        }
+        #expect(TestEnvironment.waitUntil(timeout: 5) { !h.server.feed.hasListeners }, "slots still taken after the clients left")
+        for i in 0..<3 {
+            let r = h.client.webSocket("/api/events")
+            #expect(r.failureAnswer == nil, "stream \(i) after the failed handshakes: \(String(describing: r.failureAnswer))")
+            if case .success(let ws) = r { _ = ws.closeAndDrain() }
+        }
+    }
+
     /// One answer with a Content-Length, read from a kept-alive connection (the connection stays open).
     static func readOneAnswer(_ fd: Int32) -> [UInt8] {
         var got: [UInt8] = []
