@@ -158,6 +158,7 @@ PRESET = """# Written by scripts/page-test.py.
 name = "pagetest"
 directory = "{dir}"
 server = "{server}"
+loudness = true
 
 [recorder]
 client = "pt-rec"
@@ -723,6 +724,8 @@ def run(rig):
           f"in_1 shows RMS {rms_text} dB and peak {peak_text} dB; the signal is RMS {signal_rms:.2f} dB, "
           f"peak {signal_peak:.2f} dB (off by {shown_rms - signal_rms:+.2f} and {shown_peak - signal_peak:+.2f} dB)")
 
+    loudness_check(rig, d)
+
     # Slider: the amp's gain, dragged on the page, heard in fx:out_1.
     probe = Probe()
     probe.connect("fx:out_1", f"{probe.name}:cap")
@@ -1028,6 +1031,22 @@ def run(rig):
     check("console", not real, f"{len(real)} console error(s)" + (": " + " | ".join(real[:5]) if real else "")
           + (f"; allowed: 404 of route(s) this server lacks, which the page probes once: {', '.join(sorted(set(allowed)))}"
              if allowed else ""))
+
+
+def loudness_check(rig, d):
+    """The Loudness card (EBU R128): a row for each programme the status measures, with its numbers."""
+    name = "recorder in_1+in_2"
+    sel = f'.loudness .meter[data-programme="{name}"]'
+    wait_for("the loudness numbers", lambda: css(d, sel + " .lufs-tp").text not in ("", "–"), 10)
+    shown_tp = float(css(d, sel + " .lufs-tp").text)
+    programmes = {f'{p["engine"]} {"+".join(p["channels"])}': p for p in rig.api("status").get("loudness", [])}
+    api_tp = programmes.get(name, {}).get("truePeak")
+    rows = d.execute_script("return [...document.querySelectorAll('.loudness .meter')].map(e => e.dataset.programme)")
+    target = d.execute_script("return document.querySelectorAll('.loudness .bar > .target').length")
+    check("loudness", api_tp is not None and abs(shown_tp - api_tp) <= 0.1 and set(rows) == set(programmes)
+          and target == len(rows),
+          f"the Loudness card shows {sorted(rows)} with {target} target lines; {name}: true peak {shown_tp} dBTP "
+          f"on the page, {api_tp} in the status")
 
 
 def server_check(rig, d):

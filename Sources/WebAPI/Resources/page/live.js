@@ -37,6 +37,8 @@ export const store = {
   favourites: null,
   maps: null,
   meters: [],
+  /** Each measured programme's loudness (the status's `loudness`, refreshed by every meters message). */
+  loudness: [],
   missing: new Set(),
   /** "connecting" | "live" | "down" */
   stream: "connecting",
@@ -242,6 +244,8 @@ function handle(msg) {
       store.meters = msg.meters;
       store.meterMessages++;
       emit("meters", msg.meters);
+      store.loudness = msg.loudness || [];
+      emit("loudness", store.loudness);
       break;
   }
 }

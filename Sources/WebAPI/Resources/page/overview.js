@@ -29,6 +29,7 @@ export function mount(root) {
     marksTitle: h("h3", { id: "marks-title", class: "sub" }, "Markers"),
     marks: h("ol", { class: "marks", id: "marks", "aria-labelledby": "marks-title", "aria-live": "polite" }),
     meters: h("div", { class: "meters", role: "group", "aria-label": "Input meters" }),
+    loudness: h("div", { class: "loudness", id: "loudness", role: "group", "aria-label": "Loudness (EBU R128)" }),
     playState: h("span", { class: "badge", id: "play-state" }, "–"), item: v(), position: h("span", { class: "big" }, "0:00"),
     queue: h("ol", { class: "queue", id: "queue", "aria-labelledby": "queue-title" }),
     log: h("ol", { class: "log", role: "log", "aria-live": "off", "aria-label": "Session events", tabindex: 0 }),
@@ -111,6 +112,8 @@ export function mount(root) {
   root.append(h("div", { class: "grid" },
     recorder,
     card("Meters", el.meters, h("p", { class: "hint" }, "Bright bar: RMS over 300 ms; dark bar: peak; white tick: peak held 1.5 s; CLIP: full scale in the last 3 s.")),
+    card("Loudness", loudnessTarget(), el.loudness,
+      h("p", { class: "hint" }, "EBU R128: bar short-term (3 s), tick momentary (400 ms), line the target; I integrated since the take (or the meter) began, LRA the range, TP the true peak.")),
     player,
     card("Server", h("dl", { class: "facts" },
       fact("JACK server", el.server), fact("State", el.state), fact("Sample rate", el.rate), fact("Period", el.period),
@@ -124,6 +127,7 @@ export function mount(root) {
   });
   on("status", showStatus);
   on("meters", (m) => queueMeters(m));
+  on("loudness", (l) => queueLoudness(l));
   on("event", logEvent);
   on("takes", showCandidates);
   on("marker", () => showMarkers());
@@ -229,7 +233,10 @@ function showStatus(s) {
   } else {
     text(el.playState, "No player");
   }
-  if (store.stream !== "live") queueMeters(s.meters);
+  if (store.stream !== "live") {
+    queueMeters(s.meters);
+    queueLoudness(s.loudness || []);
+  }
 }
 
 /** The player's queue, the item playing marked. */
@@ -358,6 +365,77 @@ function buildMeters(meters) {
     return r.row;
   });
   el.meters.replaceChildren(...list, meters.length ? scale : h("p", { class: "hint" }, "No meters (no recorder, or the server is gone)."));
+}
+
+// ---- Loudness: a bar per programme on -60…0 LUFS, with the target as a line.
+
+const loudRows = new Map();
+let loudPending = null;
+const TARGETS = [["-23", "-23 LUFS (EBU R128)"], ["-16", "-16 LUFS (podcast)"], ["-14", "-14 LUFS (streaming)"],
+  ["-24", "-24 LKFS (ATSC A/85)"]];
+let target = Number(localStorage.getItem("tandem.loudnessTarget") || "-23");
+
+function loudnessTarget() {
+  const select = h("select", { id: "loudness-target", onchange: () => {
+    target = Number(select.value);
+    localStorage.setItem("tandem.loudnessTarget", select.value);
+    for (const r of loudRows.values()) r.target.style.left = `${share(target) * 100}%`;
+    queueLoudness(store.loudness);
+  } }, TARGETS.map(([v, label]) => h("option", { value: v, selected: Number(v) === target }, label)));
+  return h("div", { class: "row" }, h("label", { for: "loudness-target" }, "Target "), select);
+}
+
+function queueLoudness(list) {
+  if (!list) return;
+  if (!loudPending) requestAnimationFrame(drawLoudness);
+  loudPending = list;
+}
+
+/** A LUFS or dB value, or "–" where the meter has none yet (silence, or too short). */
+const lu = (v) => (typeof v === "number" && Number.isFinite(v) ? v.toFixed(1) : "–");
+
+function drawLoudness() {
+  const list = loudPending;
+  loudPending = null;
+  if (!list) return;
+  const key = (p) => `${p.engine} ${p.channels.join("+")}`;
+  if (loudRows.size !== list.length || list.some((p) => !loudRows.has(key(p)))) buildLoudness(list, key);
+  for (const p of list) {
+    const r = loudRows.get(key(p));
+    const s = typeof p.shortTerm === "number" ? p.shortTerm : -Infinity;
+    const m = typeof p.momentary === "number" ? p.momentary : -Infinity;
+    r.short.style.transform = `scaleX(${share(s)})`;
+    r.moment.style.left = `${share(m) * 100}%`;
+    r.bar.dataset.level = s > target + 1 ? "hot" : "ok";
+    text(r.m, lu(p.momentary));
+    text(r.s, lu(p.shortTerm));
+    text(r.i, lu(p.integrated));
+    text(r.lra, lu(p.range));
+    text(r.tp, lu(p.truePeak));
+    r.tp.dataset.over = typeof p.truePeak === "number" && p.truePeak > -1 ? "yes" : "no";
+    r.row.dataset.integrated = String(p.integrated ?? "");
+  }
+}
+
+function buildLoudness(list, key) {
+  loudRows.clear();
+  const rowsBuilt = list.map((p) => {
+    const r = {
+      short: h("div", { class: "rms" }), moment: h("div", { class: "hold" }),
+      target: h("div", { class: "target", style: `left:${share(target) * 100}%` }),
+      m: h("span", { class: "lufs-m" }, "–"), s: h("span", { class: "lufs-s" }, "–"), i: h("span", { class: "lufs-i" }, "–"),
+      lra: h("span", { class: "lufs-lra" }, "–"), tp: h("span", { class: "lufs-tp" }, "–"),
+    };
+    r.bar = h("div", { class: "bar", "aria-hidden": "true" }, r.short, r.moment, r.target);
+    const name = `${p.engine} ${p.channels.join("+")}`;
+    r.row = h("div", { class: "meter", dataset: { programme: name }, role: "group", "aria-label": `Loudness ${name}` },
+      h("span", { class: "port" }, name), r.bar,
+      h("span", { class: "numbers" }, "M ", r.m, " · S ", r.s, " · I ", r.i, " LUFS · LRA ", r.lra, " LU · TP ", r.tp, " dBTP"));
+    loudRows.set(key(p), r);
+    return r.row;
+  });
+  el.loudness.replaceChildren(...rowsBuilt, list.length ? h("span") : h("p", { class: "hint" },
+    "Not measured: [session] loudness = true (or the engines' loudness keys) turns the meters on."));
 }
 
 // ---- The log.
