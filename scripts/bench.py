@@ -352,6 +352,10 @@ def measure_record(cfg, exe, workdir, rt, seconds, idx):
             ("jack_capture", ["jack_capture", "-d", str(seconds), "-c", str(ch), "-b", "32", "-f", "wav", "-dc", "-ns"]
              + (sum([["--port", p] for p in ports], []) if ch <= 128 else ["--port", "bench-gen:out_*"])),
         ]
+        if LOUDNESS:
+            # The same recorder measuring EBU R128 loudness of every stereo pair (docs/LOUDNESS.md): its cost is the
+            # difference between the two tandem rows.
+            tools.insert(1, ("tandem+loudness", ["tandem-placeholder"]))
         if FLOOR:
             tools.append(("floor", [exe, "floor", "bench-floor", str(ch), str(seconds), "bench-gen"]))
             # The control: the same window with no recorder at all (the server, the generator and the monitor only):
@@ -364,13 +368,14 @@ def measure_record(cfg, exe, workdir, rt, seconds, idx):
               out = os.path.join(workdir, "rec-%s-%d-%d.wav" % (tool, ch, period))
               if os.path.exists(out):
                   os.unlink(out)
-              if tool == "tandem":
+              if tool.startswith("tandem"):
                   d = os.path.join(workdir, "tandem-%d-%d" % (ch, period))
                   os.makedirs(d, exist_ok=True)
                   for f in os.listdir(d):
                       os.unlink(os.path.join(d, f))
                   argv = [TANDEM, "record", "-q", "-c", str(ch), "--connect", "bench-gen:out_.*", "-d", d,
-                          "--session", "bench", "--template", "take", "-t", str(seconds)]
+                          "--session", "bench", "--template", "take", "-t", str(seconds)] \
+                      + (["--loudness"] if tool == "tandem+loudness" else [])
                   r = run_tool(argv, server.env, seconds, mon, workdir, "tandem-rec-%d-%d" % (ch, period), seconds + 30,
                                server=server)
                   out = os.path.join(d, "take.wav")
@@ -400,7 +405,7 @@ def measure_record(cfg, exe, workdir, rt, seconds, idx):
                   attribute(r, [k for _, k in losses], skips(gen.lines, r["started"], r["ended"]), period,
                             cyclic_frames=os.path.getsize(raw) // (4 * ch))
               r.update(frames_expected=seconds * RATE, frames_written=frames)
-              r["cycle"] = cycle_cost(r["text"]) if tool in ("tandem", "floor") else None
+              r["cycle"] = cycle_cost(r["text"]) if tool in ("tandem", "tandem+loudness", "floor") else None
               runs.setdefault(tool, []).append(r)
               log("record %s ch=%d p=%d cpu/s=%.4f xruns=%d dsp max %.1f bitexact=%s frames=%s cycle=%s losses: own %s, "
                   "generator's %s" % (tool, ch, period, r["cpu_per_audio_s"], r["xruns_steady"], r["dsp_max"],
@@ -1018,12 +1023,15 @@ def main():
                     "are kept in .build/bench-wide.json, so --only can add to them")
     ap.add_argument("--repeat", type=int, default=6, help="runs per tool and configuration")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "PERFORMANCE.md"))
+    ap.add_argument("--loudness", action="store_true", help="with --only record-…: also run Tandem recording with "
+                    "--loudness, side by side (the loudness meters' cost)")
     ap.add_argument("--only", action="append", default=[], metavar="ROLE-CH-PERIOD",
                     help="while developing: run only these configurations (e.g. play-16-256, or combined); "
                          "skips the start-up and writer parts and writes no report")
     args = ap.parse_args()
     TANDEM = os.path.realpath(args.tandem)
-    global REPEAT
+    global REPEAT, LOUDNESS
+    LOUDNESS = args.loudness
     REPEAT = max(1, args.repeat if not args.quick else 1)
     if args.quick:
         args.seconds, args.combined = 5, 10
@@ -1070,6 +1078,7 @@ def main():
 
 TANDEM = None
 REPEAT = 6
+LOUDNESS = False
 FLOOR = False
 if __name__ == "__main__":
     main()
