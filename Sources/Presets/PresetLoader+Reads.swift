@@ -81,7 +81,7 @@ extension Validator {
     }
 
     mutating func path(_ s: String) -> String {
-        let expanded = (s as NSString).expandingTildeInPath
+        let expanded = HomeFolder.expand(s)
         return expanded.hasPrefix("/") ? expanded : ((base as NSString).appendingPathComponent(expanded) as NSString).standardizingPath
     }
 

@@ -129,7 +129,7 @@ public struct HTTPAccess: Sendable {
     public static var tokenPath: String {
         let env = ProcessInfo.processInfo.environment
         let base = env["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? ((env["HOME"] ?? NSHomeDirectory()) as NSString).appendingPathComponent(".config")
+            ?? (HomeFolder.path(environment: env) as NSString).appendingPathComponent(".config")
         return ((base as NSString).appendingPathComponent("tandem") as NSString).appendingPathComponent("http-token")
     }
 

@@ -211,8 +211,8 @@ struct RenderCommand: ParsableCommand {
         request.rackOutputs = outputs
         request.mix = mix
         request.gainDB = gain
-        request.inputs = inputs.map { ($0 as NSString).expandingTildeInPath }
-        request.output = output.map { ($0 as NSString).expandingTildeInPath }
+        request.inputs = inputs.map { HomeFolder.expand($0) }
+        request.output = output.map { HomeFolder.expand($0) }
         if format != nil || sample != nil || quality != nil {
             let container = format.flatMap(Container.init(rawValue:)) ?? request.preset?.render?.format?.container ?? .wav
             let s = sample.flatMap(SampleFormat.init(rawValue:)) ?? (container == .flac ? .int24 : .float32)
