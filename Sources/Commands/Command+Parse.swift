@@ -83,10 +83,18 @@ extension Command {
         func usage(_ got: String) -> CommandError { CommandError(spec.usage + "; got " + got) }
         let got = values.isEmpty ? "nothing" : values.map(\.description).joined(separator: ", ")
         if values.count < required || (!repeats && values.count > params.count) { return .failure(usage(got)) }
-        if spec.address == "/tandem/map/learn" { return .success([]) }   // its own grammar (`learn`)
+        if spec.address == "/tandem/map/learn" {   // its own grammar (`learn`); its texts one line all the same
+            for case .text(let text) in values {
+                if let why = CommandText.problem(text, what: "a map/learn argument") { return .failure(CommandError(why)) }
+            }
+            return .success([])
+        }
         var out: [Bound] = []
         for (i, v) in values.enumerated() {
             let p = params[min(i, params.count - 1)]
+            if case .text(let text) = v, let why = CommandText.problem(text, what: p.name, maxBytes: p.maxBytes) {
+                return .failure(CommandError(why))
+            }
             switch p.kind {
             case .name:
                 out.append(Bound(name: v.name))

@@ -33,13 +33,17 @@ public struct CommandSpec: Sendable {
         /// Takes one or more values (only the last parameter does).
         public let repeats: Bool
         public let help: String
+        /// The most bytes a text of it may have (`CommandText`).
+        public let maxBytes: Int
 
-        public init(_ name: String, _ kind: Kind, optional: Bool = false, repeats: Bool = false, help: String = "") {
+        public init(_ name: String, _ kind: Kind, optional: Bool = false, repeats: Bool = false, help: String = "",
+                    maxBytes: Int = CommandText.maxBytes) {
             self.name = name
             self.kind = kind
             self.optional = optional
             self.repeats = repeats
             self.help = help
+            self.maxBytes = maxBytes
         }
 
         /// "GAIN (dB, -120 to 24 dB)".
@@ -109,7 +113,7 @@ public struct CommandSpec: Sendable {
         CommandSpec("/tandem/record/stop", .action, help: "ends the take after every captured frame"),
         CommandSpec("/tandem/record/arm", .action, help: "ends a running take and stays armed"),
         CommandSpec("/tandem/record/rotate", .action, help: "starts the next chunk file of the running take"),
-        CommandSpec("/tandem/record/mark", .action, [Parameter("LABEL", .name, optional: true)],
+        CommandSpec("/tandem/record/mark", .action, [Parameter("LABEL", .name, optional: true, maxBytes: CommandText.maxLabelBytes)],
                     help: "a marker in the running take at the frame the request arrived"),
         CommandSpec("/tandem/play/play", .action, help: "plays or resumes"),
         CommandSpec("/tandem/play/pause", .action, help: "pauses (ramped over one period)"),
@@ -119,9 +123,9 @@ public struct CommandSpec: Sendable {
                     help: "jumps within the current item"),
         CommandSpec("/tandem/play/gain", .action, [Parameter("GAIN", .number(Limits.gainDB, unit: " dB"), help: "dB")],
                     help: "sets the player's gain"),
-        CommandSpec("/tandem/play/load", .action, [Parameter("PATH", .name, repeats: true, help: "in the session folder")],
+        CommandSpec("/tandem/play/load", .action, [Parameter("PATH", .name, repeats: true, help: "in the session folder", maxBytes: CommandText.maxPathBytes)],
                     help: "replaces the queue"),
-        CommandSpec("/tandem/preset/apply", .action, [Parameter("PATH", .name, help: "a preset in the session folder")],
+        CommandSpec("/tandem/preset/apply", .action, [Parameter("PATH", .name, help: "a preset in the session folder", maxBytes: CommandText.maxPathBytes)],
                     help: "reads, checks and applies a preset by difference"),
         CommandSpec("/tandem/preset/save", .action, [Parameter("NAME", .name, help: "the file NAME.toml in the session folder")],
                     help: "writes the running setup as a preset"),

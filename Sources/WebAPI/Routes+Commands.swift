@@ -21,6 +21,8 @@ extension Routes {
     }
 
     func run(_ command: Command) async throws -> CommandReply {
+        // Every text one printable line of bounded length (routes build some commands from bodies themselves).
+        if let problem = command.textProblem { throw HTTPError(.badRequest, message: problem.message) }
         do {
             // A plugin command for an isolated rack goes to the rack's process, from this task: the session's loop
             // only says where (the relay never waits on the loop's thread).

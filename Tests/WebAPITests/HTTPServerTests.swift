@@ -1,3 +1,4 @@
+import Commands
 import Foundation
 import Testing
 import TestSupport
@@ -258,6 +259,49 @@ import Glibc
             }
             #expect(joined, "stream \(i) after the failed handshakes: \(String(describing: answer))")
         }
+    }
+
+    // MARK: Log forging (issue 44, item 7)
+
+    /// A label, a name, a port, a path or a control's words with a newline, an escape or a bidi override, or without
+    /// bound, is refused 400 in words before the session sees it, over HTTP as over OSC and `tandem ctl` (the
+    /// command model checks every text).
+    @Test func textsWithControlCharactersOrWithoutBoundAreRefused() throws {
+        let h = try ServerHarness()
+        defer { h.stop() }
+        let c = h.client
+        let forged = "take 1\n2026-01-01T00:00:00+0000 error tandem.rec: \u{1B}[31mdisk failed\u{1B}[0m"
+        let huge = String(repeating: "x", count: 100_000)
+        let cases: [(String, String, String, Any)] = [
+            ("marker label with a newline", "POST", "/api/recorder/mark", ["label": forged]),
+            ("marker label of 100,000 characters", "POST", "/api/recorder/mark", ["label": huge]),
+            ("marker label with a bidi override", "POST", "/api/recorder/mark", ["label": "ok \u{202E}rorre"]),
+            ("port with a NUL", "POST", "/api/graph/connect", ["from": "a\u{0}b", "to": "c"]),
+            ("preset name with a bell", "POST", "/api/presets/save", ["name": "x\u{7}"]),
+            ("player path of 100,000 bytes", "POST", "/api/player/load", ["files": [huge]]),
+            ("map line with a carriage return", "POST", "/api/maps", ["map": "cc 1 7 -> fx:amp:gain\r"]),
+            ("control value with a newline", "PUT", "/api/engines/fx/plugins/amp/controls/gain", ["value": "1\n2"]),
+            ("plugin name with an escape", "POST", "/api/engines/fx/plugins", ["uri": "urn:x", "name": "a\u{1B}b"]),
+        ]
+        for (what, method, path, body) in cases {
+            let a = c.send(method, path, json: body)
+            #expect(a?.status == 400, "\(what): \(String(describing: a))")
+            let error = (a?.json as? [String: Any])?["error"] as? String ?? ""
+            #expect(error.contains("control character") || error.contains("bytes; at most"), "\(what): \(error)")
+        }
+        // A path parameter too (percent-decoded into a name).
+        let escaped = c.send("PUT", "/api/engines/fx%0Aerror/plugins/amp/controls/gain", json: ["value": 0])
+        #expect(escaped?.status == 400, "\(String(describing: escaped))")
+        // Text of one printable line within bounds still goes on to the session (which has no recorder here: 409).
+        #expect(c.send("POST", "/api/recorder/mark", json: ["label": "Verse 2 — take «B» ✓"])?.status == 409)
+
+        // The other surfaces parse through the same model.
+        if case .success = Command.parse(address: "/tandem/record/mark", values: [.text(forged)]) { Issue.record("OSC took a forged label") }
+        if case .success = Command.parse(words: ["record", "mark", huge]) { Issue.record("ctl took a 100,000-character label") }
+        if case .success = Command.parse(address: "/tandem/map/learn", values: [.text("fx"), .text("amp\n"), .text("gain")]) {
+            Issue.record("map learn took a newline")
+        }
+        if case .failure(let e) = Command.parse(words: ["record", "mark", "Chorus"]) { Issue.record("a plain label refused: \(e)") }
     }
 
     /// One answer with a Content-Length, read from a kept-alive connection (the connection stays open).
