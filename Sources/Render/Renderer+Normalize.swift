@@ -4,7 +4,7 @@ import Plugins
 import Presets
 
 extension Renderer {
-    /// Brings a job's output to `target` with one gain (docs/RENDER.md "Normalizing").
+    /// Brings a job's output to `target` with one gain (docs/RENDER.md "Loudness and normalizing").
     ///
     /// Without a limiter the chain runs once into a spool (`RenderSpool`, measured as it is written); the gain is
     /// the target less the measured integrated loudness, and the true peak moves by exactly that gain, so a peak

@@ -5,7 +5,7 @@ import SoundFile
 import Testing
 import TestSupport
 
-/// Loudness in renders (docs/RENDER.md "Normalizing"): every report holds its output's loudness as `tandem loudness`
+/// Loudness in renders (docs/RENDER.md "Loudness and normalizing"): every report holds its output's loudness as `tandem loudness`
 /// measures the file; `--normalize` reaches its target as ffmpeg's ebur128 filter measures it; a gain that would pass
 /// the true-peak ceiling is refused and leaves nothing, unless a limiter is in the chain; the options and the
 /// `[render]` table's keys are refused in the same words.
