@@ -36,7 +36,9 @@ extension Command {
         case "/tandem/play/gain": return .success(.playerGain(dB: number(0)!))
         case "/tandem/play/load": return .success(.load(paths: bound.map(\.name)))
         case "/tandem/preset/apply": return .success(.presetApply(path: name(0)))
-        case "/tandem/preset/save": return .success(.presetSave(name: name(0)))
+        case "/tandem/preset/save":
+            if let why = CommandText.presetNameProblem(name(0)) { return .failure(CommandError(why)) }
+            return .success(.presetSave(name: name(0)))
         case "/tandem/plugin/set":
             let setting: ControlSetting = number(3).map { .number($0) } ?? .text(name(3))
             return .success(.pluginSet(engine: name(0), plugin: name(1), symbol: name(2), value: setting))

@@ -26,6 +26,21 @@ public enum CommandText {
         return nil
     }
 
+    /// What is wrong with `name` as a preset's name (the file NAME.toml in the session folder); nil when nothing is.
+    /// Refused besides what `problem` refuses: a blank name, one that starts or ends with a space, `.` and `..`, one
+    /// that starts with a dot (a hidden file, or `..toml`), one with a `/`.
+    public static func presetNameProblem(_ name: String) -> String? {
+        if let why = problem(name, what: "NAME") { return why }
+        let stem = name.hasSuffix(".toml") ? String(name.dropLast(5)) : name
+        if stem.allSatisfy(\.isWhitespace) { return "the preset name '\(name)' is blank" }
+        if stem.first?.isWhitespace == true || stem.last?.isWhitespace == true {
+            return "the preset name '\(name)' starts or ends with a space"
+        }
+        if name.hasPrefix(".") { return "the preset name '\(name)' starts with a dot (a hidden file, or a folder's name)" }
+        if name.contains("/") { return "the preset name '\(name)' holds a '/' (it names a file in the session folder)" }
+        return nil
+    }
+
     static func isRefused(_ s: Unicode.Scalar) -> Bool {
         switch s.value {
         case 0x00...0x1F, 0x7F...0x9F: return true

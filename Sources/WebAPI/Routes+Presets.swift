@@ -9,7 +9,7 @@ extension Routes {
             try await act(.presetApply(path: try await body(request, context, PathBody.self).path))
         }
         route(api, "/api", .post, "presets/save") { request, context in
-            try await act(.presetSave(name: try await body(request, context, NameBody.self).name))
+            try await act(try parsed("/tandem/preset/save", [.text(try await body(request, context, NameBody.self).name)]))
         }
     }
 

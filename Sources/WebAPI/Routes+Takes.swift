@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Takes
 
 extension Routes {
     /// Takes, their reports and their files.
@@ -14,11 +15,11 @@ extension Routes {
             return JSONResponse.json(data)
         }
         route(api, "/api", .get, "takes/:id/files/:index") { request, context in
-            let take = try await findTake(try param(context, "id"))
+            let (take, identities) = try await findTakeWithIdentities(try param(context, "id"))
             guard let i = context.parameters.get("index", as: Int.self), take.files.indices.contains(i) else {
                 throw HTTPError(.notFound, message: "take \(take.id) has \(take.files.count) file(s), numbered from 0")
             }
-            return try await download(take.files[i], request: request, context: context)
+            return try await download(take.files[i], identity: identities[i], take: take, request: request, context: context)
         }
     }
 
@@ -34,42 +35,74 @@ extension Routes {
     }
 
     func takesList() async throws -> Response {
-        JSONResponse.encode(try await takes())
+        JSONResponse.encode(try await takes().map(\.entry))
     }
 
-    func takes() async throws -> [TakeEntry] {
-        try await server.gateway.run { session in
-            session.describeTakes().map { t in
-                TakeEntry(id: ((t.report as NSString).lastPathComponent as NSString).deletingPathExtension, take: t.take,
-                          report: t.report, frames: t.frames, sampleRate: t.sampleRate, channels: t.channels, ended: t.ended,
-                          files: t.files)
+    /// The takes whose reports lie in the session folder, oldest first, each with what its report records of each
+    /// file (`FileIdentity`, nil where nothing is recorded). Read on a thread of their own, never the session's loop
+    /// (a folder of many long takes is many reports to decode); the loop only says where the folder is.
+    func takes() async throws -> [(entry: TakeEntry, identities: [FileIdentity?])] {
+        let dir = try await server.gateway.run { session in session.preset?.session.directory }
+        guard let dir else { return [] }
+        return await offPool { Self.readTakes(in: dir) }
+    }
+
+    static func readTakes(in dir: String) -> [(entry: TakeEntry, identities: [FileIdentity?])] {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: dir) else { return [] }
+        return names.filter { $0.hasSuffix(".json") }.sorted().compactMap { name in
+            let path = (dir as NSString).appendingPathComponent(name)
+            guard let r = try? TakeReport.read(from: path) else { return nil }
+            var identities: [FileIdentity?] = []
+            for chunk in r.chunks {
+                for j in chunk.files.indices {
+                    identities.append(chunk.identity.flatMap { j < $0.count ? $0[j] : nil })
+                }
             }
+            let entry = TakeEntry(id: (name as NSString).deletingPathExtension, take: r.take, report: path, frames: r.frames,
+                                  sampleRate: r.sampleRate, channels: r.channels, ended: r.ended.rawValue,
+                                  files: r.chunks.flatMap(\.files))
+            return (entry, identities)
         }
     }
 
     func findTake(_ id: String) async throws -> TakeEntry {
-        guard let t = try await takes().first(where: { $0.id == id }) else {
-            throw HTTPError(.notFound, message: "no take '\(id)' in the session folder (GET /api/takes lists them)")
-        }
-        return t
+        try await findTakeWithIdentities(id).0
     }
 
-    /// A file a take report lists, if it lies in the session folder and is a regular file there (no symlink out),
-    /// with HTTP Range.
-    func download(_ path: String, request: Request, context: BasicRequestContext) async throws -> Response {
+    func findTakeWithIdentities(_ id: String) async throws -> (TakeEntry, [FileIdentity?]) {
+        guard let t = try await takes().first(where: { $0.entry.id == id }) else {
+            throw HTTPError(.notFound, message: "no take '\(id)' in the session folder (GET /api/takes lists them)")
+        }
+        return (t.entry, t.identities)
+    }
+
+    /// A file a take report lists, if it lies in the session folder, is a regular file there (no symlink out), and
+    /// still is exactly the file the report recorded when its chunk closed (`FileIdentity`: device, inode, size,
+    /// modification time, frames; as retention proves a file is Tandem's before deleting it): a report planted in
+    /// the folder cannot make another file of it downloadable. With HTTP Range.
+    func download(_ path: String, identity: FileIdentity?, take: TakeEntry, request: Request,
+                  context: BasicRequestContext) async throws -> Response {
         let dir = try await server.gateway.run { session in session.preset?.session.directory ?? "" }
+        let name = (path as NSString).lastPathComponent
         var st = stat()
         guard lstat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
-            throw HTTPError(.notFound, message: "'\((path as NSString).lastPathComponent)' is not a file (gone, or a link)")
+            throw HTTPError(.notFound, message: "'\(name)' is not a file (gone, or a link)")
         }
         let parent = URL(fileURLWithPath: (path as NSString).deletingLastPathComponent).resolvingSymlinksInPath().path
         let root = URL(fileURLWithPath: dir).resolvingSymlinksInPath().path
         guard !dir.isEmpty, parent == root else {
-            throw HTTPError(.forbidden, message: "'\((path as NSString).lastPathComponent)' is not in the session folder")
+            throw HTTPError(.forbidden, message: "'\(name)' is not in the session folder")
+        }
+        guard let identity else {
+            throw HTTPError(.conflict, message: "take \(take.id)'s report records no identity for '\(name)' (a chunk still "
+                            + "being written, or a report of an older version): it is not served")
+        }
+        if let why = await offPool({ identity.mismatch(at: path) }) {
+            throw HTTPError(.conflict, message: "'\(name)' is not the file take \(take.id)'s report recorded (\(why)): it is not served")
         }
         let size = Int(st.st_size)
         var headers: HTTPFields = [.contentType: Self.mediaType(path), .acceptRanges: "bytes",
-                                   .contentDisposition: "attachment; filename=\"\((path as NSString).lastPathComponent)\""]
+                                   .contentDisposition: "attachment; filename=\"\(name)\""]
         if let range = request.headers[.range], let r = Self.byteRange(range, size: size) {
             guard let r else {
                 headers[.contentRange] = "bytes */\(size)"

@@ -1,6 +1,7 @@
 import Commands
 import Foundation
 import Testing
+import Takes
 import TestSupport
 #if canImport(Glibc)
 import Glibc
@@ -302,6 +303,86 @@ import Glibc
             Issue.record("map learn took a newline")
         }
         if case .failure(let e) = Command.parse(words: ["record", "mark", "Chorus"]) { Issue.record("a plain label refused: \(e)") }
+    }
+
+    // MARK: Downloads, preset names, favourites (issue 44, item 8)
+
+    /// A take file is served only while it is exactly the file its report recorded (its identity, as retention
+    /// proves it): a report planted in the folder makes no other file downloadable, and a recorded file replaced or
+    /// edited since is not served either.
+    @Test func takeDownloadsProveTheFileIsTheOneRecorded() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tandem-downloads-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let wav = dir.appendingPathComponent("take-1.wav").path
+        try TestEnvironment.writeWAV((0..<4800).map { Float($0 % 100) / 100 }, channels: 1, path: wav, sample: .float32)
+        let secret = dir.appendingPathComponent("secret.wav").path
+        try TestEnvironment.writeWAV([0.5, 0.25], channels: 1, path: secret, sample: .float32)
+        let identity = try #require(FileIdentity.of(path: wav))
+        func report(_ name: String, files: [String], identity: [FileIdentity?]?) throws {
+            var chunk: [String: Any] = ["files": files, "startFrame": 0, "frames": 4800]
+            if let identity {
+                chunk["identity"] = try identity.map { id -> Any in
+                    guard let id else { return NSNull() }
+                    return try JSONSerialization.jsonObject(with: JSONEncoder().encode(id))
+                }
+            }
+            let doc: [String: Any] = [
+                "tandemVersion": "test", "session": "session", "take": 1, "sampleRate": 48000, "channels": 1,
+                "format": "wav", "sampleFormat": "float32", "stems": false, "startedAt": "2026-01-01T00:00:00Z",
+                "startFrameTime": 0, "streamStart": 0, "prerollFrames": 0, "ports": [], "chunks": [chunk],
+                "frames": 4800, "xruns": 0, "droppedFrames": 0, "drops": [], "ended": "stopped"]
+            try JSONSerialization.data(withJSONObject: doc).write(to: dir.appendingPathComponent(name))
+        }
+        try report("take-1.json", files: [wav], identity: [identity])
+        try report("planted.json", files: [secret], identity: nil)
+        try report("forged.json", files: [secret], identity: [identity])
+        let h = try ServerHarness(sessionDirectory: dir.path)
+        defer { h.stop() }
+        let c = h.client
+        let ids = (c.get("/api/takes")?.json as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+        #expect(Set(ids) == ["take-1", "planted", "forged"], "\(ids)")
+
+        let whole = c.get("/api/takes/take-1/files/0")
+        let onDisk = [UInt8](try Data(contentsOf: URL(fileURLWithPath: wav)))
+        #expect(whole?.status == 200 && whole?.body == onDisk,
+                "\(String(describing: whole?.status))")
+        let head = c.request("HEAD", "/api/takes/take-1/files/0")
+        #expect(head?.status == 200 && head?.headers["content-length"] == whole?.headers["content-length"])
+        for id in ["planted", "forged"] {
+            let a = c.get("/api/takes/\(id)/files/0")
+            #expect(a?.status == 409 && a?.body.count ?? 0 < 1000, "\(id): \(String(describing: a))")
+        }
+        // The recorded file, edited since: no longer the one recorded.
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: wav))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data([0, 0, 0, 0]))
+        try handle.close()
+        let edited = c.get("/api/takes/take-1/files/0")
+        #expect(edited?.status == 409 && edited?.text.contains("not the file") == true, "\(String(describing: edited))")
+    }
+
+    /// Preset names that are no file of their own (`.`, `..`, blank, hidden) are refused in words, over HTTP as by
+    /// the command model; favourites that name controls the session does not have are refused.
+    @Test func presetNamesAndFavouritesAreChecked() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tandem-names-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let h = try ServerHarness(sessionDirectory: dir.path)
+        defer { h.stop() }
+        let c = h.client
+        for name in [".", "..", " ", "   ", ".hidden", "..toml", " x", "x ", "a/b", ".toml"] {
+            let a = c.send("POST", "/api/presets/save", json: ["name": name])
+            #expect(a?.status == 400, "'\(name)': \(String(describing: a))")
+            if case .success = Command.parse(words: ["preset", "save", name]) { Issue.record("ctl took the preset name '\(name)'") }
+        }
+        if case .failure(let e) = Command.parse(words: ["preset", "save", "Live set 2"]) { Issue.record("a plain name refused: \(e)") }
+
+        let ghost = c.send("PUT", "/api/favourites", json: [["engine": "fx", "plugin": "amp", "symbol": "nothing"]])
+        let ghostError = (ghost?.json as? [String: Any])?["error"] as? String ?? ""
+        #expect(ghost?.status == 400 && ghostError.contains("fx/amp/nothing"), "\(String(describing: ghost))")
+        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("tandem-favourites.json").path))
+        #expect(c.send("PUT", "/api/favourites", json: [[String: String]]())?.status == 200, "an empty list is fine")
     }
 
     /// One answer with a Content-Length, read from a kept-alive connection (the connection stays open).
