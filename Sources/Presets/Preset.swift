@@ -157,6 +157,8 @@ public struct SessionSection: Sendable, Equatable {
     public var onManualDisconnect: DisconnectPolicy = .respect
     /// OSC control port on 127.0.0.1 (nil: no control protocol).
     public var controlPort: Int?
+    /// `control_port = "auto"`: the default port, or any free one when it is taken (said where at start).
+    public var controlPortAuto = false
     /// Prometheus metrics over HTTP on 127.0.0.1 (nil: none): since the HTTP API, the whole API on 127.0.0.1:N.
     public var metricsPort: Int?
     /// The HTTP and WebSocket API (nil: none).
@@ -219,7 +221,7 @@ public extension SessionSection {
     /// `other`: a reload that changes them keeps the old ones and says so.
     func startOnlyKeysChanged(in other: SessionSection) -> [String] {
         var keys: [String] = []
-        if controlPort != other.controlPort { keys.append("control_port") }
+        if controlPort != other.controlPort || controlPortAuto != other.controlPortAuto { keys.append("control_port") }
         if metricsPort != other.metricsPort { keys.append("metrics_port") }
         if http != other.http { keys.append("http") }
         if httpOrigins != other.httpOrigins { keys.append("http_origins") }

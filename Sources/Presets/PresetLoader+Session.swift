@@ -56,7 +56,11 @@ extension Validator {
         out.onServerLoss = choice(t, "on_server_loss", s, ServerLossPolicy.self) ?? .resume
         out.onDiskError = choice(t, "on_disk_error", s, DiskErrorPolicy.self) ?? .stop
         out.onManualDisconnect = choice(t, "on_manual_disconnect", s, DisconnectPolicy.self) ?? .respect
-        out.controlPort = integer(t, "control_port", s, Limits.controlPort)
+        if case .string("auto", _)? = t["control_port"] {
+            out.controlPortAuto = true
+        } else {
+            out.controlPort = integer(t, "control_port", s, Limits.controlPort)
+        }
         out.metricsPort = integer(t, "metrics_port", s, Limits.controlPort)
         if let (text, line) = string(t, "http", s) {
             if let address = HTTPAddress(text) { out.http = address } else {

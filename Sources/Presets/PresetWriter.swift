@@ -22,6 +22,7 @@ public extension Preset {
             out.raw("on_manual_disconnect", session.onManualDisconnect.rawValue)
         }
         if let port = session.controlPort { out.integer("control_port", port) }
+        else if session.controlPortAuto { out.string("control_port", "auto") }
         if let port = session.metricsPort { out.integer("metrics_port", port) }
         if let http = session.http { out.string("http", http.description) }
         if !session.httpOrigins.isEmpty { out.strings("http_origins", session.httpOrigins) }

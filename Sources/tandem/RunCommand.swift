@@ -31,6 +31,9 @@ func presetFolders() -> [String] {
 }
 
 struct RunCommand: ParsableCommand {
+    /// The OSC control port of a session that names none (`tandem ctl`'s default).
+    static let defaultControlPort = 9951
+
     static let configuration = CommandConfiguration(
         commandName: "run",
         abstract: "Run a whole setup from a preset, in the foreground until stopped.",
@@ -103,6 +106,11 @@ struct RunCommand: ParsableCommand {
             }
             Console.err("tandem: on_plugin_error = \"bypass\": running without what failed\n")
         }
+        // The control port before any JACK client: a taken one is exit 2 with nothing started. Under a session
+        // manager, several Tandems share the default: each takes a free port when 9951 is taken.
+        let explicitPort = controlPort ?? initial.session.controlPort
+        runner.openControl(explicit: explicitPort, fallback: Self.defaultControlPort,
+                           anyFree: explicitPort == nil && (initial.session.controlPortAuto || nsm != nil))
         if initial.session.onServerLoss == .resume && initial.session.serverWaitSeconds > 0 {
             waitForServer(initial.session, signals: runner.signals, logger: runner.logger, systemd: runner.systemd)
         }
@@ -114,7 +122,6 @@ struct RunCommand: ParsableCommand {
             fail(error.code == .jack ? .jackUnavailable : .badInput, error.message)
         }
         nsm?.opened(runner.session)
-        runner.openControl(explicit: controlPort ?? initial.session.controlPort, fallback: 9951)
         runner.openHTTP(http.flatMap(HTTPAddress.init) ?? initial.session.http, origins: initial.session.httpOrigins,
                         metricsPort: metricsPort ?? initial.session.metricsPort)
         if let nsm {

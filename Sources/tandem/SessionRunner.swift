@@ -75,21 +75,37 @@ final class SessionRunner {
         }
     }
 
-    /// Opens the OSC control port: `explicit` (from the command line or the preset) must open; `fallback` is tried
-    /// and only warned about.
-    func openControl(explicit: Int?, fallback: Int?) {
+    /// Opens the OSC control port, before anything starts: `explicit` (from the command line or the preset), else
+    /// `fallback` (the default port). A taken one is exit 2 in words, for the default too: a session that ran without
+    /// its port left `tandem ctl` reaching the other session there. With `anyFree` a taken port gives way to one
+    /// the kernel picks, said on stderr.
+    func openControl(explicit: Int?, fallback: Int?, anyFree: Bool = false) {
         guard let port = explicit ?? fallback, port > 0 else { return }
         do {
-            let c = try ControlProtocol(session: session, port: port)
-            control = c
-            socketWaker = SocketWaker(fds: [c.socket.fd], wakeup: signals.wakeup)
+            try listen(port)
         } catch {
-            if explicit != nil {
+            guard anyFree else {
                 session.close()
-                fail(.badInput, "\(error)")
+                let which = explicit != nil ? "control port \(port)" : "the default control port \(port)"
+                fail(.badInput, "\(which) is taken (\(error)): another Tandem there would get this session's "
+                     + "`tandem ctl` commands; choose another (control_port, --control-port N), 0 for none, or "
+                     + "control_port = \"auto\" for a free one; nothing started")
             }
-            logger.warning("control protocol not available (is another Tandem running?)", metadata: ["error": "\(error)"])
+            do {
+                try listen(0)
+            } catch {
+                session.close()
+                fail(.badInput, "no control port could be had: \(error); nothing started")
+            }
+            Console.err("tandem: control port \(port) is taken: this session listens on \(control?.port ?? 0) "
+                        + "(`tandem ctl --port \(control?.port ?? 0)`)\n")
         }
+    }
+
+    private func listen(_ port: Int) throws(UDPSocket.Error) {
+        let c = try ControlProtocol(session: session, port: port)
+        control = c
+        socketWaker = SocketWaker(fds: [c.socket.fd], wakeup: signals.wakeup)
     }
 
     /// Starts the HTTP and WebSocket API on `address` (nil: none), and on 127.0.0.1:`metricsPort` when that is set
