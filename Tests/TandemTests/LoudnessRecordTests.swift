@@ -1,3 +1,4 @@
+import Control
 import Foundation
 import Loudness
 import Takes
@@ -99,6 +100,19 @@ import TestSupport
         #expect(reading["channels"] as? [String] == ["in_1", "in_2"])
         let momentary = try #require(reading["momentary"] as? Double)
         #expect(momentary > -34.5 && momentary < -21.5, "momentary \(momentary)")
+        // An OSC subscriber gets /tandem/loudness with its meters: per programme its ports, then M, S, I, LRA, TP.
+        let socket = try UDPSocket(port: 0)
+        _ = socket.send(OSCMessage("/tandem/subscribe", [.string("osc.udp://127.0.0.1:\(socket.port)/"), .float(0.1)])
+            .encode(), to: UDPSocket.loopback(port: control))
+        var osc: OSCMessage?
+        _ = TestEnvironment.waitUntil(timeout: 5) {
+            while let d = socket.receive(limit: 65536) {
+                if case .success(let m) = OSCMessage.decode(bytes: d.bytes), m.path == "/tandem/loudness" { osc = m }
+            }
+            return osc != nil
+        }
+        let pushed = try #require(osc, "no /tandem/loudness pushed to a subscriber")
+        #expect(pushed.arguments.count == 4 * 6 && pushed.arguments.first?.string == "in_1+in_2", "\(pushed.arguments)")
         let metrics = try Self.get(port, "/metrics")
         #expect(metrics.contains(#"tandem_loudness_lufs{engine="recorder",channels="in_1+in_2",stat="momentary"}"#)
                 || metrics.contains(#"tandem_loudness_lufs{channels="in_1+in_2",engine="recorder",stat="momentary"}"#),
