@@ -17,8 +17,10 @@ public final class RenderOutput: RenderSink {
     let path: String
     let partial: String
     let writer: SoundFileWriter
-    /// Measures what is written (nil: a channel count or rate BS.1770 does not measure).
+    /// Measures what is written (nil: a channel count or rate BS.1770 does not measure as one programme).
     let meter: LoudnessMeter?
+    /// Or measures it as programmes of neighbouring channels (stereo pairs, when the channels are not one programme).
+    let groups: ProgrammeMeters?
     private var finished = false
     private var published = false
 
@@ -43,10 +45,11 @@ public final class RenderOutput: RenderSink {
     }
 
     init(path: String, format: AudioFormat, channels: Int, sampleRate: Int, broadcast: BroadcastInfo?,
-         meter: LoudnessMeter? = nil) throws(RenderError) {
+         meter: LoudnessMeter? = nil, groups: ProgrammeMeters? = nil) throws(RenderError) {
         if let why = Self.problem(path) { throw why }
         self.path = path
         self.meter = meter
+        self.groups = groups
         partial = Self.partialName(path)
         unlink(partial)   // left by a killed render of this process id long ago
         do throws(SoundFileError) {
@@ -63,6 +66,7 @@ public final class RenderOutput: RenderSink {
     /// Writes interleaved frames. A full disk or an I/O error throws (`disk`).
     func write(_ samples: UnsafePointer<Float>, frames: Int) throws(RenderError) {
         meter?.add(samples, frames: frames, stride: writer.channels)
+        groups?.add(samples, frames: frames)
         do throws(SoundFileError) { try writer.write(samples, frames: frames) } catch {
             throw RenderError(.disk, "cannot write '\(path)': \(error.message)")
         }

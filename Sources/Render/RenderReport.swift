@@ -1,5 +1,6 @@
 import Commands
 import Foundation
+import Loudness
 import Presets
 
 /// The report written beside a render's output (`<output name>.json`): what was run (the chain's plugins with the
@@ -79,6 +80,9 @@ public struct RenderReport: Codable, Sendable {
     public var loudness: Loudness?
     /// What `--normalize` measured and did (absent without it).
     public var normalization: Normalization?
+    /// An output whose channels BS.1770 does not weigh as one programme (not 1, 2, 5 or 6) measured as stereo pairs
+    /// (a last odd channel alone), as the player's and racks' outputs are; `loudness` then has only its note.
+    public var loudnessGroups: [ProgrammeLoudness]?
     /// The take this job rendered again, when it did.
     public var take: String?
     /// What the render did differently from what it was given to repeat, in words (a take rendered with `--mix`: "mix

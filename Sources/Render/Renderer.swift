@@ -152,7 +152,15 @@ public enum Renderer {
         // refused.
         let meter = { () -> LoudnessMeter? in try? LoudnessReading.meter(channels: mainOut, rate: rate).get() }
         var unmeasured: String?
-        if case .failure(let why) = LoudnessReading.meter(channels: mainOut, rate: rate) { unmeasured = why.description }
+        var groups: ProgrammeMeters?
+        if case .failure(let why) = LoudnessReading.meter(channels: mainOut, rate: rate) {
+            unmeasured = why.description
+            if case .channels = why {
+                groups = try? ProgrammeMeters(groups: LoudnessGroups.pairs(channels: mainOut).groups, channels: mainOut,
+                                              names: (1...mainOut).map(String.init), sampleRate: Double(rate))
+                if groups != nil { unmeasured = (unmeasured ?? "") + " (measured as stereo pairs: loudnessGroups)" }
+            }
+        }
         if job.loudnessTarget != nil, let unmeasured {
             throw RenderError(.badInput, "cannot normalize '\(job.output)': \(unmeasured)")
         }
@@ -160,7 +168,7 @@ public enum Renderer {
         var run = Run(job: job, rate: rate, chain: chain, mainOut: mainOut, source: source, logger: logger)
         defer { run.free() }
         let output = try RenderOutput(path: job.output, format: job.format, channels: mainOut, sampleRate: rate,
-                                      broadcast: broadcast(job, source: source, rate: rate), meter: meter())
+                                      broadcast: broadcast(job, source: source, rate: rate), meter: meter(), groups: groups)
         // The audio is finished and its checksums taken under its partial name; then the report is published, and
         // the audio last: a process killed at any point leaves no output without its report.
         let finished: String
@@ -207,7 +215,8 @@ public enum Renderer {
             tail: job.tail.description, tailFrames: max(0, frames - (run.inputEnd ?? source.frames)),
             events: run.eventNotes, applied: run.applied, output: job.output, format: job.format.container.rawValue,
             sampleFormat: job.format.sample.rawValue, channels: mainOut, frames: frames,
-            outputSHA256: outputSHA256, loudness: loudness, normalization: normalization, take: job.take,
+            outputSHA256: outputSHA256, loudness: loudness, normalization: normalization,
+            loudnessGroups: groups?.readings(summary: true), take: job.take,
             notes: Self.notes(job.notes, normalization: normalization, loudness: loudness), seconds: seconds,
             speed: seconds > 0 ? Double(frames) / Double(rate) / seconds : 0)
         do throws(RenderError) {

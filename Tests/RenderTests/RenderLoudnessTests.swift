@@ -127,6 +127,39 @@ import TestSupport
         #expect(report.loudness?.integrated == nil && report.loudness?.note?.contains("silence") == true)
     }
 
+    /// Four channels are not one programme: the report measures them as stereo pairs, as a player's outputs are,
+    /// and says so; a target for them is refused.
+    @Test(.enabled(if: hasAmp))
+    func fourChannelsAreMeasuredAsPairs() throws {
+        let dir = TestEnvironment.temporaryDirectory("render-loudness-4")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let stereo = Self.music(seconds: 6)
+        var four = [Float](repeating: 0, count: stereo.count * 2)
+        for n in 0..<(stereo.count / 2) {
+            four[4 * n] = stereo[2 * n]
+            four[4 * n + 1] = stereo[2 * n + 1]
+            four[4 * n + 2] = stereo[2 * n] * 0.5        // the second pair 6 dB down
+            four[4 * n + 3] = stereo[2 * n + 1] * 0.5
+        }
+        let input = dir.appendingPathComponent("four.wav").path
+        try TestEnvironment.writeWAV(four, channels: 4, sampleRate: Self.rate, path: input, sample: .float32)
+        let pair = try Self.file(stereo, dir, "pair.wav")
+        let out = dir.appendingPathComponent("out.wav").path
+        let r = try Self.tandem(["render", "--plugin", Self.amp, "--inputs", "4", input, "-o", out])
+        #expect(r.code == 0, "\(r.output)")
+        let report = try RenderReport.read(from: dir.appendingPathComponent("out.json").path)
+        #expect(report.loudness?.integrated == nil && report.loudness?.note?.contains("4 channels") == true
+                && report.loudness?.note?.contains("stereo pairs") == true, "\(String(describing: report.loudness))")
+        let groups = try #require(report.loudnessGroups)
+        #expect(groups.map(\.channels) == [["1", "2"], ["3", "4"]])
+        let whole = try #require(try Self.loudness(pair)["integrated"] as? Double)
+        let first = try #require(groups[0].integrated), second = try #require(groups[1].integrated)
+        #expect(abs(first - whole) <= 0.01 && abs(second - (whole - 6.02)) <= 0.02, "\(first) \(second) \(whole)")
+        let n = try Self.tandem(["render", "--plugin", Self.amp, "--inputs", "4", input, "-o",
+                                 dir.appendingPathComponent("n.wav").path, "--normalize", "-16"])
+        #expect(n.code == 2 && n.output.contains("cannot normalize") && n.output.contains("4 channels"), "\(n.output)")
+    }
+
     @Test(.enabled(if: hasFFmpeg))
     func normalizeReachesTheTargetAsFFmpegMeasuresIt() throws {
         let dir = TestEnvironment.temporaryDirectory("render-normalize")
