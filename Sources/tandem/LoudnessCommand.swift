@@ -32,7 +32,7 @@ struct LoudnessCommand: ParsableCommand {
     @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Fail (exit 1) when a file's integrated loudness is further than --tolerance from this (LUFS, -70 to 0, or 'ebu' for -23).", valueName: "LUFS|ebu"))
     var target: String?
 
-    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("How far from --target a file may be, in LU (above 0, at most 10; default 1).", valueName: "LU"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("How far from --target a file may be, in LU (0.01 to 10; default 1).", valueName: "LU"))
     var tolerance: Double?
 
     static let toleranceRange: ClosedRange<Double> = 0.01...10
