@@ -27,6 +27,7 @@ function select(name, focus = false) {
     if (on && focus) b.focus();
   }
   if (current) tabs[current].shown?.(false);
+  if (current) hideToast();
   current = name;
   tabs[name].shown?.(true);
   showMeters(name === "overview");
@@ -86,15 +87,21 @@ on("status", (s) => {
 });
 window.addEventListener("offline", showLink);
 
-// ---- Refusals and failures of what the page asked, in words, for a few seconds.
+// ---- Refusals and failures of what the page asked, in words, for a few seconds: above the tab bar (never over
+// it), a few seconds long (longer for longer words), and gone at a tab change, whose controls it would cover.
 
 const toast = document.getElementById("toast");
 let toastTimer = null;
+function hideToast() {
+  clearTimeout(toastTimer);
+  toast.classList.remove("show");
+  text(toast, "");
+}
 on("problem", (message) => {
   text(toast, message);
   toast.classList.add("show");
   clearTimeout(toastTimer);
-  toastTimer = setTimeout(() => toast.classList.remove("show"), 6000);
+  toastTimer = setTimeout(hideToast, Math.min(6000, 2500 + 30 * String(message).length));
 });
 
 for (const [name, module] of Object.entries(tabs)) module.mount(document.getElementById("panel-" + name));
