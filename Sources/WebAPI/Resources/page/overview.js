@@ -25,7 +25,7 @@ export function mount(root) {
     xruns: h("span", { id: "server-xruns" }, "–"), engineXruns: v(), heaviest: v(),
     health: h("ul", { class: "health" }),
     recState: h("span", { class: "badge", id: "rec-state" }, "–"), take: v(), elapsed: h("span", { class: "big" }, "0:00"), disk: v(),
-    recFiles: v(), recCounters: v(),
+    recFiles: v(), recCounters: h("span", { id: "rec-losses" }, "–"),
     marksTitle: h("h3", { id: "marks-title", class: "sub" }, "Markers"),
     marks: h("ol", { class: "marks", id: "marks", "aria-labelledby": "marks-title", "aria-live": "polite" }),
     meters: h("div", { class: "meters", role: "group", "aria-label": "Input meters" }),
@@ -203,7 +203,9 @@ function showStatus(s) {
     const left = Number.isFinite(r.secondsLeft) ? ` (${clock(r.secondsLeft)} of recording)` : "";
     text(el.disk, Number.isFinite(r.freeBytes) ? bytes(r.freeBytes) + left : "–");
     text(el.recFiles, r.files?.length ? r.files.map(basename).join(", ") : "–");
-    text(el.recCounters, `dropped ${r.droppedFrames}, missed ${r.missedFrames} frames; ring ${Math.round((100 * r.ringFill) / Math.max(1, r.ringCapacity))} %`);
+    const loss = takeLosses(r);
+    text(el.recCounters, loss.text + (r.recording ? `; ring ${Math.round((100 * r.ringFill) / Math.max(1, r.ringCapacity))} %` : ""));
+    el.recCounters.dataset.frames = String(loss.frames);
   } else {
     text(el.recState, "No recorder");
     el.recState.dataset.state = "none";
@@ -237,6 +239,29 @@ function showStatus(s) {
     queueMeters(s.meters);
     queueLoudness(s.loudness || []);
   }
+}
+
+// The status counts the recorder's dropped and missed frames since the session started, armed time included: a
+// cycle the server ran without the recorder while it only metered lost nothing. So the page shows a take's own
+// losses: the counters less what they were at the last status read before the take began (a page opened during a
+// take has no such read, and says its figures are the session's).
+let idleCounters = null;
+let lossBase = null;
+
+/** {text, frames, take}: what the running take lost, or that none runs. */
+function takeLosses(r) {
+  if (!r.recording) {
+    idleCounters = { dropped: r.droppedFrames, missed: r.missedFrames };
+    lossBase = null;
+    return { text: "no take running", frames: 0, take: null };
+  }
+  if (!lossBase || lossBase.take !== r.take) lossBase = { take: r.take, ...(idleCounters || { session: true }) };
+  if (lossBase.session) {
+    const frames = r.droppedFrames + r.missedFrames;
+    return { text: `dropped ${r.droppedFrames}, missed ${r.missedFrames} frames since the session started`, frames, take: r.take, session: true };
+  }
+  const dropped = Math.max(0, r.droppedFrames - lossBase.dropped), missed = Math.max(0, r.missedFrames - lossBase.missed);
+  return { text: dropped + missed ? `this take: dropped ${dropped}, missed ${missed} frames` : "this take: none", frames: dropped + missed, take: r.take };
 }
 
 /** The player's queue, the item playing marked. */
@@ -285,8 +310,9 @@ function showHealth(s) {
     for (const problem of chain.problems || []) add(false, `${engine}: ${problem}`);
   }
   if (s.recorder) {
-    const lost = s.recorder.droppedFrames + s.recorder.missedFrames;
-    add(lost === 0, lost ? `recorder lost ${lost} frames since the session started (dropped ${s.recorder.droppedFrames}, missed ${s.recorder.missedFrames})` : "recorder: no frame lost");
+    const loss = takeLosses(s.recorder);
+    if (loss.take === null) add(true, `recorder ${(REC_STATES[s.recorder.state] || s.recorder.state || "armed").toLowerCase()}: no take running`);
+    else add(loss.frames === 0, loss.frames ? `recorder, take ${loss.take}: ${loss.text.replace(/^this take: /, "")}` : `recorder, take ${loss.take}: no frame lost`);
   }
   if (s.player) add(s.player.underrunFrames === 0, `player underruns: ${s.player.underrunFrames} frames`);
   for (const w of s.workers || []) items.push(h("li", { class: "info" }, h("span", { class: "dot", "aria-hidden": "true" }), w));
