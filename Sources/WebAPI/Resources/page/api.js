@@ -79,21 +79,6 @@ export const post = (path, body) => api("POST", path, body);
 export const put = (path, body) => api("PUT", path, body);
 export const del = (path) => api("DELETE", path);
 
-let spec = null;
-
-/**
- * Whether the server has the route `method path` ("post", "/api/engines/{engine}/plugins"), from its OpenAPI
- * document: true or false, or null when the document does not say (then only trying tells).
- */
-export async function hasRoute(method, path) {
-  if (!spec) spec = get("openapi.json").catch(() => ({}));
-  const paths = (await spec)?.paths;
-  if (!paths || !Object.keys(paths).length) return null;
-  const shape = (p) => p.replace(/\{[^}]*\}/g, "{}").replace(/^\/api/, "");
-  const entry = Object.entries(paths).find(([p]) => shape(p) === shape(path));
-  return !!entry && method.toLowerCase() in entry[1];
-}
-
 /** Percent-encodes each name of a route (`engines/${name(e)}/plugins/${name(p)}`). */
 export const name = (s) => encodeURIComponent(s);
 

@@ -189,10 +189,20 @@ export function controlWidget(engine, plugin, symbol, options = {}) {
   }
   input.setAttribute("aria-label", fullName);
 
-  const widget = h("div", { class: "control" + (c.toggle ? " toggle" : ""), dataset: { key } },
+  // The value box is as wide as the longest text it can show (a scale point's label such as "-3dB @freq, flat", or
+  // a bound in its unit), so no label is cut. A list of named values shows its label in the list itself, and a switch
+  // its state: neither has a box (one row less on a phone).
+  const widest = Math.max(...[c.minimum, c.maximum].filter(Number.isFinite).map((v) => formatValue(c, v).length),
+    ...(c.scalePoints || []).map((p) => p.label.length), 0);
+  // Wider than the usual box: sized to fit; wider than half a phone's row: on a row of its own.
+  const wide = !enumerated && !c.toggle && widest > 9;
+  if (wide) valueBox.style.width = `${widest + 2}ch`;
+  const widget = h("div", { class: "control" + (c.toggle ? " toggle" : "") + (enumerated ? " enum" : "")
+    + (wide ? (widest > 14 ? " wide long" : " wide") : ""),
+    dataset: { key, name: `${c.name || symbol} ${symbol}`.toLowerCase() } },
     h("label", { for: id, title: `${symbol}${c.unit ? " (" + c.unit + ")" : ""}` }, label),
     input,
-    valueBox,
+    enumerated || c.toggle ? null : valueBox,
     options.onPin ? options.onPin(key) : null);
 
   const self = {

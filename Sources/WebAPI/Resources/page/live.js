@@ -6,7 +6,7 @@
 // stream is down. A lost stream is opened again with `since=` the last event seen, so the page catches up; `missed`
 // (or a server that started anew) means everything is read again.
 
-import { get, socketURL, hasRoute } from "./api.js";
+import { get, socketURL } from "./api.js";
 
 // Meters 20 times a second where they are shown, once a second elsewhere (a heartbeat: a silent stream is a dead
 // one), none for a page nobody sees. Each stream costs the server per message, so a page asks no more than it shows.
@@ -74,9 +74,6 @@ export function emit(topic, value) {
   }
 }
 
-/** Resources an older server may not have: asked for only when its OpenAPI document lists them (or says nothing). */
-const OPTIONAL = { favourites: "/api/favourites" };
-
 // One read per resource at a time; a request made while one runs reads once more when it ends.
 const inFlight = new Map();
 const again = new Set();
@@ -89,10 +86,9 @@ export function refresh(what) {
   }
   const p = (async () => {
     try {
-      // Asked once: a server that lacks the route lacks it until it is started anew (see "hello").
-      if (OPTIONAL[what] && (store.missing.has(what) || (await hasRoute("get", OPTIONAL[what])) === false)) {
-        throw Object.assign(new Error(`no ${what} on this server`), { missingRoute: true });
-      }
+      // A route an older server lacks (its 404 says "no GET /api/…") is asked for once: it lacks it until it is
+      // started anew (see "hello"). Trying tells; the OpenAPI document (140 KB) is never read for it.
+      if (store.missing.has(what)) throw Object.assign(new Error(`no ${what} on this server`), { missingRoute: true });
       store[what] = await get(ROUTES[what]);
       store.missing.delete(what);
       if (what === "status") noteStatus();

@@ -1,22 +1,25 @@
 // Racks: every engine's plugin chain with every control, bypass, LV2 presets, each plugin's load, the chain's
 // dry/wet and gain; plugins added from the installed-plugin browser, removed and moved (where the server can).
+// Finding one control among hundreds (the bar under the header, folds, the filter) is racknav.js's.
 
-import { get, post, put, del, name, hasRoute } from "./api.js";
+import { get, post, put, del, name } from "./api.js";
 import { h, card, fill, text, number, debounce, latest } from "./dom.js";
 import { store, on, emit, refresh } from "./live.js";
 import { controlWidget } from "./controls.js";
 import { pinButton } from "./favourites.js";
+import { navBar, shownNav, begin, addCard, addPlugin, finish } from "./racknav.js";
 
 let list, browser, timer;
 let signature = "";
 let lastStatus = null;
-/** Whether the server can add, remove and move plugins (an older server has no such routes). */
-let chainEdit = null;
+/** Whether the server can add, remove and move plugins: offered until the server answers that it has no such route
+ * (an older server; see `failed`). */
+let chainEdit = true;
 
 export function mount(root) {
   list = h("div", { class: "engines" });
   browser = pluginBrowser();
-  root.append(list, browser.element);
+  root.append(navBar(list), list, browser.element);
   on("plugins", render);
   on("chain-level", (l) => showChainLevel(l.engine, l));
   on("bypass", (b) => {
@@ -33,6 +36,7 @@ export function mount(root) {
 
 export function shown(on) {
   clearInterval(timer);
+  shownNav(on);
   // Per-plugin load changes all the time and comes with the plugin list (isolated racks' too): read it every 2 s
   // while seen, not while the plugin browser is open (its search is what the page waits for then).
   if (on) {
@@ -53,13 +57,6 @@ function engineNames(s) {
   return [...names].sort((a, b) => order(a) - order(b) || a.localeCompare(b));
 }
 
-/** Whether the server can change chains: its OpenAPI document says, else the page offers it and stops offering it
- * when the server answers that it has no such route (an older server). */
-async function learnChainEdit() {
-  const can = await hasRoute("post", "/api/engines/{engine}/plugins");
-  if (can === false) noChainEdit();
-}
-
 function noChainEdit() {
   if (chainEdit === false) return;
   chainEdit = false;
@@ -72,10 +69,6 @@ function render(plugins, force = false) {
     return;
   }
   const engines = engineNames(store.status);
-  if (chainEdit === null) {
-    chainEdit = true;
-    learnChainEdit();
-  }
   const sig = JSON.stringify([engines, chainEdit, plugins.map((p) => [p.engine, p.name, p.uri,
     p.controls.map((c) => c.symbol), p.presets.map((x) => x.uri)])]);
   if (sig === signature && !force) {
@@ -90,7 +83,9 @@ function render(plugins, force = false) {
   cards.clear();
   pluginParts.clear();
   chainSliders.clear();
+  begin();
   fill(list, engines.map((e) => engineCard(e, plugins.filter((p) => p.engine === e))));
+  finish();
   for (const p of plugins) updatePlugin(p);
   if (lastStatus) showLive(lastStatus);
 }
@@ -113,6 +108,7 @@ function engineCard(engine, plugins) {
     chainEdit ? h("button", { class: "add", onclick: () => browser.open(engine, plugins.length) }, `+ Add a plugin to ${engine}`) : null);
   c.dataset.engine = engine;
   cards.set(engine, { info });
+  addCard(engine, c);
   return c;
 }
 
@@ -191,10 +187,7 @@ function pluginCard(p, index, count) {
     h("button", { "aria-label": `Move ${p.name} earlier`, disabled: index === 0, onclick: () => move(p, index - 1) }, "↑"),
     h("button", { "aria-label": `Move ${p.name} later`, disabled: index === count - 1, onclick: () => move(p, index + 1) }, "↓"),
     h("button", { class: "danger", "aria-label": `Remove ${p.name}`, onclick: (e) => remove(p, e.currentTarget) }, "Remove")) : null;
-  const item = h("li", { class: "plugin", dataset: { engine: p.engine, plugin: p.name } },
-    h("div", { class: "plugin-head" },
-      h("h3", {}, p.name, h("small", {}, " ", p.label)),
-      h("label", { class: "check", for: `bypass-${key}` }, bypass, " Bypass")),
+  const body = h("div", { class: "plugin-body", id: `plugin-body-${key}` },
     h("p", { class: "hint" }, h("span", { class: "uri" }, p.uri), " · ", load),
     presets,
     h("div", { class: "controls" }, p.controls.length
@@ -202,7 +195,18 @@ function pluginCard(p, index, count) {
       : h("p", { class: "hint" }, "No controls.")),
     outputs,
     edit);
+  // The name folds and unfolds the plugin; folded, it says how many controls it keeps.
+  const toggle = h("button", { type: "button", class: "fold", "aria-expanded": "true", "aria-controls": body.id },
+    h("span", { class: "chevron", "aria-hidden": "true" }),
+    h("span", { class: "name" }, p.name), h("small", {}, ` ${p.label}`),
+    h("small", { class: "count" }, ` · ${p.controls.length} control${p.controls.length === 1 ? "" : "s"}`));
+  const item = h("li", { class: "plugin", dataset: { engine: p.engine, plugin: p.name } },
+    h("div", { class: "plugin-head" },
+      h("h3", {}, toggle),
+      h("label", { class: "check", for: `bypass-${key}` }, bypass, " Bypass")),
+    body);
   pluginParts.set(key, { bypass, load, outputs, item });
+  addPlugin({ engine: p.engine, name: p.name, label: p.label, index, item, body, toggle });
   return item;
 }
 
