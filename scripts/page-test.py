@@ -27,7 +27,13 @@ with its measured number printed as `measured: …`:
               sequence (a change made meanwhile shows)
   labels      every button, input, select, link and audio element of the page has an accessible name
   graph       choosing fx:out_1 and then pt-rec:in_2 in the graph view makes that JACK connection (`jack_lsp -c`)
-  presets     the running setup saved from the page appears in the list and can be switched to
+  presets     the running setup saved from the page appears in the list and can be switched to, and is then marked
+              as the one running
+  toast       a refusal's toast is gone when the tab changes, and never covers the tab bar
+  armed       the session's process stopped 60 ms while the recorder is only armed: the server counts missed frames,
+              the page shows no "missed" (no take lost anything); stopped again during a take: the page shows that
+              take's missed frames, as many as the status counted during it
+  openapi     the page never fetched the OpenAPI document (140 KB) while every tab was used
   chain       a plugin added to the rack from the installed-plugin browser, moved first, removed
   favourites  a control pinned on the Racks tab is stored by the server and shown on the Favourites tab; a pin
               added by another client (PUT /api/favourites) shows there too, by the `favourites-changed` event
@@ -41,9 +47,21 @@ with its measured number printed as `measured: …`:
   restart     the JACK server is killed and started again with the same name: the page shows the server lost,
               then the session again (live, meters at the signal's level, the graph's connections) without a reload
 
+Then a second session on the same server, 3 racks of 10 x42 and swh plugins (181 controls a rack), in a 390x844
+phone screen (`--part racks` runs only this part, in about a minute):
+
+  racks folds the Racks tab opens with only each rack's first plugin unfolded; a fold opened stays open after a
+              reload; the tab's height is printed
+  racks reach any control is at most three actions from the Overview: the tab, its plugin in the Show list, its name
+              in the filter (or one swipe to the end); the control is then on screen, under no bar, and takes a key
+              (the server's value changes). Printed: the actions each target took
+  racks where the Show list says the plugin in view while scrolling every rack
+  value box   a control whose value has long labels ("-3dB @freq, flat") shows them whole in its value box
+
     scripts/page-test.py                       # every check; exit 1 when one fails
     scripts/page-test.py --screenshots         # also docs/screenshots/TAB-1280x800.png and TAB-390x844.png
     scripts/page-test.py --no-firefox          # skip the Firefox check (it takes a minute more)
+    scripts/page-test.py --part racks          # only the 30-plugin phone part
     scripts/page-test.py --tandem .build/release/tandem --keep
 
 Exit 0 when every check passed, 1 when one failed (or the rig could not be set up: the reason is printed), 3 when a
@@ -60,6 +78,20 @@ RATE, PERIOD = 48000, 256
 AMP = "http://plugin.org.uk/swh-plugins/amp"
 TABS = ["overview", "racks", "graph", "takes", "presets", "favourites"]
 SIZES = [(1280, 800), (390, 844)]
+PHONE = (390, 844)
+# The 30-plugin part: 3 racks of these 10 mono plugins (x42 and swh), the last an EQ of 33 controls whose last is
+# the control the issue names ("any control, e.g. the last plugin's last control of the last rack").
+MANY_RACKS = ["band", "room", "vocals"]
+MANY_PLUGINS = [("http://plugin.org.uk/swh-plugins/hermesFilter", "hermes"),
+                ("http://plugin.org.uk/swh-plugins/gong", "gong"),
+                ("http://plugin.org.uk/swh-plugins/triplePara", "para"),
+                ("http://plugin.org.uk/swh-plugins/giantFlange", "flange"),
+                ("http://plugin.org.uk/swh-plugins/delayorama", "delayorama"),
+                ("http://plugin.org.uk/swh-plugins/tapeDelay", "tape"),
+                ("http://plugin.org.uk/swh-plugins/harmonicGen", "harmonics"),
+                ("http://plugin.org.uk/swh-plugins/gate", "gate"),
+                ("http://plugin.org.uk/swh-plugins/fourByFourPole", "poles"),
+                ("http://gareus.org/oss/lv2/fil4#mono", "eq")]
 PAGES = 10
 CPU_SECONDS = 20.0
 # The most CPU one page on the Overview (meters at 20 a second, the status every 2 s) may add to Tandem, in percent
@@ -327,6 +359,8 @@ class Rig:
         self.drivers = []
         # Processes this run started beyond jackd and tandem (the isolated rack's, Firefox): ended by PID at the end.
         self.children = []
+        # Further sessions this run started (the 30-plugin part's): ended at the end.
+        self.extra = []
         self.realtime = None
 
     def start_jack(self):
@@ -389,11 +423,7 @@ class Rig:
             u.sendto(pad(address.encode()) + pad(tags.encode()) + data, ("127.0.0.1", self.osc_port))
 
     def api(self, path, method="GET", body=None, timeout=10):
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(f"{self.base}/api/{path}", data=data, method=method,
-                                     headers={"Content-Type": "application/json"} if data else {})
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            return json.loads(r.read() or b"null")
+        return api_at(self.base, path, method, body, timeout)
 
     def browser(self, width=1280, height=800, downloads=None):
         from selenium import webdriver
@@ -423,12 +453,13 @@ class Rig:
             proc = getattr(getattr(d, "service", None), "process", None)
             if proc and proc.poll() is None:
                 proc.kill()
-        if self.tandem and self.tandem.poll() is None:
-            self.tandem.send_signal(signal.SIGTERM)
-            try:
-                self.tandem.wait(20)
-            except subprocess.TimeoutExpired:
-                self.tandem.kill()
+        for t in [self.tandem] + self.extra:
+            if t and t.poll() is None:
+                t.send_signal(signal.SIGTERM)
+                try:
+                    t.wait(20)
+                except subprocess.TimeoutExpired:
+                    t.kill()
         self.stop_jack(signal.SIGTERM)
         # The isolated rack's process ends with the session; one left over (a session killed hard) is ended by PID,
         # after making sure that PID is still a tandem rack and not a process that took the number since.
@@ -520,6 +551,15 @@ def firefox_check(rig, signal_rms):
           + ", ".join(f"{k} ({v} cards)" for k, v in drawn.items()))
 
 
+def api_at(base, path, method="GET", body=None, timeout=10):
+    """The JSON answer of `method /api/path` of the session at `base`."""
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(f"{base}/api/{path}", data=data, method=method,
+                                 headers={"Content-Type": "application/json"} if data else {})
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        return json.loads(r.read() or b"null")
+
+
 class SetupError(Exception):
     """The rig could not be set up (jackd or tandem did not start): no check could run."""
 
@@ -575,6 +615,8 @@ def connections(env):
 
 def open_page(d, base):
     d.get(base + "/")
+    # Room for every request the page makes, so the openapi check sees them all.
+    d.execute_script("performance.setResourceTimingBufferSize(100000)")
     return wait_for("the page to be live", lambda: d.execute_script(
         "return window.tandem && tandem.store.stream === 'live' && tandem.store.status && tandem.store.plugins"), 20)
 
@@ -644,6 +686,8 @@ def main():
                     help="run jackd without real-time scheduling (-r instead of -R)")
     ap.add_argument("--no-firefox", dest="firefox", action="store_false",
                     help="skip the Firefox check (it runs when firefox-esr or firefox is installed)")
+    ap.add_argument("--part", choices=["all", "racks"], default="all",
+                    help="racks: only the 30-plugin phone part (its own session)")
     args = ap.parse_args()
 
     missing = [t for t in ("jackd", "jack_lsp", "chromium", "chromedriver", "ss") if not shutil.which(t)]
@@ -651,6 +695,8 @@ def main():
         missing.append(args.tandem)
     if not os.path.isdir("/usr/lib/lv2/amp-swh.lv2"):
         missing.append("swh-lv2 (the amp plugin)")
+    if not os.path.isdir("/usr/lib/lv2/fil4.lv2"):
+        missing.append("x42-plugins (the 30-plugin part's EQ)")
     import importlib.util
     # websocket-client comes with selenium; the marker check reads the event stream with it.
     for module, package in (("selenium", "selenium"), ("websocket", "websocket-client")):
@@ -658,7 +704,7 @@ def main():
             missing.append(f"the Python package {package} (pip install {package})")
     if missing:
         say("page-test: missing: " + ", ".join(missing))
-        say("  apt-get install -y jackd2 chromium chromium-driver swh-lv2 iproute2; pip install selenium")
+        say("  apt-get install -y jackd2 chromium chromium-driver swh-lv2 x42-plugins iproute2; pip install selenium")
         return 3
     try:
         import ctypes.util
@@ -670,7 +716,11 @@ def main():
 
     rig = Rig(args)
     try:
-        run(rig)
+        if args.part == "racks":
+            rig.start_jack()
+            many_plugins_part(rig)
+        else:
+            run(rig)
     except SetupError as e:
         say(f"page-test: the rig could not be set up: {e}")
         return 1
@@ -725,6 +775,7 @@ def run(rig):
           f"peak {signal_peak:.2f} dB (off by {shown_rms - signal_rms:+.2f} and {shown_peak - signal_peak:+.2f} dB)")
 
     loudness_check(rig, d)
+    armed_check(rig, d)
 
     # Slider: the amp's gain, dragged on the page, heard in fx:out_1.
     probe = Probe()
@@ -823,8 +874,16 @@ def run(rig):
         click(d, switch)
         click(d, switch)     # a second press confirms
         applied = wait_for("the switch", lambda: "from-page:" in css(d, "#toast").text and css(d, "#toast").text, 10)
-    check("presets", bool(saved) and bool(applied) and os.path.exists(os.path.join(rig.dir, "from-page.toml")),
-          f"saved from-page.toml from the page, listed, switched to it: {applied!r}")
+    marked = wait_for("the running preset marked", lambda: d.execute_script(
+        "const li = document.querySelector('.presets li[aria-current=\"true\"]');"
+        "return li && [li.dataset.path, li.querySelector('.running-badge').textContent]"), 5)
+    told = "preset" in rig.api("status")
+    check("presets", bool(saved) and bool(applied) and os.path.exists(os.path.join(rig.dir, "from-page.toml"))
+          and bool(marked) and marked[0].endswith("/from-page.toml"),
+          f"saved from-page.toml from the page, listed, switched to it: {applied!r}; marked as running: "
+          + (f"{os.path.basename(marked[0])} ({marked[1]!r})" if marked else "none")
+          + ("" if told else "; GET /api/status has no 'preset' field, so the page marks the one it switched to"))
+    toast_check(d)
 
     # A chain edited from the page: a plugin added from the installed-plugin browser, moved first, removed.
     tab(d, "racks")
@@ -843,6 +902,11 @@ def run(rig):
         steps.append(f"added: {added}")
         new = added[1] if added else None
         if new:
+            # Added last, it is folded: unfolded by its name.
+            fold = f'li.plugin[data-engine="fx"][data-plugin="{new}"] button.fold'
+            wait_for("the added plugin on the page", lambda: css(d, fold), 10)
+            if css(d, fold).get_attribute("aria-expanded") != "true":
+                click(d, fold)
             click(d, f'li.plugin[data-engine="fx"][data-plugin="{new}"] button[aria-label$="earlier"]')
             moved = wait_for("the move", lambda: names() == [new, "amp"] and names(), 10)
             steps.append(f"moved first: {moved}")
@@ -853,7 +917,10 @@ def run(rig):
             click(d, remove)     # a second press confirms
             removed = wait_for("the removal", lambda: names() == ["amp"] and names(), 10)
             steps.append(f"removed: {removed}")
-        shown = d.execute_script("return [...document.querySelectorAll('li.plugin[data-engine=\"fx\"]')].map((li) => li.dataset.plugin)")
+        on_page = "return [...document.querySelectorAll('li.plugin[data-engine=\"fx\"]')].map((li) => li.dataset.plugin)"
+        # The page reads the chain again when the removal is answered: a moment after the server has it.
+        wait_for("the page to show the chain", lambda: d.execute_script(on_page) == ["amp"], 5)
+        shown = d.execute_script(on_page)
         check("chain", len(steps) == 3 and all(not st.endswith("None") for st in steps) and shown == ["amp"],
               "; ".join(steps) + f"; the page shows {shown}")
 
@@ -868,6 +935,7 @@ def run(rig):
           "fx amp gain pinned; " + ("GET /api/favourites has it" if stored else "kept in the browser (no /api/favourites)")
           + ("; the favourites tab shows its slider" if listed else "; the favourites tab does not show it"))
 
+    openapi_check(d, "the Overview, Racks, Graph, Presets and Favourites tabs used")
     errors = console_errors(d)
     d.quit()
     rig.drivers.remove(d)
@@ -971,6 +1039,8 @@ def run(rig):
           f"{audio.get('seekable', 0):.2f} s, and sought to {audio.get('at', 0):.2f} s" if "duration" in audio
           else f"the page's player failed: {audio}")
 
+    many_plugins_part(rig)
+
     if rig.args.screenshots:
         # A take running and something pinned make the pictures say more.
         tab(d, "overview")
@@ -1047,6 +1117,277 @@ def loudness_check(rig, d):
           and target == len(rows),
           f"the Loudness card shows {sorted(rows)} with {target} target lines; {name}: true peak {shown_tp} dBTP "
           f"on the page, {api_tp} in the status")
+
+
+def stop_briefly(rig, what, counter, tries=3):
+    """Stops the session's process for 60 ms (SIGSTOP, SIGCONT), so the server runs cycles without it, until
+    `counter(status)` grows: (before, after), or None when three stops did not move it."""
+    before = counter(rig.api("status"))
+    for _ in range(tries):
+        rig.tandem.send_signal(signal.SIGSTOP)
+        time.sleep(0.06)
+        rig.tandem.send_signal(signal.SIGCONT)
+        after = wait_for(what, lambda: counter(rig.api("status")) > before and counter(rig.api("status")), 3)
+        if after:
+            return before, after
+    return None
+
+
+def armed_check(rig, d):
+    """Missed frames are a take's loss only: while the recorder is only armed (metering, writing nothing) the page
+    shows none, though the status counts them since the session started; during a take it shows the take's."""
+    tab(d, "overview")
+    missed = lambda s: s["recorder"]["missedFrames"]
+    panel = lambda: css(d, "#panel-overview").text
+    armed = stop_briefly(rig, "missed frames while armed", missed)
+    # The page reads the status every 2 s: two reads after the status counted them.
+    time.sleep(4.5)
+    shown_armed = [line for line in panel().split("\n") if "missed" in line.lower()]
+    losses_armed = css(d, "#rec-losses").text
+    rig.api("recorder/start", method="POST")
+    wait_for("the take", lambda: rig.api("status")["recorder"]["recording"], 10)
+    wait_for("the page to show the take", lambda: css(d, "#rec-state").get_attribute("data-state") == "recording", 10)
+    during = stop_briefly(rig, "missed frames in the take", missed)
+    want = during[1] - during[0] if during else None
+    shown_take = wait_for("the take's missed frames on the page", lambda: want is not None
+                          and f"missed {want} frames" in css(d, "#rec-losses").text and css(d, "#rec-losses").text, 8)
+    rig.api("recorder/stop", method="POST")
+    wait_for("the take to end", lambda: not rig.api("status")["recorder"]["recording"], 10)
+    take = max((t["take"] for t in rig.api("takes")), default=None)
+    wait_for("its report", lambda: any(t["take"] == take for t in rig.api("takes")), 10)
+    check("armed", bool(armed) and not shown_armed and bool(shown_take),
+          (f"the session stopped 60 ms while armed: the status's missedFrames went {armed[0]} -> {armed[1]}; "
+           if armed else "no missed frames could be made while armed; ")
+          + (f"the page shows {shown_armed!r}" if shown_armed else f"the page shows no 'missed' (Losses: {losses_armed!r})")
+          + (f"; stopped again during take {take}: {want} frames missed, the page shows {shown_take!r}" if shown_take
+             else f"; during a take the page showed {css(d, '#rec-losses').text!r} (the status counted {want})"))
+
+
+def toast_check(d):
+    """A toast (the preset switch's) is gone when the tab changes, and never lay over the tab bar."""
+    shown = d.execute_script("""const t = document.getElementById('toast'), n = document.querySelector('nav.tabs');
+        const a = t.getBoundingClientRect(), b = n.getBoundingClientRect();
+        return {show: t.classList.contains('show'), text: t.textContent,
+                overlap: Math.max(0, Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top))};""")
+    tab(d, "racks")
+    after = d.execute_script("const t = document.getElementById('toast'); return {show: t.classList.contains('show'), "
+                             "text: t.textContent, opacity: getComputedStyle(t).opacity}")
+    check("toast", shown["show"] and shown["overlap"] == 0 and not after["show"] and not after["text"],
+          f"a toast showed {shown['text']!r} ({shown['overlap']:.0f} px over the tab bar); after a tab change "
+          + ("it is gone" if not after["show"] and not after["text"] else f"it still shows {after['text']!r}"))
+
+
+def openapi_check(d, what):
+    """The page never fetched the OpenAPI document (it needs nothing from it)."""
+    names = d.execute_script("return performance.getEntriesByType('resource').map((e) => e.name)")
+    got = [n for n in names if "openapi" in n]
+    check("openapi", not got, f"{what}: {len(names)} requests, {len(got)} of the OpenAPI document"
+          + (f" ({got[0]})" if got else ""))
+
+
+MANY_HEAD = """# Written by scripts/page-test.py: 3 racks of 10 plugins, the Racks tab on a phone.
+[session]
+name = "racks"
+directory = "{dir}"
+server = "{server}"
+"""
+
+
+def many_preset(directory, server):
+    out = [MANY_HEAD.format(dir=directory, server=server)]
+    for rack in MANY_RACKS:
+        out.append(f'\n[[rack]]\nname = "{rack}"\nisolate = false\ninputs = 1\noutputs = 1\n')
+        for uri, name in MANY_PLUGINS:
+            out.append(f'[[rack.plugins]]\nuri = "{uri}"\nname = "{name}"\n')
+    return "".join(out)
+
+
+# Where a control is on the screen, and whether it is there to be used: between the bars, and the topmost element at
+# its centre (nothing over it).
+ON_SCREEN = """
+const el = arguments[0];
+const target = el.querySelector('input[type=range], select, input[type=checkbox]') || el;
+const r = target.getBoundingClientRect();
+const bar = document.querySelector('.racks-bar').getBoundingClientRect();
+const tabs = document.querySelector('nav.tabs').getBoundingClientRect();
+const top = Math.max(bar.bottom, document.querySelector('header.top').getBoundingClientRect().bottom);
+const bottom = tabs.top > innerHeight / 2 ? tabs.top : innerHeight;
+const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+return {top: Math.round(r.top), bottom: Math.round(r.bottom), from: Math.round(top), to: Math.round(bottom),
+        ok: r.height > 0 && r.top >= top && r.bottom <= bottom && !!hit && (hit === target || target.contains(hit))};
+"""
+
+
+def reach(d, base, engine, plugin, control, last_step):
+    """From the Overview (every rack shown, no filter, at the top), the actions a user takes to have the control on
+    screen: the Racks tab; its plugin in the Show list; then `last_step` ("filter": its name typed in the filter,
+    "swipe": one swipe to the end). Returns (actions, where it is, whether it took a key press)."""
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import Select
+    tab(d, "overview")
+    d.execute_script("""const s = document.getElementById('racks-show'); s.value = ''; s.dispatchEvent(new Event('change'));
+        const f = document.getElementById('controls-filter'); f.value = ''; f.dispatchEvent(new Event('input'));
+        window.scrollTo(0, 0);""")
+    sel = f'.control[data-key="{engine}/{plugin}/{control["symbol"]}"]'
+    actions = []
+
+    def where():
+        els = [e for e in d.find_elements("css selector", sel)]
+        return d.execute_script(ON_SCREEN, els[0]) if els else {"ok": False}
+    steps = [("the Racks tab", lambda: tab(d, "racks")),
+             (f"{engine} › {plugin} in the Show list",
+              lambda: Select(css(d, "#racks-show")).select_by_value(f"p:{engine}/{plugin}"))]
+    if last_step == "filter":
+        words = control["name"].lower()
+        steps.append((f"'{words}' typed in the filter", lambda: css(d, "#controls-filter").send_keys(words)))
+    else:
+        steps.append(("one swipe to the end", lambda: d.execute_script(
+            "window.scrollTo(0, document.scrollingElement.scrollHeight)")))
+    at = {"ok": False}
+    for name, act in steps:
+        act()
+        actions.append(name)
+        time.sleep(0.15)
+        at = wait_for(f"{sel} on screen", lambda: where()["ok"] and where(), 1) or where()
+        if at["ok"]:
+            break
+    used = False
+    if at["ok"]:
+        route = f"engines/{engine}/plugins/{plugin}/controls/{control['symbol']}"
+        before = api_at(base, route)["value"]
+        box = css(d, sel + ' input[type="range"], ' + sel + " select, " + sel + ' input[type="checkbox"]')
+        if box.tag_name == "select":
+            from selenium.webdriver.support.ui import Select as S
+            S(box).select_by_index(1 if S(box).first_selected_option.get_attribute("index") == "0" else 0)
+        elif box.get_attribute("type") == "checkbox":
+            box.click()
+        else:
+            box.send_keys(Keys.ARROW_RIGHT)
+        used = bool(wait_for("the control's new value", lambda: api_at(base, route)["value"] != before, 5))
+    return actions, at, used
+
+
+def many_plugins_part(rig):
+    """A second session on the same server with 3 racks of 10 plugins, its Racks tab in a 390x844 phone screen:
+    folds, three actions to any control, where-you-are, value boxes."""
+    folder = os.path.join(rig.dir, "racks")
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "racks.toml")
+    with open(path, "w") as f:
+        f.write(many_preset(folder, rig.server))
+    port = free_port()
+    log = open(os.path.join(folder, "tandem.log"), "ab")
+    t0 = time.monotonic()
+    proc = subprocess.Popen([rig.args.tandem, "run", path, "--http", f"127.0.0.1:{port}", "--control-port",
+                             str(free_port(socket.SOCK_DGRAM)), "--no-view"], cwd=folder, stdout=log, stderr=log,
+                            env=rig.env)
+    rig.extra.append(proc)
+    base = f"http://127.0.0.1:{port}"
+    up = wait_for("the 30-plugin session", lambda: proc.poll() is not None or (
+        len(api_at(base, "status").get("racks", [])) == len(MANY_RACKS)
+        and all(r.get("running") for r in api_at(base, "status")["racks"])), 90, every=0.3)
+    if proc.poll() is not None:
+        up = None
+    if not up:
+        raise SetupError(f"the 30-plugin session did not start within 90 s; see {log.name}")
+    plugins = {(p["engine"], p["name"]): p for p in api_at(base, "plugins")}
+    controls = sum(len(p["controls"]) for p in plugins.values())
+    say(f"  30-plugin session: {len(plugins)} plugins, {controls} controls, up in {time.monotonic() - t0:.1f} s")
+
+    d = rig.browser(*PHONE)
+    d.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                      {"width": PHONE[0], "height": PHONE[1], "deviceScaleFactor": 1, "mobile": True})
+    t0 = time.monotonic()
+    open_page(d, base)
+    tab(d, "racks")
+    drawn = wait_for("the racks drawn", lambda: len(d.find_elements("css selector", "li.plugin")) == len(plugins), 20)
+    took = time.monotonic() - t0
+    folds = d.execute_script("return [...document.querySelectorAll('button.fold')].map((b) => b.getAttribute('aria-expanded'))")
+    height = d.execute_script("return document.scrollingElement.scrollHeight")
+    # A fold opened by hand is kept: the third plugin of the first rack, opened, the page loaded again.
+    third = f'li.plugin[data-engine="{MANY_RACKS[0]}"][data-plugin="{MANY_PLUGINS[2][1]}"] button.fold'
+    d.execute_script("arguments[0].scrollIntoView({block: 'center'})", css(d, third))
+    click(d, third)
+    d.refresh()
+    open_page(d, base)
+    tab(d, "racks")
+    wait_for("the racks drawn again", lambda: len(d.find_elements("css selector", "li.plugin")) == len(plugins), 20)
+    kept = css(d, third).get_attribute("aria-expanded") == "true"
+    d.execute_script("arguments[0].scrollIntoView({block: 'center'})", css(d, third))
+    click(d, third)
+    check("racks folds", bool(drawn) and folds.count("true") == 1 and folds[0] == "true" and len(folds) == len(plugins)
+          and kept,
+          f"{len(folds)} plugins drawn {took:.1f} s after the page opened, {folds.count('true')} unfolded (the first; "
+          f"{MANY_PLUGINS[0][1]}: {len(plugins[(MANY_RACKS[0], MANY_PLUGINS[0][1])]['controls'])} controls); the "
+          f"Racks tab is {height} px tall on a {PHONE[0]}x{PHONE[1]} screen; a fold opened "
+          + ("stays open after a reload" if kept else "was NOT kept over a reload"))
+
+    # Any control in at most three actions: the last plugin's last control of the last rack (by the filter, and by
+    # a swipe), an EQ's band-1 gain in the middle rack, the last control of the largest plugin of the first rack.
+    last_rack, last_plugin = MANY_RACKS[-1], MANY_PLUGINS[-1][1]
+    hermes = plugins[(MANY_RACKS[0], "hermes")]["controls"]
+    gain1 = next(c for c in plugins[(MANY_RACKS[1], "eq")]["controls"] if c["symbol"] == "gain1")
+    targets = [(last_rack, last_plugin, plugins[(last_rack, last_plugin)]["controls"][-1], "filter"),
+               (last_rack, last_plugin, plugins[(last_rack, last_plugin)]["controls"][-1], "swipe"),
+               (MANY_RACKS[1], "eq", gain1, "filter"),
+               (MANY_RACKS[0], "hermes", hermes[-1], "filter")]
+    results = []
+    for engine, plugin, control, how in targets:
+        actions, at, used = reach(d, base, engine, plugin, control, how)
+        results.append((engine, plugin, control, actions, at, used))
+    worst = max(len(r[3]) for r in results)
+    ok = all(r[4]["ok"] and r[5] and len(r[3]) <= 3 for r in results)
+    check("racks reach", ok, f"most actions needed: {worst}; " + "; ".join(
+        f"{e} › {p} › {c['name']!r}: {len(a)} action(s) ({', '.join(a)}), then at y {at.get('top')}-{at.get('bottom')}"
+        f" between the bars ({at.get('from')}-{at.get('to')}) " + ("and a key moved it" if used else "NOT usable")
+        for e, p, c, a, at, used in results))
+
+    # Where you are: every rack shown, the fourth plugin of the middle rack scrolled to just under the bar.
+    d.execute_script("""const s = document.getElementById('racks-show'); s.value = ''; s.dispatchEvent(new Event('change'));
+        const f = document.getElementById('controls-filter'); f.value = ''; f.dispatchEvent(new Event('input'));""")
+    item = css(d, f'li.plugin[data-engine="{MANY_RACKS[1]}"][data-plugin="{MANY_PLUGINS[3][1]}"]')
+    d.execute_script("window.scrollBy(0, arguments[0].getBoundingClientRect().top - "
+                     "document.querySelector('.racks-bar').getBoundingClientRect().bottom)", item)
+    want = f"All · at {MANY_RACKS[1]} › 4. {MANY_PLUGINS[3][1]}"
+    said = wait_for("the Show list to say where", lambda: want in css(d, "#racks-show option:checked").text
+                    and css(d, "#racks-show option:checked").text, 3)
+    check("racks where", bool(said), f"scrolled to {MANY_RACKS[1]}'s 4th plugin: the Show list reads "
+          f"{css(d, '#racks-show option:checked').text!r}")
+
+    # Value boxes: the EQ's resonance shows its scale point's label whole.
+    d.execute_script(f"""const s = document.getElementById('racks-show'); s.value = 'p:{last_rack}/eq';
+        s.dispatchEvent(new Event('change'));""")
+    boxes = d.execute_script("""return [...document.querySelectorAll('li.plugin:not([hidden]) .control .value')]
+        .filter((b) => b.offsetParent).map((b) => [b.closest('.control').dataset.key.split('/').pop(), b.value,
+        b.scrollWidth <= b.clientWidth + 1, b.getBoundingClientRect().right <= innerWidth])""")
+    hpq = next((b for b in boxes if b[0] == "HPQ"), None)
+    cut = [b for b in boxes if not (b[2] and b[3])]
+    check("value box", bool(hpq) and hpq[1] == "-3dB @freq, flat" and not cut,
+          f"{len(boxes)} value boxes of {last_rack}'s EQ at {PHONE[0]} px: HPQ shows {hpq[1] if hpq else None!r}, "
+          f"{len(cut)} cut or off the screen" + (f": {cut[:3]}" if cut else ""))
+    openapi_check(d, "the 30-plugin page loaded twice, its Racks tab used")
+
+    if rig.args.screenshots:
+        out = os.path.join(ROOT, "docs", "screenshots")
+        d.execute_script("""const s = document.getElementById('racks-show'); s.value = '';
+            s.dispatchEvent(new Event('change')); window.scrollTo(0, 0);""")
+        time.sleep(0.8)
+        d.save_screenshot(os.path.join(out, "racks-30-plugins-390x844.png"))
+        d.execute_script(f"""const s = document.getElementById('racks-show'); s.value = 'p:{last_rack}/eq';
+            s.dispatchEvent(new Event('change'));""")
+        time.sleep(0.8)
+        d.save_screenshot(os.path.join(out, "racks-30-plugins-eq-390x844.png"))
+        say("  screenshot docs/screenshots/racks-30-plugins-390x844.png, racks-30-plugins-eq-390x844.png")
+    errors = [e["message"] for e in console_errors(d)]
+    d.quit()
+    rig.drivers.remove(d)
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    check("racks console", not errors, f"{len(errors)} console error(s) on the 30-plugin page"
+          + (": " + " | ".join(errors[:3]) if errors else ""))
 
 
 def server_check(rig, d):
