@@ -110,6 +110,8 @@ import TestSupport
             (["--target", "-23", "--tolerance", "nan", good], "--tolerance must be 0.01 to 10 LU, not nan"),
             (["--max-true-peak", "nan", good], "nan dBTP is not a true-peak limit"),
             (["--max-true-peak", "3", good], "3 dBTP is not a true-peak limit: give -60 to 0 dBTP"),
+            (["--max-true-peak", "", good], "The value '' is invalid for '--max-true-peak <DBTP>'"),
+            (["--target", "-23", "--tolerance"], "Missing value for '--tolerance <LU>'"),
             ([], "give one or more audio files to measure"),
         ]
         for (args, words) in cases {

@@ -242,6 +242,7 @@ import TestSupport
             (["--normalize", "loud"], "'loud' is not a loudness target: give LUFS (-70 to 0, e.g. -16) or ebu (-23)"),
             (["--normalize", "-16", "--true-peak-ceiling", "3"], "3 dBTP is not a true-peak ceiling: give -60 to 0 dBTP"),
             (["--normalize", "-16", "--true-peak-ceiling", "nan"], "nan dBTP is not a true-peak ceiling"),
+            (["--normalize", "-16", "--true-peak-ceiling", ""], "The value '' is invalid for '--true-peak-ceiling <DBTP>'"),
             (["--true-peak-ceiling", "-1"], "--true-peak-ceiling is the ceiling of a normalized render: give --normalize too"),
         ]
         for (args, words) in cases {
