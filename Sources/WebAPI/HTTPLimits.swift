@@ -23,9 +23,13 @@ final class NextRequestDeadline: ChannelDuplexHandler, RemovableChannelHandler, 
     typealias OutboundIn = HTTPResponsePart
     typealias OutboundOut = HTTPResponsePart
     private let seconds: Double
+    private let table: ConnectionTable
     private var deadline: Scheduled<Void>?
 
-    init(seconds: Double) { self.seconds = seconds }
+    init(seconds: Double, table: ConnectionTable) {
+        self.seconds = seconds
+        self.table = table
+    }
 
     func handlerRemoved(context: ChannelHandlerContext) { deadline?.cancel() }
 
@@ -33,12 +37,14 @@ final class NextRequestDeadline: ChannelDuplexHandler, RemovableChannelHandler, 
         if case .head = unwrapInboundIn(data) {
             deadline?.cancel()
             deadline = nil
+            table.busy(context.channel)
         }
         context.fireChannelRead(data)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         if case .end = unwrapOutboundIn(data) {
+            table.idle(context.channel)
             deadline?.cancel()
             let channel = context.channel
             deadline = context.eventLoop.scheduleTask(in: .milliseconds(Int64(seconds * 1000))) { channel.close(promise: nil) }
@@ -66,6 +72,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, @unc
     private let seconds: Double
     /// Header lines every refusal carries (`SecurityHeaders`).
     private let headerLines: String
+    /// The server's connections: this one is idle there until its first head is in.
+    private let table: ConnectionTable?
     private var deadline: Scheduled<Void>?
     /// Its place in the pipeline, while it is there (for `answerNow`).
     private var context: ChannelHandlerContext?
@@ -83,9 +91,10 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, @unc
     private var lineState = LineState.requestLine
     private enum LineState { case requestLine, lineStart, name, value }
 
-    init(seconds: Double, headerLines: String) {
+    init(seconds: Double, headerLines: String, table: ConnectionTable? = nil) {
         self.seconds = seconds
         self.headerLines = headerLines
+        self.table = table
     }
 
     /// Makes the connection's answer `status` with `message` (a refused handshake).
@@ -106,12 +115,14 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, @unc
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         let channel = context.channel
+        table?.opened(channel)
         deadline = context.eventLoop.scheduleTask(in: .milliseconds(Int64(seconds * 1000))) { channel.close(promise: nil) }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         deadline?.cancel()
         self.context = nil
+        table?.closed(context.channel)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -130,6 +141,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, @unc
                 tail = tail << 8 | UInt32(byte)
                 if tail == 0x0D0A_0D0A {
                     headDone = true
+                    table?.busy(context.channel)
                     deadline?.cancel()
                     deadline = nil
                     break
@@ -197,10 +209,12 @@ struct GuardedChannel: ServerChildChannel {
     let inner: HTTP1WebSocketUpgradeChannel
     let seconds: Double
     let headerLines: String
+    let table: ConnectionTable
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         do {
-            try channel.pipeline.syncOperations.addHandler(ConnectionGuard(seconds: seconds, headerLines: headerLines), position: .first)
+            try channel.pipeline.syncOperations.addHandler(ConnectionGuard(seconds: seconds, headerLines: headerLines, table: table),
+                                                           position: .first)
         } catch {
             return channel.eventLoop.makeFailedFuture(error)
         }

@@ -22,7 +22,8 @@ public final class HTTPServer: Sendable {
     public struct Configuration: Sendable {
         public var address: HTTPAddress
         public var access: HTTPAccess
-        /// Connections open at once; more wait in the kernel's backlog.
+        /// Connections open at once. When all are taken, a new one is accepted in place of the one idle the longest
+        /// (no request under way); when none is idle, new ones wait in the kernel's backlog.
         public var maxConnections = 64
         /// The largest request body read; a larger one is refused (413) and its connection closed.
         public var maxBodyBytes = 1 << 20
@@ -44,6 +45,8 @@ public final class HTTPServer: Sendable {
     let feed: LiveFeed
     let stats: ServerStats
     let routes = RouteTable()
+    /// The connections open, and which are idle (see `ConnectionTable`).
+    let connections: ConnectionTable
     let logger: Logger
     /// The metrics exposition, made on the control thread (see `metrics`).
     let metrics: MetricsSource?
@@ -57,6 +60,7 @@ public final class HTTPServer: Sendable {
         gateway = SessionGateway(wake: wake)
         feed = LiveFeed(journal: journal, maxListeners: configuration.maxEventClients)
         stats = ServerStats()
+        connections = ConnectionTable(maxConnections: configuration.maxConnections)
         self.metrics = metrics
         self.logger = logger
     }
@@ -127,8 +131,9 @@ public final class HTTPServer: Sendable {
         router.add(middleware: LimitsMiddleware(server: self))
         Routes(server: self).install(on: router)
         let headerSeconds = configuration.headerSeconds, idleSeconds = configuration.idleSeconds
+        let connections = self.connections
         let http1 = HTTP1Channel.Configuration(
-            additionalChannelHandlers: [NextRequestDeadline(seconds: idleSeconds)],
+            additionalChannelHandlers: [NextRequestDeadline(seconds: idleSeconds, table: connections)],
             idleTimeout: .seconds(Int64(configuration.idleSeconds)),
             httpDecoderConfiguration: .init(maxHeaderFieldSize: ConnectionGuard.maxHeadBytes,
                                             maxHeaderListSize: ConnectionGuard.maxHeadBytes, maxHeaderFieldCount: 200))
@@ -140,11 +145,11 @@ public final class HTTPServer: Sendable {
                                                                shouldUpgrade: { request, channel, _ in
                                                                    await server.shouldUpgrade(request, channel: channel)
                                                                }),
-                           seconds: headerSeconds, headerLines: security.lines)
+                           seconds: headerSeconds, headerLines: security.lines, table: connections)
         }
         var config = ApplicationConfiguration(address: .hostname(configuration.address.host, port: configuration.address.port),
                                               serverName: "Tandem/\(TandemVersion.string)")
-        config.availableConnectionsDelegate = MaximumAvailableConnections(configuration.maxConnections)
+        config.availableConnectionsDelegate = connections
         // Hummingbird's own log lines only when critical: a hostile client's malformed upgrade or a connection cut at
         // shutdown is logged at error level there, and is nothing the operator can act on (the metrics count refusals).
         var quiet = Logger(label: "tandem.http.server")

@@ -11,6 +11,66 @@ import Glibc
 /// The server of a session that runs nothing, on a plain socket: what every answer carries, what it refuses before
 /// any handler, how fast.
 @Suite struct HTTPServerTests {
+    // MARK: Pre-auth lockout (issue 44, item 1)
+
+    /// A thousand connections that send nothing cannot keep a request out: the status is answered within a second
+    /// throughout, while a request already under way on a slow connection is never closed for them.
+    @Test func idleConnectionsCannotLockOutARequest() throws {
+        let wanted = 1000
+        // Each connection is two descriptors in this process (the client's and the server's).
+        var limit = rlimit()
+        getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+        if limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = min(limit.rlim_max, rlim_t(4 * wanted + 1024))
+            setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+            getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+        }
+        let idleCount = min(wanted, (Int(limit.rlim_cur) - 256) / 2)
+        let h = try ServerHarness()
+        defer { h.stop() }
+        let host = "127.0.0.1:\(h.port)"
+
+        // A request under way: its head in, its body half sent.
+        let slow = try #require(h.client.connect(timeout: 5))
+        defer { close(slow) }
+        let head = "PUT /api/favourites HTTP/1.1\r\nHost: \(host)\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n["
+        _ = Array(head.utf8).withUnsafeBytes { send(slow, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+
+        var idle: [Int32] = []
+        defer { idle.forEach { close($0) } }
+        var latencies: [Double] = []
+        for i in 0..<idleCount {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard fd >= 0 else { break }
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            var addr = sockaddr_in()
+            addr.sin_family = sa_family_t(AF_INET)
+            addr.sin_port = in_port_t(UInt16(h.port).bigEndian)
+            addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+            _ = withUnsafePointer(to: &addr) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            idle.append(fd)
+            if i % 250 == 249 {   // a status poller meanwhile
+                latencies.append(ServerHarness.time { #expect(h.client.get("/api/status")?.status == 200) })
+            }
+        }
+        for _ in 0..<5 {
+            var answer: HTTPTestClient.Answer?
+            latencies.append(ServerHarness.time { answer = h.client.raw(Array("GET /api/status HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n\r\n".utf8), timeout: 3) })
+            #expect(answer?.status == 200, "status with \(idle.count) idle connections: \(String(describing: answer))")
+        }
+        let slowest = latencies.max() ?? 0
+        print("measured: status with \(idle.count) idle connections open: slowest \(String(format: "%.3f", slowest)) s of \(latencies.count); "
+              + "\(h.server.connections.evictedCount) idle connections closed for newer ones")
+        #expect(slowest < 1, "the status took \(slowest) s with \(idle.count) idle connections")
+
+        // The request under way was not closed for them: its body's end gets its answer.
+        _ = Array("]".utf8).withUnsafeBytes { send(slow, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        let answer = HTTPTestClient.parse(HTTPTestClient.readAll(slow))
+        #expect(answer?.status != nil, "the slow request was cut: \(String(describing: answer))")
+    }
+
     // MARK: Clickjacking (issue 44, item 2)
 
     /// Every answer, the page's and the API's, errors and refusals by the connection's guard too, forbids framing
