@@ -301,6 +301,21 @@ void lv2host_worker_free(LV2HostWorker *w) {
     free(w);
 }
 
+/* ---- Running an instance ---------------------------------------------------------------------------------------- */
+
+/* Zeroes 1 KiB of stack and returns: the frame of the next function this one's caller calls lies in the same place.
+   The empty asm keeps the stores, which the compiler would otherwise drop as dead. */
+__attribute__((noinline)) static void lv2host_scrub_stack(void) {
+    char pad[1024];
+    memset(pad, 0, sizeof pad);
+    __asm__ volatile("" : : "r"(pad) : "memory");
+}
+
+void lv2host_run(void (*run)(void *handle, uint32_t frames), void *handle, uint32_t frames) {
+    lv2host_scrub_stack();
+    run(handle, frames);
+}
+
 /* ---- Floating point mode ---------------------------------------------------------------------------------------- */
 
 uint64_t lv2host_fp_enter(void) {

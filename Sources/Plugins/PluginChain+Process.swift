@@ -90,7 +90,7 @@ extension ChainState {
                 }
                 resetAtoms(inst)
                 if s.takesMIDI || s.takesTime { feedMIDI(c, s, inst, midi: midi, bypassed: bypassed, entering: entering) }
-                inst.run(inst.handle, UInt32(frames))
+                lv2host_run(inst.run, inst.handle, UInt32(frames))
                 if let w = inst.worker { lv2host_worker_deliver(w) }
                 collectMIDI(c, inst, midi: midi)
                 if i == 0 {
