@@ -13,9 +13,20 @@ import Foundation
 // @unchecked Sendable: `pid` and `arguments` are constants; `exitStatus`, the one var, is set when the child is reaped
 // (`isRunning`, `wait`, `stop`), only on the thread that owns the object (it is handed over, never shared).
 public final class ChildProcess: @unchecked Sendable {
-    /// The name of a signal that ends a child (a crashing plugin's, a killed one's), for messages and reports.
+    /// The name of a signal that ends a child (a crashing plugin's, a killed one's) or stops a run, for messages and
+    /// reports, which give the number beside it ("signal 2 (SIGINT)": never "signal 2 (signal 2)").
     public static func signalName(_ sig: Int32) -> String {
         switch sig {
+        case SIGINT: return "SIGINT"
+        case SIGHUP: return "SIGHUP"
+        case SIGQUIT: return "SIGQUIT"
+        case SIGPIPE: return "SIGPIPE"
+        case SIGALRM: return "SIGALRM"
+        case SIGUSR1: return "SIGUSR1"
+        case SIGUSR2: return "SIGUSR2"
+        case SIGXCPU: return "SIGXCPU"
+        case SIGXFSZ: return "SIGXFSZ"
+        case SIGSYS: return "SIGSYS"
         case SIGSEGV: return "SIGSEGV"
         case SIGABRT: return "SIGABRT"
         case SIGBUS: return "SIGBUS"
@@ -24,7 +35,7 @@ public final class ChildProcess: @unchecked Sendable {
         case SIGKILL: return "SIGKILL"
         case SIGTERM: return "SIGTERM"
         case SIGTRAP: return "SIGTRAP"
-        default: return "signal \(sig)"
+        default: return "an unnamed signal"
         }
     }
 

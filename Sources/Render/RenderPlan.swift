@@ -94,8 +94,9 @@ public enum RenderPlan {
         if host.canLookUp {
             let found = host.check(chain: chain.plugins, inputs: chain.inputs,
                                    outputs: chain.kind == .rack ? chain.outputs : chain.inputs)
-            for (spec, list) in zip(PluginSpec.uniqueNames(chain.plugins), found) where chain.strict {
-                for p in list where p.error.stopsStart { problems.append("plugin \(spec.name): \(p.error.description)") }
+            // The error names its plugin ("plugin NAME: ..."): said once.
+            for list in found where chain.strict {
+                for p in list where p.error.stopsStart { problems.append(p.error.description) }
             }
         }
 

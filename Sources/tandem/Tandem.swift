@@ -39,13 +39,60 @@ struct Tandem: ParsableCommand {
             // A session manager starts its clients with no arguments: `tandem` alone under NSM is `tandem run` (events
             // only: the session manager's log is no terminal).
             let underNSM = CommandLine.arguments.count == 1 && ProcessInfo.processInfo.environment["NSM_URL"] != nil
-            var command = try parseAsRoot(underNSM ? ["run", "--no-view"] : nil)
+            let arguments = Array(CommandLine.arguments.dropFirst())
+            if let why = unknownHelpTopic(arguments) {
+                Console.err("tandem: \(why)\n")
+                Foundation.exit(ExitStatus.badInput.rawValue)
+            }
+            var command = try parseAsRoot(underNSM ? ["run", "--no-view"] : joiningNegativeValues(arguments))
             try command.run()
         } catch {
             if exitCode(for: error) == .success { exit(withError: error) }
             Console.err((fullMessage(for: error) + "\n"))
             Foundation.exit(ExitStatus.badInput.rawValue)
         }
+    }
+
+    /// `tandem help WORDS` naming no command: what to say (ArgumentParser printed the overview and exited 0).
+    static func unknownHelpTopic(_ arguments: [String]) -> String? {
+        guard arguments.first == "help", arguments.count > 1 else { return nil }
+        var command: any ParsableCommand.Type = Tandem.self
+        for word in arguments.dropFirst() where !word.hasPrefix("-") {
+            let known = command.configuration.subcommands
+            guard let next = known.first(where: { $0._commandName == word }) else {
+                let names = known.map { $0._commandName }.joined(separator: ", ")
+                return known.isEmpty ? "'\(command._commandName)' has no command '\(word)'"
+                    : "no command '\(word)' (commands: \(names))"
+            }
+            command = next
+        }
+        return nil
+    }
+
+    /// The arguments with a negative number after a long option joined to it (`--gain -6` as `--gain=-6`):
+    /// ArgumentParser takes "-6" for an option and said "Missing value". Nothing after `--` is touched.
+    static func joiningNegativeValues(_ arguments: [String]) -> [String] {
+        var out: [String] = []
+        var i = 0
+        while i < arguments.count {
+            let a = arguments[i]
+            if a == "--" {
+                out += arguments[i...]
+                break
+            }
+            if a.hasPrefix("--"), !a.contains("="), i + 1 < arguments.count, isNegativeNumber(arguments[i + 1]) {
+                out.append(a + "=" + arguments[i + 1])
+                i += 2
+                continue
+            }
+            out.append(a)
+            i += 1
+        }
+        return out
+    }
+
+    static func isNegativeNumber(_ s: String) -> Bool {
+        s.count > 1 && s.hasPrefix("-") && Double(s.dropFirst()) != nil && s.dropFirst().first?.isNumber == true
     }
 
     /// Starts this program again with the Swift runtime's backtracer off, unless `SWIFT_BACKTRACE` is set already

@@ -1,0 +1,44 @@
+import Foundation
+import Jack
+import SoundFile
+import Testing
+import TestSupport
+
+/// Messages a newcomer met that did not tell them what to do, each as it reads now (issue 43, "Words").
+@Suite(.serialized) struct WordsTests {
+    static func tandem(_ args: [String], in dir: URL? = nil) throws -> (code: Int32, output: String) {
+        let cd = dir.map { ["/bin/sh", "-c", "cd \"$0\" && exec \"$@\"", $0.path] } ?? []
+        return try TestEnvironment.run(cd + [TestEnvironment.product("tandem")] + args, timeout: 60)
+    }
+
+    /// `tandem help bogus` exits 2 and names the commands there are (it printed the overview and exited 0).
+    @Test func helpOnAnUnknownCommandIsExitTwo() throws {
+        let bogus = try Self.tandem(["help", "bogus"])
+        #expect(bogus.code == 2 && bogus.output.contains("no command 'bogus'") && bogus.output.contains("record"),
+                "\(bogus.output)")
+        let nested = try Self.tandem(["help", "preset", "bogus"])
+        #expect(nested.code == 2 && nested.output.contains("commands: check"), "\(nested.output)")
+        #expect(try Self.tandem(["help", "preset", "check"]).code == 0)
+    }
+
+    /// `--gain -6`: a negative number after an option is its value (it said "Missing value"); and a plugin problem
+    /// names its plugin once (it said "plugin amp: plugin amp:").
+    @Test(.enabled(if: RackTests.hasSWH))
+    func negativeValuesAfterOptionsAndPluginsNamedOnce() throws {
+        let dir = TestEnvironment.temporaryDirectory("words-gain")
+        let input = dir.appendingPathComponent("in.wav").path
+        try TestEnvironment.writeWAV([Float](repeating: 0.25, count: 4800), channels: 1, path: input)
+        let gain = try Self.tandem(["render", "--plugin", RackTests.amp, "--gain", "-6", "-o", "out.wav", input], in: dir)
+        #expect(gain.code == 0, "\(gain.output)")
+        let peak = try TestEnvironment.readAudio(dir.appendingPathComponent("out.wav").path).samples.map(abs).max() ?? 0
+        #expect(abs(peak - 0.25 * 0.501) < 0.01, "peak \(peak)")
+        let twice = try Self.tandem(["render", "--plugin", RackTests.amp + ",bogus=1", "-o", "x.wav", input], in: dir)
+        #expect(twice.code == 2 && twice.output.components(separatedBy: "plugin amp:").count == 2, "\(twice.output)")
+    }
+
+    /// A signal is named ("signal 2 (SIGINT)", never "signal 2 (signal 2)").
+    @Test func signalsHaveNames() {
+        #expect(ChildProcess.signalName(SIGINT) == "SIGINT" && ChildProcess.signalName(SIGHUP) == "SIGHUP")
+        #expect(!ChildProcess.signalName(40).contains("40"))
+    }
+}
