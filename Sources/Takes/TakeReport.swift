@@ -143,9 +143,34 @@ public struct TakeReport: Codable, Sendable {
         return (try? e.encode(self)) ?? Data()
     }
 
-    public static func read(from path: String) throws -> TakeReport {
-        try JSONDecoder().decode(TakeReport.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+    /// The report in the file at `path`; a `TakeReportError` in words when there is none, it cannot be read, or it
+    /// is no take report (it was Foundation's NSCocoaErrorDomain dump).
+    public static func read(from path: String) throws(TakeReportError) -> TakeReport {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            var isFolder: ObjCBool = false
+            let there = FileManager.default.fileExists(atPath: path, isDirectory: &isFolder)
+            throw TakeReportError(path: path, message: !there ? "no such file (a take's report is the .json beside its audio)"
+                                  : isFolder.boolValue ? "a folder, not a take's report" : "cannot be read (\(error.localizedDescription))")
+        }
+        do {
+            return try JSONDecoder().decode(TakeReport.self, from: data)
+        } catch let DecodingError.keyNotFound(key, _) {
+            throw TakeReportError(path: path, message: "not a take's report (no '\(key.stringValue)')")
+        } catch {
+            throw TakeReportError(path: path, message: data.isEmpty ? "an empty file, not a take's report"
+                                  : "not a take's report (not the JSON a take writes)")
+        }
     }
+}
+
+/// A take's report that could not be read: the file and why, in words.
+public struct TakeReportError: Error, CustomStringConvertible {
+    public var path: String
+    public var message: String
+    public var description: String { "'\(path)': \(message)" }
 }
 
 extension TakeReport {

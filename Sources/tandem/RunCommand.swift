@@ -12,14 +12,27 @@ import Takes
 /// Finds a preset: a path, or a name in ./Presets, in the folders of `$TANDEM_PRESETS` (colon-separated; the systemd
 /// unit sets it), or in the presets installed beside the binary (PREFIX/share/tandem/presets), with or without .toml.
 func resolvePreset(_ name: String) -> String {
-    let fm = FileManager.default
-    if fm.fileExists(atPath: name) { return name }
-    for candidate in ["Presets/\(name)", "Presets/\(name).toml"] where fm.fileExists(atPath: candidate) { return candidate }
-    guard !name.contains("/") else { return name }
-    for folder in presetFolders() {
-        for candidate in ["\(folder)/\(name)", "\(folder)/\(name).toml"] where fm.fileExists(atPath: candidate) { return candidate }
+    presetPlaces(name).first { FileManager.default.fileExists(atPath: $0) } ?? name
+}
+
+/// Where a preset called `name` is looked for, in order.
+func presetPlaces(_ name: String) -> [String] {
+    var places = [name, "Presets/\(name)", "Presets/\(name).toml"]
+    if !name.contains("/") {
+        for folder in presetFolders() { places += ["\(folder)/\(name)", "\(folder)/\(name).toml"] }
     }
-    return name
+    return places
+}
+
+/// What to say when no preset called `name` is found: every place it was looked for (nil: it was found).
+func presetNotFound(_ name: String) -> String? {
+    let places = presetPlaces(name)
+    guard !places.contains(where: { FileManager.default.fileExists(atPath: $0) }) else { return nil }
+    let cwd = FileManager.default.currentDirectoryPath
+    var seen = Set<String>()
+    let shown = places.map { $0.hasPrefix("/") ? $0 : (cwd as NSString).appendingPathComponent($0) }.filter { seen.insert($0).inserted }
+    return "no preset '\(name)': looked for " + shown.joined(separator: ", ")
+        + " (a path, a name in ./Presets, or in $TANDEM_PRESETS)"
 }
 
 /// `$TANDEM_PRESETS`, then PREFIX/share/tandem/presets for a binary installed as PREFIX/bin/tandem.
@@ -87,6 +100,7 @@ struct RunCommand: ParsableCommand {
         if let s = server.server { overrides.append("session.server=\"\(s)\"") }
         // Under a session manager the project's own preset runs (NSMMode.swift); `preset` only makes new projects.
         let nsm = NSMMode.start(template: preset, overrides: overrides, signals: runner.signals, logger: runner.logger)
+        if nsm == nil, let why = presetNotFound(preset ?? "") { fail(.badInput, why) }
         let path = nsm?.presetPath ?? resolvePreset(preset ?? "")
         let (loaded, problems) = nsm?.load() ?? PresetLoader.load(path: path, overrides: overrides)
         guard let initial = loaded, loaded?.pendingProblems.isEmpty == true else {
@@ -180,6 +194,11 @@ struct PresetCommand: ParsableCommand {
         func run() throws {
             var bad = 0
             for name in files {
+                if let why = presetNotFound(name) {
+                    Console.err("tandem: \(why)\n")
+                    bad += 1
+                    continue
+                }
                 let path = resolvePreset(name)
                 var (preset, problems) = PresetLoader.load(path: path, overrides: set)
                 if let pending = preset?.pendingProblems, !pending.isEmpty {
@@ -306,7 +325,8 @@ final class EventPrinter {
             let seconds = Double(r.frames) / Double(max(1, r.sampleRate))
             return "take \(r.take) \(r.ended.rawValue): \(r.frames) frames (\(String(format: "%.3f", seconds)) s), "
                 + "\(r.chunks.count) chunk(s), dropped \(r.droppedFrames), missed \(r.missedFrames ?? 0), "
-                + (r.repeatedFrames.map { "repeated \($0), " } ?? "") + "xruns \(r.xruns); report \(sidecar)"
+                + (r.repeatedFrames.map { "repeated \($0), " } ?? "") + "xruns \(r.xruns); "
+                + (sidecar.isEmpty ? "no report (it could not be written: \(r.endDetail ?? "disk error"))" : "report \(sidecar)")
         case .diskError(let take, let message):
             Console.err("tandem: take \(take) ended by a disk error: \(message)\n")
             return nil

@@ -41,4 +41,19 @@ import TestSupport
         #expect(ChildProcess.signalName(SIGINT) == "SIGINT" && ChildProcess.signalName(SIGHUP) == "SIGHUP")
         #expect(!ChildProcess.signalName(40).contains("40"))
     }
+
+    /// `stitch` of a missing or foreign report says so in words (it printed an NSCocoaErrorDomain dump); `run nosuch`
+    /// says where it looked.
+    @Test func missingFilesAreSaidInWords() throws {
+        let dir = TestEnvironment.temporaryDirectory("words-files")
+        let missing = try Self.tandem(["stitch", dir.appendingPathComponent("nosuch.json").path])
+        #expect(missing.code == 2 && missing.output.contains("no such file") && !missing.output.contains("NSCocoa"),
+                "\(missing.output)")
+        try Data("{}".utf8).write(to: dir.appendingPathComponent("other.json"))
+        let foreign = try Self.tandem(["stitch", dir.appendingPathComponent("other.json").path])
+        #expect(foreign.code == 2 && foreign.output.contains("not a take's report"), "\(foreign.output)")
+        let run = try Self.tandem(["run", "nosuch"], in: dir)
+        #expect(run.code == 2 && run.output.contains("looked for")
+                && run.output.contains(dir.appendingPathComponent("Presets/nosuch.toml").path), "\(run.output)")
+    }
 }
