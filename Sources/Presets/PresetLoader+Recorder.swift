@@ -13,7 +13,8 @@ extension Validator {
         r.ports = ports(t, s, prefix: "in", default: r.ports)
         r.midiPorts = midiPorts(t, s, audio: r.ports) ?? []
         r.format.container = choice(t, "format", s, Container.self) ?? .wav
-        r.format.sample = choice(t, "sample", s, SampleFormat.self) ?? .float32
+        // FLAC stores integers only: its default is int24 (as render's), float32 the others'.
+        r.format.sample = choice(t, "sample", s, SampleFormat.self) ?? (r.format.container == .flac ? .int24 : .float32)
         r.format.quality = number(t, "quality", s, Limits.quality)
         if r.format.container == .flac && r.format.sample == .float32 && t["format"] != nil {
             problem("recorder.sample", t.keyLines["sample"] ?? t.keyLines["format"],

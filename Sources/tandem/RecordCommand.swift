@@ -51,8 +51,13 @@ struct RecordCommand: ParsableCommand {
     @Option(name: [.short, .long], help: "Container: wav (RF64 past 4 GiB), rf64, flac, ogg, opus, mp3.")
     var format = "wav"
 
-    @Option(name: .long, help: "Sample format for wav/rf64/flac: float32, int24, int16.")
-    var sample = "float32"
+    @Option(name: .long, help: "Sample format for wav/rf64/flac: float32, int24, int16 (default: float32; int24 for flac, which stores integers only).")
+    var sample: String?
+
+    /// The sample format asked for, else the container's default (FLAC refuses float32, the others' default).
+    var sampleFormat: SampleFormat {
+        sample.flatMap(SampleFormat.init(rawValue:)) ?? (Container(rawValue: format) == .flac ? .int24 : .float32)
+    }
 
     @Option(name: .long, help: "Encoder quality 0...1 (Vorbis/Opus/MP3 quality, FLAC compression).")
     var quality: Double?
@@ -160,7 +165,7 @@ struct RecordCommand: ParsableCommand {
         if Container(rawValue: format) == nil {
             throw ValidationError("unknown --format '\(format)' (wav, rf64, flac, ogg, opus, mp3)")
         }
-        if SampleFormat(rawValue: sample) == nil {
+        if let sample, SampleFormat(rawValue: sample) == nil {
             throw ValidationError("unknown --sample '\(sample)' (float32, int24, int16)")
         }
         if let rotateSize, Preset.bytes(rotateSize) == nil {
@@ -220,7 +225,7 @@ struct RecordCommand: ParsableCommand {
         r.ports = !port.isEmpty ? port : (1...(channels ?? 2)).map { "in_\($0)" }
         r.midiPorts = midiPort
         r.format = AudioFormat(container: Container(rawValue: format) ?? .wav,
-                               sample: SampleFormat(rawValue: sample) ?? .float32, quality: quality)
+                               sample: sampleFormat, quality: quality)
         r.template = template
         r.stems = stems
         r.rotateSeconds = rotate

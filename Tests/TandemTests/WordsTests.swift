@@ -56,4 +56,23 @@ import TestSupport
         #expect(run.code == 2 && run.output.contains("looked for")
                 && run.output.contains(dir.appendingPathComponent("Presets/nosuch.toml").path), "\(run.output)")
     }
+
+    /// `record -f flac` records int24 (it defaulted to float32, which FLAC refuses), and so does a preset's
+    /// `format = "flac"` without a `sample`.
+    @Test func flacDefaultsToASampleFormatItTakes() throws {
+        let server = try TestEnvironment.server("wordsflac")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("words-flac")
+        let t = try TandemProcess(["record", "-c", "1", "-f", "flac", "-d", dir.path, "-t", "1"], server: server,
+                                  log: dir.appendingPathComponent("rec.log").path)
+        #expect(t.process.wait(timeout: 15) == 0, "\(t.output)")
+        let file = try #require(announcedFile(t.output), "\(t.output)")
+        let frames = try SoundFileReader(path: file).frames
+        #expect(file.hasSuffix(".flac") && frames == 48000, "\(file): \(frames) frames")
+        let preset = dir.appendingPathComponent("flac.toml").path
+        try "[session]\nname = \"f\"\ndirectory = \"\(dir.path)\"\n[recorder]\nchannels = 1\nformat = \"flac\"\n"
+            .write(toFile: preset, atomically: true, encoding: .utf8)
+        let check = try Self.tandem(["preset", "check", preset])
+        #expect(check.code == 0, "\(check.output)")
+    }
 }
