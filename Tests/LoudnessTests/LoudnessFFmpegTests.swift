@@ -117,4 +117,31 @@ import TestSupport
         #expect(abs(i - theirs.integrated) <= 0.1 && abs(tp - theirs.truePeak) <= 0.2)
         #expect(abs(lra - rule) <= 0.05)
     }
+
+    /// The formats the player reads besides WAV (FLAC, Ogg Vorbis, MP3 through libsndfile), at 44.1 kHz: measured as
+    /// ffmpeg decodes and measures them, and the FLAC as its WAV to the bit.
+    @Test(.enabled(if: LoudnessTools.available))
+    func otherFormatsMeasureAsFFmpegMeasuresThem() throws {
+        let dir = TestEnvironment.temporaryDirectory("loudness-formats")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        func f(_ name: String) -> String { dir.appendingPathComponent(name).path }
+        try LoudnessTools.sox(["-n", "-r", "44100", "-c", "2", "-b", "24", f("tone.wav"), "synth", "12",
+                               "sine", "330", "sine", "495", "sine", "660", "remix", "1,2v0.6", "2,3v0.6",
+                               "tremolo", "0.5", "60", "gain", "-n", "-10"])
+        for ext in ["flac", "ogg", "mp3"] { try LoudnessTools.sox([f("tone.wav"), f("tone.\(ext)")]) }
+        let files = ["tone.wav", "tone.flac", "tone.ogg", "tone.mp3"].map(f)
+        let ours = try LoudnessTools.measure(files)
+        try #require(ours.count == 4)
+        for (file, o) in zip(files, ours) {
+            let theirs = try LoudnessTools.ffmpeg(file, scratch: dir)
+            let i = try #require(o["integrated"] as? Double), lra = try #require(o["range"] as? Double)
+            let tp = try #require(o["truePeak"] as? Double)
+            print(String(format: "%@: I %.3f (ffmpeg %.3f), LRA %.2f (%.2f), TP %.3f (%.3f), rate %@", file, i,
+                         theirs.integrated, lra, theirs.range, tp, theirs.truePeak, "\(o["rate"] ?? "?")"))
+            #expect(abs(i - theirs.integrated) <= 0.1 && abs(lra - theirs.range) <= 0.1 && abs(tp - theirs.truePeak) <= 0.2,
+                    "\(file)")
+            #expect(o["rate"] as? Int == 44100)
+        }
+        #expect(ours[0]["integrated"] as? Double == ours[1]["integrated"] as? Double, "FLAC is lossless")
+    }
 }
