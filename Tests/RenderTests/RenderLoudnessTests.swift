@@ -220,6 +220,13 @@ import TestSupport
         #expect(abs(ff.integrated + 16) <= 0.1 && ff.truePeak <= -1, "ffmpeg: \(ff)")
         print("render --normalize -16 into dpl: \(n.passes) passes, gain \(n.gainDB) dB at the input; report I"
               + " \(l.integrated ?? .nan) TP \(l.truePeak ?? .nan); ffmpeg I \(ff.integrated) TP \(ff.truePeak)")
+        // A limiter that holds the output below the target: refused after its passes, nothing left.
+        let held = try Self.tandem(["render", "--plugin", Self.amp, "--inputs", "2", "--plugin", "\(Self.dpl),threshold=-10",
+                                    input, "-o", dir.appendingPathComponent("held.wav").path, "--normalize", "-3",
+                                    "--true-peak-ceiling", "0"])
+        #expect(held.code == 1 && held.output.contains("cannot normalize 'held.wav' to -3.0 LUFS through the limiter"
+                                                       + " 'stereo': after 8 passes it measures"), "\(held.output)")
+        #expect(!Self.listing(dir).contains { $0.hasPrefix("held") || $0.hasPrefix(".") }, "\(Self.listing(dir))")
         // A bypassed limiter is no limiter.
         let bypassed = try Self.tandem(["render", "--plugin", Self.amp, "--inputs", "2",
                                         "--plugin", "\(Self.dpl),bypass", input, "-o", dir.appendingPathComponent("b.wav").path,
