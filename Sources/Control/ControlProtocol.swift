@@ -258,7 +258,8 @@ public final class ControlProtocol {
         case .recorder(.takeStarted(let take, let files)): return ("take-started", "take \(take): \(files.joined(separator: ", "))")
         case .recorder(.chunkStarted(let take, let chunk, _)): return ("chunk-started", "take \(take) chunk \(chunk)")
         case .recorder(.takeFinished(let r, let sidecar)):
-            return ("take-finished", "take \(r.take) \(r.ended.rawValue): \(r.frames) frames; report \(sidecar)")
+            return ("take-finished", "take \(r.take) \(r.ended.rawValue): \(r.frames) frames; "
+                    + (sidecar.isEmpty ? "no report (it could not be written)" : "report \(sidecar)"))
         case .recorder(.diskError(let take, let message)): return ("disk-error", "take \(take): \(message)")
         case .player(.itemStarted(let item, let path)): return ("item-started", "\(item + 1): \(path)")
         case .player(.itemFailed(_, let path, let message)): return ("item-failed", "\(path): \(message)")

@@ -6,6 +6,7 @@ import Presets
 public enum RecorderEvent: Sendable {
     case takeStarted(take: Int, files: [String])
     case chunkStarted(take: Int, chunk: Int, files: [String])
+    /// `sidecar`: the report's path, or "" when none could be written (a full disk).
     case takeFinished(report: TakeReport, sidecar: String)
     /// A file could not be written; the take was finalized and ended.
     case diskError(take: Int, message: String)

@@ -16,6 +16,9 @@ public final class SidecarFile {
     private var fd: Int32 = -1
     private var reserved = 0
     static let minimumReservation = 64 * 1024
+    /// Whether the file holds a whole report (a write has succeeded). A file this object created whose first write
+    /// failed (a full disk at the take's start) is removed again: a 0-byte file named like a report is no report.
+    public private(set) var written = false
 
     init(path: String) {
         self.path = path
@@ -26,6 +29,7 @@ public final class SidecarFile {
         self.path = path
         fd = open(path, O_WRONLY | O_CLOEXEC)
         if fd < 0 { throw SidecarError(message: "\(path): \(String(cString: strerror(errno)))") }
+        written = true
         var st = stat()
         reserved = fstat(fd, &st) == 0 ? Int(st.st_size) : 0
     }
@@ -36,9 +40,11 @@ public final class SidecarFile {
 
     /// Writes `data` as the file's whole content. Throws a message naming the file on failure.
     func write(_ data: Data) throws {
+        var created = false
         if fd < 0 {
             fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
             if fd < 0 { throw SidecarError(message: "\(path): \(String(cString: strerror(errno)))") }
+            created = true
         }
         let wanted = max(SidecarFile.minimumReservation, data.count * 2)
         var body = data
@@ -52,12 +58,30 @@ public final class SidecarFile {
             body.append(Data(repeating: 0x20, count: wanted - data.count - 1))
             body.append(0x0A)
         }
-        let written = body.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
-        if written != body.count {
-            throw SidecarError(message: "\(path): \(written < 0 ? String(cString: strerror(errno)) : "short write")")
+        let count = body.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        if count != body.count {
+            let why = count < 0 ? String(cString: strerror(errno)) : "short write"
+            if created { removeUnwritten() }
+            throw SidecarError(message: "\(path): \(why)")
         }
+        written = true
         reserved = max(reserved, body.count)
         fsync(fd)
+    }
+}
+
+extension SidecarFile {
+    /// Removes the file this object has just created and could not write, once it is proven to be that file (the
+    /// same inode as the descriptor, and no report in it): never a file someone else made at the path.
+    private func removeUnwritten() {
+        var mine = stat(), there = stat()
+        if fstat(fd, &mine) == 0, stat(path, &there) == 0, mine.st_ino == there.st_ino, mine.st_dev == there.st_dev,
+           !written {
+            unlink(path)
+        }
+        Glibc.close(fd)
+        fd = -1
+        reserved = 0
     }
 }
 

@@ -109,7 +109,19 @@ extension TakeFiles {
         t.writers = writers
         t.report.chunks.append(.init(files: writers.map(\.path), startFrame: t.framesWritten, frames: 0))
         t.lastSync = t.framesWritten
-        writeSidecar(t)
+        if let failure = writeSidecar(t), !t.sidecar.written {
+            // The report cannot be written (a disk full at the take's start): no take is kept without its report, so
+            // the files just made for it go again (they are this take's own: opened new a moment ago).
+            for w in writers {
+                try? w.close()
+                unlink(w.path)
+            }
+            t.writers = []
+            t.report.chunks.removeLast()
+            (t.chunkIndex, t.chunkStart) = (previousIndex, previousStart)
+            t.failed = "the take's report cannot be written: \(failure)"
+            return
+        }
         if t.chunkIndex > 1 { emit(.chunkStarted(take: t.number, chunk: t.chunkIndex, files: writers.map(\.path))) }
     }
 

@@ -433,17 +433,22 @@ public final class TakeFiles: @unchecked Sendable {
             logger.info("take finished", metadata: ["take": "\(t.number)", "frames": "\(t.framesWritten)",
                                                     "ended": "\(t.report.ended.rawValue)"])
         }
-        emit(.takeFinished(report: t.report, sidecar: t.sidecar.path))
+        // No report could be written (the disk was full from the start): say so rather than name a file that is not.
+        emit(.takeFinished(report: t.report, sidecar: t.sidecar.written ? t.sidecar.path : ""))
         applyRetention()
     }
 
-    func writeSidecar(_ t: ActiveTake) {
+    /// Writes the take's report; returns the failure, in words, or nil.
+    @discardableResult
+    func writeSidecar(_ t: ActiveTake) -> String? {
         var r = t.report
         r.frames = t.framesWritten
         if !r.chunks.isEmpty && !t.writers.isEmpty { r.chunks[r.chunks.count - 1].frames = t.framesWritten - t.chunkStart }
         do { try t.sidecar.write(r.json()) } catch {
             logger.warning("cannot write take report", metadata: ["error": "\(error)"])
+            return "\(error)"
         }
+        return nil
     }
 
     /// Publishes the take's progress for status readers. The byte count is arithmetic for PCM formats and a plain

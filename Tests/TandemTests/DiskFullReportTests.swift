@@ -65,4 +65,42 @@ import TestSupport
         }
         print("disk full at every step: " + summary.joined(separator: "; "))
     }
+
+    /// A disk already full when a take starts (`on_disk_error = continue`, issue 43 E): the take ends by a disk error,
+    /// and no file that looks like a report and holds nothing is left behind or announced (a 0-byte JSON was). The
+    /// operator's own file that filled the disk is untouched.
+    @Test(.enabled(if: getuid() == 0, "mounting a tmpfs needs root"))
+    func aDiskFullAtTheStartLeavesNoEmptyReport() throws {
+        let server = try TestEnvironment.server("dfull0")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("dfull0")
+        let mount = dir.appendingPathComponent("small").path
+        try FileManager.default.createDirectory(atPath: mount, withIntermediateDirectories: true)
+        let m = try TestEnvironment.run(["/bin/mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", mount])
+        try #require(m.code == 0, "\(m.output)")
+        defer { TestEnvironment.unmount(mount) }
+        let filler = mount + "/filler.bin"
+        _ = try TestEnvironment.run(["/bin/sh", "-c", "head -c 2M /dev/zero > '\(filler)'"])
+        let fillerSize = (try FileManager.default.attributesOfItem(atPath: filler)[.size] as? Int) ?? -1
+        let tandem = try TandemProcess(["record", "--no-view", "-c", "2", "-d", mount, "--on-disk-error", "continue",
+                                        "--connect", "system:capture_.*"],
+                                       server: server, log: dir.appendingPathComponent("tandem.log").path)
+        defer { if tandem.process.isRunning { _ = tandem.process.stop(SIGKILL) } }
+        #expect(tandem.waitFor("disk error", timeout: 15), "\(tandem.output)")
+        tandem.process.signal(SIGTERM)
+        _ = tandem.process.wait(timeout: 10)
+        let output = tandem.output
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: mount)) ?? []
+        for name in names where name.hasSuffix(".json") {
+            let path = mount + "/" + name
+            #expect((try? TakeReport.read(from: path)) != nil, "\(name) is left and is no report: \(names)")
+        }
+        if let announced = announcedReport(output) {
+            #expect((try? TakeReport.read(from: announced)) != nil, "announced \(announced), which is no report:\n\(output)")
+        }
+        #expect(output.contains("no report") || names.contains { $0.hasSuffix(".json") }, "\(output)")
+        let after = (try FileManager.default.attributesOfItem(atPath: filler)[.size] as? Int) ?? -2
+        #expect(after == fillerSize && fillerSize > 0, "the operator's file: \(fillerSize) bytes before, \(after) after")
+        print("measured: a full disk at the start: \(names.sorted()); " + (output.contains("no report") ? "'no report' said" : "a report kept"))
+    }
 }
