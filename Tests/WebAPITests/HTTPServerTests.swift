@@ -445,6 +445,42 @@ import Glibc
         #expect(c.send("PUT", "/api/favourites", json: [[String: String]]())?.status == 200, "an empty list is fine")
     }
 
+    // MARK: Take reports off the loop (issue 44, item 9)
+
+    /// Listing the takes, finding one and downloading its file read the reports on a thread of their own: the
+    /// session's loop is held no longer by a folder of thousands of reports than by an empty one.
+    @Test func takeReportsAreReadOffTheSessionsLoop() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tandem-reports-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let count = 1500
+        let files = (0..<8).map { dir.appendingPathComponent("take-\($0).wav").path }
+        let chunks = files.map { ["files": [$0], "startFrame": 0, "frames": 48000] as [String: Any] }
+        for i in 0..<count {
+            let doc: [String: Any] = [
+                "tandemVersion": "test", "session": "session", "take": i, "sampleRate": 48000, "channels": 1,
+                "format": "wav", "sampleFormat": "float32", "stems": false, "startedAt": "2026-01-01T00:00:00Z",
+                "startFrameTime": 0, "streamStart": 0, "prerollFrames": 0, "ports": [], "chunks": chunks,
+                "frames": 384000, "xruns": 0, "droppedFrames": 0, "drops": [], "ended": "stopped",
+                "notes": Array(repeating: "a note of some length, as reports have", count: 8)]
+            try JSONSerialization.data(withJSONObject: doc).write(to: dir.appendingPathComponent(String(format: "take-%05d.json", i)))
+        }
+        let h = try ServerHarness(sessionDirectory: dir.path)
+        defer { h.stop() }
+        h.resetLongestTurn()
+        var listed = 0
+        let seconds = ServerHarness.time {
+            listed = (h.client.get("/api/takes")?.json as? [Any])?.count ?? 0
+            _ = h.client.get("/api/takes/take-01499")
+            _ = h.client.get("/api/takes/take-01499/files/0")
+        }
+        let turn = h.longestTurn
+        print("measured: \(count) reports listed, found and a file asked for in \(String(format: "%.3f", seconds)) s; "
+              + "the control thread's longest turn meanwhile \(String(format: "%.4f", turn)) s")
+        #expect(listed == count)
+        #expect(turn < 0.05 && turn < seconds / 5, "the control thread was held \(turn) s of \(seconds) s")
+    }
+
     /// One answer with a Content-Length, read from a kept-alive connection (the connection stays open).
     static func readOneAnswer(_ fd: Int32) -> [UInt8] {
         var got: [UInt8] = []

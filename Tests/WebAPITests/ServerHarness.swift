@@ -18,6 +18,8 @@ final class ServerHarness: @unchecked Sendable {
     let client: HTTPTestClient
     private let wake = Wakeup.allocate()
     private let stopping = Flag()
+    /// The longest turn of the control thread's work for the server so far, in nanoseconds (see `longestTurn`).
+    private let longestTickNanos = Longest()
     private let stopped = DispatchSemaphore(value: 0)
     /// Set once by the control thread before `init` returns.
     private var directory: String?
@@ -31,7 +33,7 @@ final class ServerHarness: @unchecked Sendable {
         configure(&configuration)
         let ready = DispatchSemaphore(value: 0)
         let journal = Mutex<EventJournal?>(nil)
-        let wake = self.wake, stopping = self.stopping, stopped = self.stopped
+        let wake = self.wake, stopping = self.stopping, stopped = self.stopped, longest = self.longestTickNanos
         let serverBox = Mutex<HTTPServer?>(nil)
         let thread = Thread {
             let session = Session()
@@ -46,7 +48,9 @@ final class ServerHarness: @unchecked Sendable {
             while !stopping.value.load(ordering: .acquiring) {
                 _ = wake.wait(seconds: 0.01)
                 if server == nil { server = serverBox.withLock { $0 } }
+                let t = DispatchTime.now().uptimeNanoseconds
                 server?.tick(session)
+                longest.note(Int(DispatchTime.now().uptimeNanoseconds - t))
             }
             stopped.signal()
         }
@@ -75,6 +79,23 @@ final class ServerHarness: @unchecked Sendable {
     }
 
     final class Flag: Sendable { let value = Atomic<Bool>(false) }
+
+    final class Longest: Sendable {
+        let value = Atomic<Int>(0)
+        func note(_ n: Int) {
+            var seen = value.load(ordering: .relaxed)
+            while n > seen {
+                let (done, now) = value.compareExchange(expected: seen, desired: n, ordering: .relaxed)
+                if done { break }
+                seen = now
+            }
+        }
+    }
+
+    /// The longest the control thread spent on the server's work in one turn (what a session's loop would be held
+    /// for), in seconds, since the last `resetLongestTurn`.
+    var longestTurn: Double { Double(longestTickNanos.value.load(ordering: .relaxed)) / 1e9 }
+    func resetLongestTurn() { longestTickNanos.value.store(0, ordering: .relaxed) }
 
     /// Seconds `body` took.
     static func time(_ body: () -> Void) -> Double {
