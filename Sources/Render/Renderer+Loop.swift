@@ -110,7 +110,8 @@ extension Renderer {
                                  outputChannels: outputCount, sideOutputs: sideOuts, fade: fade, sequenceURID: sequence)
             let limit = Renderer.latencyLimit(sampleRate: rate)
             let tailLimit = Limits.frames(seconds: job.tailLimitSeconds, rate: Double(rate)) ?? 0
-            let playerGain = (kind == .player && job.chain.playerGainDB != 0 ? Float(pow(10, job.chain.playerGainDB / 20)) : 1)
+            // The player's gain (before its chain), and a normalizing render's gain into a limiter.
+            let gainIn = (kind == .player && job.chain.playerGainDB != 0 ? Float(pow(10, job.chain.playerGainDB / 20)) : 1)
                 * inputGain
             var nextCommand = 0, nextMIDI = 0, nextFileMIDI = 0
             var q = 0
@@ -128,8 +129,8 @@ extension Renderer {
                     let want = period - offset
                     let got = try source.read(into: shifted, count: want)
                     if got < want { inputEnd = at + offset + got }
-                    if playerGain != 1 {
-                        for ch in 0..<main { for i in 0..<period { inputs[ch][i] *= playerGain } }
+                    if gainIn != 1 {
+                        for ch in 0..<main { for i in 0..<period { inputs[ch][i] *= gainIn } }
                     }
                 } else if !audio && inputEnd == nil && at + period > 0 {
                     // No audio input (an instrument's MIDI file): the MIDI file's length is the input's.
