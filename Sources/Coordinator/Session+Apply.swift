@@ -149,7 +149,9 @@ extension Session {
 
     func openRecorder(_ config: RecorderConfig, _ wanted: Preset, _ report: inout ApplyReport) throws(EngineError) {
         var want = config
-        want.firstTake = lastTake + 1
+        // Takes of this session already in the folder (an earlier run) go on being counted.
+        let earlier = TakeRecovery.highestTake(in: config.directory, session: config.session)
+        want.firstTake = max(lastTake, earlier) + 1
         if wanted.session.createDirectory && !FileManager.default.fileExists(atPath: want.directory) {
             do {
                 try FileManager.default.createDirectory(atPath: want.directory, withIntermediateDirectories: true)

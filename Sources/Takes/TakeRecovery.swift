@@ -18,6 +18,25 @@ public enum TakeRecovery {
         public var sidecar: String
     }
 
+    /// The highest take number among the reports of session `session` in `directory` (0: none), so that a new process
+    /// recording into the same folder goes on counting: one folder never holds two different "take 1" of a session.
+    /// Reads every report there once (at the recorder's start).
+    public static func highestTake(in directory: String, session: String) -> Int {
+        struct Head: Decodable {
+            var session: String
+            var take: Int
+        }
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return 0 }
+        var highest = 0
+        for name in names where name.hasSuffix(".json") {
+            let path = (directory as NSString).appendingPathComponent(name)
+            guard let data = FileManager.default.contents(atPath: path),
+                  let head = try? JSONDecoder().decode(Head.self, from: data), head.session == session else { continue }
+            highest = max(highest, head.take)
+        }
+        return highest
+    }
+
     /// Completes every interrupted take in `directory`. Errors on single files are skipped (the report stays).
     public static func recover(directory: String) -> [Recovered] {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }

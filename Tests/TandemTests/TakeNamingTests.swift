@@ -39,6 +39,9 @@ import TestSupport
             let r = try TakeReport.read(from: dir.appendingPathComponent(report).path)
             #expect(r.ended == .stopped && r.chunks.first?.files == [dir.appendingPathComponent(file).path])
         }
+        // The second process goes on counting the session's takes in that folder: no two different "take 1".
+        let takes = try ["fixed.json", "fixed+1.json"].map { try TakeReport.read(from: dir.appendingPathComponent($0).path).take }
+        #expect(takes == [1, 2], "take numbers of two runs into one folder: \(takes)")
     }
 
     func armedPreset(_ dir: URL, port: Int) throws -> String {
