@@ -1141,8 +1141,10 @@ def armed_check(rig, d):
     panel = lambda: css(d, "#panel-overview").text
     losses = lambda: next((e.text for e in d.find_elements("css selector", "#rec-losses")), "(no #rec-losses)")
     armed = stop_briefly(rig, "missed frames while armed", missed)
-    # The page reads the status every 2 s: two reads after the status counted them.
-    time.sleep(4.5)
+    # The page reads the status every 2 s, and draws it as it reads it: waited for until it has read these.
+    if armed:
+        wait_for("the page to read the missed frames", lambda: d.execute_script(
+            "return tandem.store.status.recorder.missedFrames") >= armed[1], 6)
     shown_armed = [line for line in panel().split("\n") if "missed" in line.lower()]
     losses_armed = losses()
     rig.api("recorder/start", method="POST")
