@@ -30,15 +30,29 @@ public final class SignalWatcher: @unchecked Sendable {
             var set = sigset_t()
             sigemptyset(&set)
             for s in SignalWatcher.watched { sigaddset(&set, s) }
+            var stops = 0
             while true {
                 var sig: Int32 = 0
                 if sigwait(&set, &sig) == 0 && sig > 0 && sig < 32 {
                     counts.add(Int(sig), 1)
                     wakeup.post()
+                    if sig == SIGINT || sig == SIGTERM {
+                        stops += 1
+                        if stops >= 2 { SignalWatcher.exitAtOnce(sig) }
+                    }
                 }
             }
         }
         return watcher
+    }
+
+    /// A second SIGINT or SIGTERM while the first one's stop is under way (a disk that does not answer, a server
+    /// that does not): the process ends at once, 128 + the signal, as a shell's. Every signal path ends the process;
+    /// a take not finished is completed from its report at the next start (`TakeRecovery`). Signal thread.
+    static func exitAtOnce(_ sig: Int32) -> Never {
+        var text = Array("tandem: a second \(sig == SIGINT ? "SIGINT" : "SIGTERM") while stopping: ending now (a take not finished is completed from its report at the next start)\n".utf8)
+        _ = write(2, &text, text.count)
+        _exit(128 + sig)
     }
 
     /// How many times `signal` arrived since the last call for it.

@@ -78,4 +78,24 @@ import TestSupport
         let names = (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []
         return names.first { $0.hasSuffix(".json") }.map { dir.appendingPathComponent($0).path }
     }
+
+    /// A stop held up by a disk that does not answer (the writer stalled for 30 s by the fault hook): a second
+    /// SIGTERM ends the process at once, 128 + 15, and says so (it was ignored: only SIGKILL ended such a process).
+    @Test func aSecondSigtermEndsAStopTheDiskHoldsUp() throws {
+        let server = try TestEnvironment.server("secondterm")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("secondterm")
+        let t = try TandemProcess(["record", "-c", "1", "-d", dir.path], server: server,
+                                  extraEnvironment: ["TANDEM_FAULT_STALL_WRITER": "0.2:30"],
+                                  log: dir.appendingPathComponent("record.log").path)
+        defer { t.process.stop(SIGKILL, grace: 0) }
+        #expect(t.waitFor("stalling the disk writer", timeout: 5), "\(t.output)")
+        t.process.signal(SIGTERM)
+        #expect(t.process.wait(timeout: 0.5) == nil, "the first stop waits for the disk")
+        let sent = Date()
+        t.process.signal(SIGTERM)
+        let code = t.process.wait(timeout: 2)
+        print("a second SIGTERM while the disk stalls: ended in \(String(format: "%.2f", Date().timeIntervalSince(sent))) s")
+        #expect(code == 128 + SIGTERM && t.output.contains("a second SIGTERM while stopping"), "\(String(describing: code))\n\(t.output)")
+    }
 }
