@@ -53,19 +53,26 @@ extension HTTPServer {
         let feed = self.feed, stats = self.stats
         return .upgrade([:]) { inbound, outbound, _ in
             guard slot.start() else { return }
-            // Cut: the client stopped reading (a write did not complete in `writeSeconds`). A client that closed, or
-            // whose connection went, is not cut.
+            // Cut: the stream ended without the client's close: a write not taken within `writeSeconds`, or the
+            // connection lost under it (the WebSocket's ping timeout closes a client that answers nothing). A client
+            // that closed its stream (its close frame came while the connection was up) is not cut; nor is a stream
+            // the server ends as it stops.
             var cut = false
+            let closed = StreamSlot.Flag(), clientClosed = StreamSlot.Flag()
+            let reader = Task {
+                defer { closed.set() }
+                // Pings and closes; messages are ignored. The iteration ends at the client's close frame, before
+                // anything is closed on this side; or when the connection is gone.
+                do {
+                    for try await _ in inbound {}
+                    if channel.isActive { clientClosed.set() }
+                } catch {}
+            }
             defer {
+                reader.cancel()
                 if cut { stats.count("slow") }
                 feed.leave(slow: cut)
             }
-            let closed = StreamSlot.Flag()
-            let reader = Task {
-                defer { closed.set() }
-                for try await _ in inbound {}   // pings and closes; messages are ignored
-            }
-            defer { reader.cancel() }
             var last = since ?? feed.journal.last
             func send(_ object: [String: Any]) async -> WriteOutcome {
                 guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]),
@@ -105,6 +112,10 @@ extension HTTPServer {
                 let pause = meterInterval > 0 ? max(0.005, nextMeters.timeIntervalSinceNow) : 0.05
                 try? await Task.sleep(nanoseconds: UInt64(min(pause, 0.05) * 1e9))
             }
+            if cut || Task.isCancelled || feed.isClosed { return }
+            // A write failed, or the reader ended: whether the client closed is known once the reader is done.
+            for _ in 0..<100 where !closed.isSet { try? await Task.sleep(nanoseconds: 10_000_000) }
+            cut = !clientClosed.isSet
         }
     }
 
