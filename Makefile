@@ -74,9 +74,10 @@ web-test: build
 	@scripts/clean-jack-shm.sh
 	scripts/page-test.py --no-firefox
 
-# The lock-free ring under ThreadSanitizer (its own build folder).
+# The lock-free ring under ThreadSanitizer: scripts/tsan is a package of the Realtime module and its tests alone, so
+# only they are built sanitized (its own .build folder).
 test-tsan: deps
-	$(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter RealtimeTests
+	cd scripts/tsan && $(SWIFT) test --sanitize=thread
 
 # Tandem side by side with jack_capture and sndfile-jackplay, then 128 and 256 channels beside the floor client and a
 # round with no recorder (the machine's own xruns); writes docs/PERFORMANCE.md (about 35 + 27 minutes on 2 cores).
