@@ -121,6 +121,17 @@ public struct SessionStatus: Codable, Sendable {
     public var racks: [RackStatus] = []
     /// Each engine's insert chain: plugins, control values, latency.
     public var plugins: [String: ChainStatus]
+    /// The preset file the session runs (`path` and `name` absent: it was not started from a file, or its setup was
+    /// made by options).
+    public var preset = RunningPreset()
+    public struct RunningPreset: Codable, Sendable, Equatable {
+        public var path: String?
+        public var name: String?
+        public init(path: String? = nil) {
+            self.path = path
+            name = path.map { (($0 as NSString).lastPathComponent as NSString).deletingPathExtension }
+        }
+    }
     /// EBU R128 loudness of each measured programme (`loudness` in the preset; absent when nothing is measured).
     public var loudness: [ProgrammeLoudness]? = nil
 
