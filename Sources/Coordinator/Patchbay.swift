@@ -161,7 +161,12 @@ public struct Patchbay: Sendable, Equatable {
                 regex.firstMatch(in: $0, range: NSRange($0.startIndex..., in: $0)) != nil
             }
             if matches.isEmpty {
-                throw PatchError(message: "no \(towardUs ? "output" : "input") port matches '\(p)'")
+                // What is there, so the next try can be right (`tandem ports` lists the whole graph).
+                let there = existing.sorted(by: portOrder)
+                let listed = there.isEmpty ? "there are none"
+                    : "there are " + there.prefix(8).joined(separator: ", ") + (there.count > 8 ? ", … (\(there.count) in all)" : "")
+                throw PatchError(message: "no \(towardUs ? "output" : "input") port matches '\(p)' (\(listed); `tandem ports` "
+                                 + "lists them)")
             }
             expanded += matches.sorted(by: portOrder)
         }

@@ -75,4 +75,15 @@ import TestSupport
         let check = try Self.tandem(["preset", "check", preset])
         #expect(check.code == 0, "\(check.output)")
     }
+
+    /// A `--connect` pattern that names no port lists the ports that are there (it said only that none matched).
+    @Test func aMissingPortListsThePortsThere() throws {
+        let server = try TestEnvironment.server("wordsport")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("words-port")
+        let t = try TandemProcess(["record", "-c", "1", "-d", dir.path, "--connect", "system:captur_1"], server: server,
+                                  log: dir.appendingPathComponent("rec.log").path)
+        #expect(t.process.wait(timeout: 15) == 2, "\(t.output)")
+        #expect(t.output.contains("no output port matches 'system:captur_1' (there are system:capture_1"), "\(t.output)")
+    }
 }
