@@ -107,6 +107,11 @@ extension Validator {
             problem("render.true_peak_ceiling", v.line, "expected dBTP (e.g. -1), found \(v.typeName)")
         case nil: break
         }
+        if let v = t["true_peak_ceiling"], t["normalize"] == nil {
+            // Never a setting silently ignored: the ceiling is the ceiling of a normalized render.
+            problem("render.true_peak_ceiling", v.line, "'true_peak_ceiling' is the ceiling of a normalized render: "
+                    + "give 'normalize' too, or leave it out")
+        }
         if let (file, line) = string(t, "automation", s) {
             let resolved = path(file)
             if !FileManager.default.fileExists(atPath: resolved) {

@@ -279,12 +279,23 @@ final class RenderBatch {
                                         "output": r.output, "report": job.report, "frames": r.frames, "seconds": r.seconds,
                                         "speed": r.speed, "latency": r.latency.frames]
                 if let notes = r.notes { o["notes"] = notes }
+                if let l = r.loudness {
+                    var d: [String: Any] = [:]
+                    for (key, value) in [("integrated", l.integrated), ("range", l.range), ("truePeak", l.truePeak),
+                                         ("samplePeak", l.samplePeak), ("momentaryMax", l.momentaryMax),
+                                         ("shortTermMax", l.shortTermMax)] {
+                        d[key] = value.map { $0 as Any } ?? NSNull()
+                    }
+                    if let note = l.note { d["note"] = note }
+                    o["loudness"] = d
+                }
                 emit(o)
             } else {
                 say("rendered \(job.name) -> \(r.output): \(r.frames) frames (\(String(format: "%.3f", Double(r.frames) / Double(max(1, r.sampleRate)))) s"
                     + " of audio in \(String(format: "%.2f", r.seconds)) s, \(String(format: "%.0f", r.speed))× real time);"
                     + " report \(job.report)")
                 for note in r.notes ?? [] { say("  note: \(note)") }
+                if let l = r.loudness { say("  loudness: \(l.summary)") }
             }
         case .failed(let kind, let message, let signal, let hung):
             if json {

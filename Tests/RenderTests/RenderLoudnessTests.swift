@@ -300,5 +300,22 @@ import TestSupport
         #expect(ok.code == 0 && ok.output.contains("normalized to -23.0 LUFS"), "\(ok.output)")
         let report = try RenderReport.read(from: dir.appendingPathComponent("o.json").path)
         #expect(report.normalization?.target == -23 && report.normalization?.truePeakCeiling == -2)
+        #expect(ok.output.contains("  loudness: -23.0 LUFS"), "the job's line says its loudness: \(ok.output)")
+
+        // A ceiling without a target is refused in a preset as on the command line: never a setting ignored.
+        try String(contentsOfFile: good, encoding: .utf8).replacingOccurrences(of: "normalize = \"ebu\"\n", with: "")
+            .write(toFile: good, atomically: true, encoding: .utf8)
+        let alone = try Self.tandem(["preset", "check", good])
+        #expect(alone.code == 2 && alone.output.contains("render.true_peak_ceiling: 'true_peak_ceiling' is the ceiling of a normalized render"),
+                "\(alone.output)")
+
+        // --json: the done line carries the output's loudness.
+        let json = try Self.tandem(["render", "--json", "--plugin", Self.amp, "--inputs", "2", input, "-o",
+                                    dir.appendingPathComponent("j.wav").path])
+        let done = json.output.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }.first { $0["event"] as? String == "done" }
+        let loudness = try #require(done?["loudness"] as? [String: Any], "\(json.output)")
+        #expect(loudness["integrated"] is Double && loudness["truePeak"] is Double, "\(loudness)")
     }
 }
