@@ -481,6 +481,50 @@ import Glibc
         #expect(turn < 0.05 && turn < seconds / 5, "the control thread was held \(turn) s of \(seconds) s")
     }
 
+    // MARK: The document's constraints are the handlers'
+
+    /// The OpenAPI document says what the server enforces: the texts' bounds and patterns are the command model's,
+    /// a preset name's pattern refuses exactly what the model refuses, and the query token is offered only where the
+    /// server takes it.
+    @Test func theDocumentsConstraintsAreTheHandlers() throws {
+        let url = Self.pageDirectory.deletingLastPathComponent().appendingPathComponent("openapi.json")
+        let doc = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
+        let components = try #require(doc["components"] as? [String: Any])
+        let schemas = try #require(components["schemas"] as? [String: Any])
+        func property(_ schema: String, _ name: String) -> [String: Any] {
+            ((schemas[schema] as? [String: Any])?["properties"] as? [String: Any])?[name] as? [String: Any] ?? [:]
+        }
+        #expect(property("MarkBody", "label")["maxLength"] as? Int == CommandText.maxLabelBytes)
+        #expect(property("PathBody", "path")["maxLength"] as? Int == CommandText.maxPathBytes)
+        #expect((property("LoadBody", "files")["items"] as? [String: Any])?["maxLength"] as? Int == CommandText.maxPathBytes)
+        for (schema, name) in [("Connection", "from"), ("Connection", "to"), ("MapBody", "map"), ("PresetBody", "preset"),
+                               ("AddPluginBody", "uri"), ("AddPluginBody", "name")] {
+            #expect(property(schema, name)["maxLength"] as? Int == CommandText.maxBytes, "\(schema).\(name)")
+            #expect(property(schema, name)["pattern"] != nil, "\(schema).\(name)")
+        }
+        // The preset name's pattern (ECMA, read here by ICU) against the command model, name by name.
+        let pattern = try #require(property("NameBody", "name")["pattern"] as? String)
+        let regex = try NSRegularExpression(pattern: pattern)
+        for name in [".", "..", " ", "   ", ".hidden", "..toml", " x", "x ", "a/b", "x\u{7}", "x\u{202E}y",
+                     "snapshot", "Live set 2", "évening", "a", "a.b"] {
+            let documented = regex.firstMatch(in: name, range: NSRange(name.startIndex..., in: name)) != nil
+            let taken = CommandText.presetNameProblem(name) == nil
+            #expect(documented == taken, "'\(name)': the document says \(documented), the model \(taken)")
+        }
+        // Query token: only the event stream and a take file's download.
+        let global = doc["security"] as? [[String: Any]] ?? []
+        #expect(!global.contains { $0["queryToken"] != nil }, "the query token is not global")
+        let paths = try #require(doc["paths"] as? [String: Any])
+        var offered: [String] = []
+        for (path, ops) in paths {
+            for (method, op) in ops as? [String: Any] ?? [:] {
+                let security = (op as? [String: Any])?["security"] as? [[String: Any]] ?? []
+                if security.contains(where: { $0["queryToken"] != nil }) { offered.append("\(method.uppercased()) \(path)") }
+            }
+        }
+        #expect(Set(offered) == ["GET /api/events", "GET /api/takes/{id}/files/{index}"], "\(offered)")
+    }
+
     /// One answer with a Content-Length, read from a kept-alive connection (the connection stays open).
     static func readOneAnswer(_ fd: Int32) -> [UInt8] {
         var got: [UInt8] = []
