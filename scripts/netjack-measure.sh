@@ -43,7 +43,7 @@ kill -TERM $MP $SP 2>/dev/null
 wait $MR $SR $MP $SP 2>/dev/null
 echo "== $CH channels each way, period $PERIOD, network latency $LAT, $SECS s take on each host ($W)"
 for f in master-rec slave-rec master-play slave-play; do
-  echo "-- $f: $(grep -E 'ENDED|durationReached|stopped|finished:|serverLost' "$W/$f.log" | grep -v ' info ' | tail -1)"
+  echo "-- $f: $(grep -E 'ENDED|duration reached|stopped|finished:|server lost' "$W/$f.log" | grep -v ' info ' | tail -1)"
 done
 echo "-- master jackd: $(grep -c 'XRun' "$R/master-jackd.log") xrun lines; slave jackd: $(grep -c 'XRun' "$R/slave-jackd.log") xrun lines"
 python3 - "$W" "$CH" <<'EOF'

@@ -19,6 +19,18 @@ public enum TakeEnd: String, Codable, Sendable {
     case trigger
     /// Found after a crash or kill and completed on a later start.
     case interrupted
+
+    /// How a person reads it ("duration reached"); the raw value is the report's and the API's word.
+    public var words: String {
+        switch self {
+        case .recording, .stopped, .trigger, .interrupted: return rawValue
+        case .durationReached: return "duration reached"
+        case .stopTimeReached: return "stop time reached"
+        case .diskError: return "disk error"
+        case .serverLost: return "server lost"
+        case .serverStalled: return "server stalled"
+        }
+    }
 }
 
 /// The sidecar written beside every take (JSON): what was recorded, from where, and what went wrong.

@@ -229,7 +229,7 @@ final class NSMMode {
     static func message(_ e: SessionEvent) -> (Int32, String)? {
         switch e {
         case .recorder(.takeStarted(let take, _)): return (1, "recording take \(take)")
-        case .recorder(.takeFinished(let r, _)): return (1, "take \(r.take) \(r.ended.rawValue): \(r.frames) frames")
+        case .recorder(.takeFinished(let r, _)): return (1, "take \(r.take) \(r.ended.words): \(r.frames) frames")
         case .recorder(.diskError(let take, let message)): return (3, "take \(take) ended by a disk error: \(message)")
         case .serverLost(let why): return (3, "JACK server lost: \(why)")
         case .serverBack: return (2, "JACK server back: session restored")

@@ -323,7 +323,7 @@ final class EventPrinter {
             return "take \(take) chunk \(chunk): \(files.joined(separator: ", "))"
         case .takeFinished(let r, let sidecar):
             let seconds = Double(r.frames) / Double(max(1, r.sampleRate))
-            return "take \(r.take) \(r.ended.rawValue): \(r.frames) frames (\(String(format: "%.3f", seconds)) s), "
+            return "take \(r.take) \(r.ended.words): \(r.frames) frames (\(String(format: "%.3f", seconds)) s), "
                 + "\(r.chunks.count) chunk(s), dropped \(r.droppedFrames), missed \(r.missedFrames ?? 0), "
                 + (r.repeatedFrames.map { "repeated \($0), " } ?? "") + "xruns \(r.xruns); "
                 + (sidecar.isEmpty ? "no report (it could not be written: \(r.endDetail ?? "disk error"))" : "report \(sidecar)")

@@ -281,7 +281,7 @@ struct NetJackTests {
         #expect(slave.process.wait(timeout: 10) == 0, "\(slave.output)")
         #expect(master.process.wait(timeout: 10) == 0, "\(master.output)")
         // The server stayed up but ran no cycles: take 1 ends at the fault, take 2 starts when cycles run again.
-        #expect(slave.output.contains("take 1 serverStalled"), "\(slave.output)")
+        #expect(slave.output.contains("take 1 server stalled"), "\(slave.output)")
         let lines = slave.output.split(separator: "\n").map(String.init)
         let files = lines.compactMap { $0.components(separatedBy: " recording: ").dropFirst().first }
         let reports = lines.compactMap { $0.components(separatedBy: "; report ").dropFirst().first }

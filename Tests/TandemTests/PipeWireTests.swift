@@ -188,7 +188,7 @@ struct PipeWireTests {
         #expect(run.waitFor("take 1 recording"), "\(run.output)")
         usleep(1_500_000)
         pw.stop(signal)
-        #expect(run.waitFor("take 1 serverLost", timeout: 5), "\(run.output)")
+        #expect(run.waitFor("take 1 server lost", timeout: 5), "\(run.output)")
         #expect(run.process.isRunning, "the process stays up without a server")
         let first = try #require(announcedReport(run.output))
         let report = try TakeReport.read(from: first)

@@ -220,7 +220,7 @@ import TestSupport
                 } else {
                     verdict = "ok, run exited \(code ?? -1)"
                     // Exit 0 is right when the preset's own duration or stop time ended it.
-                    #expect(code == 0 && (out.contains("durationReached") || out.contains("stopTimeReached")),
+                    #expect(code == 0 && (out.contains("duration reached") || out.contains("stop time reached")),
                             "mutation \(i): check said ok, run exited \(code.map(String.init) ?? "?") by itself: \(out.suffix(800))\n--- preset:\n\(shown)")
                 }
             case 2:

@@ -239,7 +239,7 @@ import TestSupport
             """.write(toFile: preset, atomically: true, encoding: .utf8)
         let run = try TandemProcess(["run", "--no-view", "--control-port", "0", preset], server: server,
                                     log: dir.appendingPathComponent("run.log").path)
-        #expect(run.waitFor("diskError", timeout: 15), "\(run.output)")
+        #expect(run.waitFor("take 1 disk error", timeout: 15), "\(run.output)")
         usleep(500_000)
         #expect(run.process.isRunning, "policy continue keeps the session up")
         func ticks() -> Int {

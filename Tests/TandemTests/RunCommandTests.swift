@@ -43,7 +43,7 @@ import TestSupport
         #expect(tandem.waitFor("take 1 recording"))
         usleep(1_500_000)
         server.kill9()
-        #expect(tandem.waitFor("take 1 serverLost"), "\(tandem.output)")
+        #expect(tandem.waitFor("take 1 server lost"), "\(tandem.output)")
         #expect(tandem.process.isRunning, "the process stays up without a server")
         let firstTake = try #require(tandem.output.split(separator: "\n").first { $0.contains("take 1 recording: ") }
             .map { String($0.split(separator: " ").last!) })
@@ -82,7 +82,7 @@ import TestSupport
         #expect(tandem.waitFor("take 1 recording"))
         server.kill9()
         #expect(tandem.process.wait(timeout: 10) == 3, "\(tandem.output)")
-        #expect(tandem.output.contains("take 1 serverLost"))
+        #expect(tandem.output.contains("take 1 server lost"))
         server = try TestEnvironment.server(named: name)   // reclaim the registry slot, then stop cleanly
         server.stop()
     }

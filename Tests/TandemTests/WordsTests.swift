@@ -86,4 +86,16 @@ import TestSupport
         #expect(t.process.wait(timeout: 15) == 2, "\(t.output)")
         #expect(t.output.contains("no output port matches 'system:captur_1' (there are system:capture_1"), "\(t.output)")
     }
+
+    /// How a take ended reads as words ("take 1 duration reached: ..."), not the report's camelCase value.
+    @Test func aTakesEndIsSaidInWords() throws {
+        let server = try TestEnvironment.server("wordsend")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("words-end")
+        let t = try TandemProcess(["record", "-c", "1", "-d", dir.path, "-t", "1"], server: server,
+                                  log: dir.appendingPathComponent("rec.log").path)
+        #expect(t.process.wait(timeout: 15) == 0, "\(t.output)")
+        #expect(t.output.contains("take 1 duration reached: 48000 frames") && !t.output.contains("take 1 durationReached"),
+                "\(t.output)")
+    }
 }
