@@ -96,6 +96,8 @@ import TestSupport
             #expect(m > -34.5 && m < -21.5, "\(engine): momentary \(m)")
         }
         let reading = try #require(live["recorder"], "no live loudness of the recorder in the status")
+        let status = try JSONSerialization.jsonObject(with: Data(try Self.get(port, "/api/status").utf8)) as? [String: Any]
+        #expect((status?["preset"] as? [String: Any])?["name"] as? String == "loud", "the status names the running preset")
         #expect(reading["engine"] as? String == "recorder")
         #expect(reading["channels"] as? [String] == ["in_1", "in_2"])
         let momentary = try #require(reading["momentary"] as? Double)
@@ -129,16 +131,19 @@ import TestSupport
         let loudness = try #require(report.loudness?.first, "no loudness in \(reportPath)")
         #expect(loudness.channels == ["in_1", "in_2"])
         #expect(loudness.momentary == nil, "a report holds the whole, not the current values")
+        // Live equals offline: `tandem loudness` of the take's file reads what the report holds.
         let file = try #require(report.chunks.first?.files.first)
-        let audio = try TestEnvironment.readAudio(file)
-        let meter = try LoudnessMeter(channels: 2, sampleRate: 48000)
-        audio.samples.withUnsafeBufferPointer { meter.add($0) }
-        let offline = meter.reading
+        let measured = try TestEnvironment.run([TestEnvironment.product("tandem"), "loudness", "--json", file])
+        #expect(measured.code == 0, "\(measured.output)")
+        let list = try JSONSerialization.jsonObject(with: Data(measured.output.utf8)) as? [[String: Any]]
+        let offline = try #require(list?.first, "\(measured.output)")
         print("measured: take report I \(loudness.integrated ?? .nan) LRA \(loudness.range ?? .nan) TP \(loudness.truePeak ?? .nan); "
-              + "its file I \(offline.integrated ?? .nan) LRA \(offline.range ?? .nan) TP \(offline.truePeak ?? .nan)")
-        #expect(abs((loudness.integrated ?? 0) - (offline.integrated ?? 1)) <= 0.01)
-        #expect(abs((loudness.range ?? 0) - (offline.range ?? 1)) <= 0.01)
-        #expect(abs((loudness.truePeak ?? 0) - (offline.truePeak ?? 1)) <= 0.01)
+              + "tandem loudness of its file I \(offline["integrated"] ?? "-") LRA \(offline["range"] ?? "-") TP \(offline["truePeak"] ?? "-")")
+        for (key, ours) in [("integrated", loudness.integrated), ("range", loudness.range), ("truePeak", loudness.truePeak),
+                            ("momentaryMax", loudness.momentaryMax), ("shortTermMax", loudness.shortTermMax)] {
+            let theirs = try #require(offline[key] as? Double, "\(key)")
+            #expect(abs((ours ?? .nan) - theirs) <= 0.01, "\(key): report \(ours ?? .nan), file \(theirs)")
+        }
         // The source's own figures: two levels 10 dB apart, each half the time.
         #expect((loudness.integrated ?? 0) > -27 && (loudness.integrated ?? 0) < -24, "\(loudness)")
         #expect(abs((loudness.truePeak ?? 0) + 23) < 0.3, "\(loudness)")
