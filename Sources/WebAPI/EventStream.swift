@@ -114,7 +114,8 @@ extension HTTPServer {
             }
             if cut || Task.isCancelled || feed.isClosed { return }
             // A write failed, or the reader ended: whether the client closed is known once the reader is done.
-            for _ in 0..<100 where !closed.isSet { try? await Task.sleep(nanoseconds: 10_000_000) }
+            let deadline = Date().addingTimeInterval(1)
+            while !closed.isSet && Date() < deadline { try? await Task.sleep(nanoseconds: 10_000_000) }
             cut = !clientClosed.isSet
         }
     }
