@@ -50,7 +50,13 @@ public enum PresetLoader {
         }
         var v = Validator(file: file, base: baseDirectory)
         let preset = v.preset(root)
-        problems += v.problems
+        // A problem with a value `--set` gave is the option's, not the file's (it was blamed on the file's line 1).
+        let overridden = Set(overrides.compactMap { o in
+            o.firstIndex(of: "=").map { o[..<$0].trimmingCharacters(in: .whitespaces) }
+        })
+        problems += v.problems.map { p in
+            overridden.contains(p.key) ? PresetProblem(file: "--set", line: nil, key: p.key, message: p.message) : p
+        }
         return (problems.isEmpty ? preset : nil, problems)
     }
 

@@ -95,6 +95,14 @@ import TestSupport
         #expect(p?.recorder?.format.container == .flac && p?.session.name == "x")
     }
 
+    /// A bad value given by `--set` is the option's problem, not the file's (it was blamed on the file's line 1).
+    @Test func aBadOverrideIsBlamedOnTheOption() throws {
+        let (p, problems) = PresetLoader.parse("[session]\nname = \"s\"\n[recorder]\nchannels = 2\n", file: "t.toml",
+                                               baseDirectory: Self.dir.path, overrides: ["recorder.channels=0"])
+        #expect(p == nil && problems.count == 1)
+        #expect(problems.first?.description.hasPrefix("--set: recorder.channels: 0 is out of range") == true, "\(problems)")
+    }
+
     /// The malformed corpus: each preset gets its specific message, at its line and key.
     static let malformed: [(String, String, Int?, String)] = [
         // (preset text, key, line, message fragment)
