@@ -216,6 +216,8 @@ extension Session {
                     what = "frozen (its process stopped for \(String(format: "%.2f", seconds)) s): killed"
                 case .refused(let why):
                     what = "refused to start: \(why) (tried again in \(Int(RackSupervisor.refusedRetrySeconds)) s)"
+                case .serverLost:
+                    what = "stopped: its JACK server went away (it starts again with the server)"
                 }
                 events.append(.rackDown(rack: name, what: what))
                 noteRackIncident(name, what: what, back: false)

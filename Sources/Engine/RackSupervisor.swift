@@ -23,6 +23,9 @@ public enum RackIncident: Sendable, Equatable {
     /// It ended with exit code 2 (bad input: its client name taken, a setting it refuses) before it was ready: no
     /// plugin's fault, so no crash; it is tried again only after `RackSupervisor.refusedRetrySeconds`.
     case refused(String)
+    /// It ended with exit code 3 (its JACK server went away or could not be reached): no plugin's fault, so no crash;
+    /// it is started again as after a crash, and comes back with the server.
+    case serverLost
 }
 
 /// Runs one rack in a child process (`tandem rack --child …`: Tandem itself, handed the rack's config) and keeps it
@@ -217,10 +220,7 @@ public final class RackSupervisor {
                 hungFor = nil
                 return down(.hung(seconds), at: now)
             }
-            let code = c.exitCode ?? -1
-            if code == 2 && !ready { return down(.refused(refusal()), at: now) }
-            let why = code > 128 ? "killed by signal \(code - 128) (\(ChildProcess.signalName(code - 128)))" : "exited with code \(code)"
-            return down(.crashed(why), at: now)
+            return down(Self.incident(exitCode: c.exitCode ?? -1, ready: ready, refusal: refusal), at: now)
         }
         // A stopped process holds up every client after it in the graph for as long as it stays stopped (JACK2
         // removes a client only once its process is gone): it goes at once. Before `ready`, the hang time counts from
@@ -235,11 +235,21 @@ public final class RackSupervisor {
         }
     }
 
+    /// What a process's end was, by its exit code (docs/CLI.md: 2 bad input, 3 JACK server missing or lost; a code
+    /// over 128 is the signal that killed it). `refusal`: the words of a refusal (its log's last lines).
+    static func incident(exitCode code: Int32, ready: Bool, refusal: () -> String) -> RackIncident {
+        if code == 2 && !ready { return .refused(refusal()) }
+        if code == 3 { return .serverLost }
+        return .crashed(code > 128 ? "killed by signal \(code - 128) (\(ChildProcess.signalName(code - 128)))"
+                                    : "exited with code \(code)")
+    }
+
     private func down(_ incident: RackIncident, at now: Date) -> RackIncident {
         downSince = now
         switch incident {
         case .crashed: crashes += 1
         case .hung, .hungStarting, .frozen: hangs += 1
+        case .serverLost: break
         case .refused(let why):
             refusals += 1
             logger.error("rack process refused to start; trying again later", metadata: [

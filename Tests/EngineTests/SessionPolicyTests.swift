@@ -370,3 +370,17 @@ final class FakeClock: Sendable {
         #expect(cc.hits.map(\.index) == [0])
     }
 }
+
+/// What an isolated rack's process's end was, by its exit code (issue 43, item F): exit 3, its JACK server gone, is
+/// no crash (it was "crashed: exited with code 3" in events, take reports and the crash count).
+@Suite struct RackExitTests {
+    @Test func exitCodesAreTold() {
+        #expect(RackSupervisor.incident(exitCode: 3, ready: true, refusal: { "" }) == .serverLost)
+        #expect(RackSupervisor.incident(exitCode: 3, ready: false, refusal: { "" }) == .serverLost)
+        #expect(RackSupervisor.incident(exitCode: 2, ready: false, refusal: { "taken" }) == .refused("taken"))
+        #expect(RackSupervisor.incident(exitCode: 2, ready: true, refusal: { "" }) == .crashed("exited with code 2"))
+        #expect(RackSupervisor.incident(exitCode: 1, ready: true, refusal: { "" }) == .crashed("exited with code 1"))
+        #expect(RackSupervisor.incident(exitCode: 139, ready: true, refusal: { "" })
+                == .crashed("killed by signal 11 (SIGSEGV)"))
+    }
+}
