@@ -98,4 +98,36 @@ import TestSupport
         print("a second SIGTERM while the disk stalls: ended in \(String(format: "%.2f", Date().timeIntervalSince(sent))) s")
         #expect(code == 128 + SIGTERM && t.output.contains("a second SIGTERM while stopping"), "\(String(describing: code))\n\(t.output)")
     }
+
+    /// The same for `run` with a recorder and an isolated rack beside it: the rack's process ends by its own bound,
+    /// the session by its, and the whole is gone within 3 s with the take's report complete.
+    @Test(.enabled(if: RackTests.hasSWH))
+    func sigtermEndsARunWithAnIsolatedRackWhileTheServerIsPaused() throws {
+        let server = try TestEnvironment.server("pauserun")
+        defer {
+            server.process.signal(SIGCONT)
+            server.stop()
+        }
+        let dir = TestEnvironment.temporaryDirectory("pauserun")
+        let port = 36000 + Int((getpid() + 977) % 20000)
+        let path = try RackIsolationTests.isolatedRackPreset("pausedrun", dir: dir, port: port,
+                                                              plugin: "uri = \"\(RackTests.amp)\"",
+                                                              extra: "[recorder]\nchannels = 1\nstart = \"immediately\"\n")
+        let run = try TandemProcess(["run", "--no-view", path], server: server, log: dir.appendingPathComponent("run.log").path)
+        defer { run.process.stop(SIGKILL, grace: 0) }
+        #expect(run.waitFor(" recording: ", timeout: 10), "\(run.output)")
+        #expect(TestEnvironment.waitUntil(timeout: 10) {
+            RackIsolationTests.rack((try? RackIsolationTests.status(port)) ?? [:])["running"] as? Bool == true
+        }, "\(run.output)")
+        let rackPid = RackIsolationTests.rackPid(port)
+        server.process.signal(SIGSTOP)
+        let sent = Date()
+        run.process.signal(SIGTERM)
+        let code = run.process.wait(timeout: 3)
+        print("SIGTERM to run with an isolated rack, the server stopped: ended in \(String(format: "%.2f", Date().timeIntervalSince(sent))) s")
+        #expect(code == 0, "\(String(describing: code))\n\(run.output)")
+        #expect(rackPid > 0 && kill(rackPid, 0) != 0, "the rack's process \(rackPid) is gone")
+        let report = try #require(firstReport(dir))
+        #expect(try TakeReport.read(from: report).ended == .stopped)
+    }
 }
