@@ -104,7 +104,10 @@ import Glibc
             ("403", Array("GET /metrics HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n".utf8)),
             ("400", Array("\u{1}\u{2}garbage\r\n\r\n".utf8)),
             ("400", Array("get /metrics HTTP/1.1\r\n\r\n".utf8)),
-            ("431", [UInt8](repeating: 65, count: 20000)),
+            // A head that is no request at all is a framing error (issue 44, item 4: 400 at once); one with a request
+            // line and a header past the limit is too large.
+            ("400", [UInt8](repeating: 65, count: 20000)),
+            ("431", Array("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: \(String(repeating: "A", count: 20000))\r\n\r\n".utf8)),
         ]
         for (status, request) in refusals {
             let answer = Self.http(port, request)
