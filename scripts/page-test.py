@@ -11,6 +11,14 @@ with its measured number printed as `measured: …`:
 
   console     the page loads and runs without console errors (a 404 of a route this server does not have, which
               the page probes for and does without, is allowed and named)
+  framing     framed by a site of another origin (this script's own, on a loopback port) that the session's
+              http_origins does not list, the page does not render: the frame holds Chromium's error page, no
+              Tandem script runs in it, the console has the frame-ancestors refusal
+  framing allowed  framed by the origin http_origins lists, the page renders and goes live in the frame
+  cors        from the listed origin, fetch(/api/status) with an Authorization: Bearer header (so preflighted) is
+              answered and read; from the other origin it fails (the preflight is not allowed)
+  head        HEAD of the page, two page files, /api/status, /api/takes, /metrics and a missing route: the status,
+              Content-Length and headers GET has, and no body (read from the socket)
   page live   the page opens its event stream and reads the status and the plugins
   server      the Server card shows the JACK server's DSP load and xruns as the status has them
   meter       the meter of in_1 reads the test signal's RMS and peak within 1 dB
@@ -62,6 +70,7 @@ phone screen (`--part racks` runs only this part, in about a minute):
     scripts/page-test.py --screenshots         # also docs/screenshots/TAB-1280x800.png and TAB-390x844.png
     scripts/page-test.py --no-firefox          # skip the Firefox check (it takes a minute more)
     scripts/page-test.py --part racks          # only the 30-plugin phone part
+    scripts/page-test.py --part security       # only framing, cors and head (the first session; seconds)
     scripts/page-test.py --tandem .build/release/tandem --keep
 
 Exit 0 when every check passed, 1 when one failed (or the rig could not be set up: the reason is printed), 3 when a
@@ -191,6 +200,8 @@ name = "pagetest"
 directory = "{dir}"
 server = "{server}"
 loudness = true
+http = "127.0.0.1:{port}"
+http_origins = ["{origin}"]
 
 [recorder]
 client = "pt-rec"
@@ -356,6 +367,11 @@ class Rig:
         self.port = free_port()
         self.osc_port = free_port(socket.SOCK_DGRAM)
         self.base = f"http://127.0.0.1:{self.port}"
+        # The one origin the session's http_origins lists (a site of this script's own is served there by the
+        # security part), and one it does not.
+        self.origin_port, self.foreign_port = free_port(), free_port()
+        self.origin = f"http://127.0.0.1:{self.origin_port}"
+        self.foreign = f"http://127.0.0.1:{self.foreign_port}"
         self.drivers = []
         # Processes this run started beyond jackd and tandem (the isolated rack's, Firefox): ended by PID at the end.
         self.children = []
@@ -686,8 +702,9 @@ def main():
                     help="run jackd without real-time scheduling (-r instead of -R)")
     ap.add_argument("--no-firefox", dest="firefox", action="store_false",
                     help="skip the Firefox check (it runs when firefox-esr or firefox is installed)")
-    ap.add_argument("--part", choices=["all", "racks"], default="all",
-                    help="racks: only the 30-plugin phone part (its own session)")
+    ap.add_argument("--part", choices=["all", "racks", "security"], default="all",
+                    help="racks: only the 30-plugin phone part (its own session); security: only the framing, CORS "
+                         "and HEAD checks (the first session)")
     args = ap.parse_args()
 
     missing = [t for t in ("jackd", "jack_lsp", "chromium", "chromedriver", "ss") if not shutil.which(t)]
@@ -741,16 +758,20 @@ def main():
 def run(rig):
     signal_one, signal_rms, signal_peak = test_signal(os.path.join(rig.dir, "signal.wav"))
     with open(os.path.join(rig.dir, "page.toml"), "w") as f:
-        f.write(PRESET.format(dir=rig.dir, server=rig.server, amp=AMP))
+        f.write(PRESET.format(dir=rig.dir, server=rig.server, amp=AMP, port=rig.port, origin=rig.origin))
     rig.start_jack()
     rig.start_tandem()
     pid = rig.tandem.pid
     say(f"session in {rig.dir}, JACK server {rig.server}, page at {rig.base}/")
+    if rig.args.part == "security":
+        security_part(rig)
+        return
 
     # CPU with no page open, once the session has settled.
     time.sleep(3)
     idle, _ = cpu_share(pid, CPU_SECONDS)
     say(f"  Tandem with no page: {idle:.2f} % of one core over {CPU_SECONDS:.0f} s")
+    security_part(rig)
 
     downloads = os.path.join(rig.dir, "downloads")
     os.makedirs(downloads)
@@ -1186,6 +1207,185 @@ def openapi_check(d, what, name="openapi"):
     got = [n for n in names if "openapi" in n]
     check(name, not got, f"{what}: {len(names)} requests, {len(got)} of the OpenAPI document"
           + (f" ({got[0]})" if got else ""))
+
+
+SITE_FRAME = """<!doctype html><meta charset="utf-8"><title>another site</title><h1>another site</h1>
+<iframe id="tandem" src="{src}" width="900" height="600"></iframe>"""
+SITE_BLANK = """<!doctype html><meta charset="utf-8"><title>another site</title><p>fetches are made from here</p>"""
+
+
+class Site:
+    """A site of another origin: Python's http.server on a loopback port, in a thread of this process. `/` iframes
+    `framed` (Tandem's page); `/blank` is an empty page to run fetches from. It sends no security headers itself."""
+
+    def __init__(self, port, framed):
+        import http.server
+        pages = {"/": SITE_FRAME.format(src=framed).encode(), "/blank": SITE_BLANK.encode()}
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                body = pages.get(self.path, b"")
+                self.send_response(200 if body else 404)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *_):
+                pass
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.url = f"http://127.0.0.1:{port}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def raw_request(port, method, path, headers=(), timeout=5):
+    """One request on its own connection (`Connection: close`), every byte the server sends read until it closes:
+    (status, header fields lower-cased, body bytes). Raw, so that a body sent with a HEAD answer would show (urllib
+    and http.client drop it)."""
+    lines = [f"{method} {path} HTTP/1.1", f"Host: 127.0.0.1:{port}", "Connection: close"]
+    lines += [f"{k}: {v}" for k, v in headers]
+    data = b""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as c:
+        c.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        while True:
+            chunk = c.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    first, *rest = head.decode("latin-1").split("\r\n")
+    fields = {}
+    for line in rest:
+        k, _, v = line.partition(":")
+        fields[k.strip().lower()] = v.strip()
+    return int(first.split()[1]), fields, body
+
+
+FETCH = """const done = arguments[arguments.length - 1];
+fetch(arguments[0], {headers: arguments[1]}).then(async (r) => {
+    const text = await r.text();
+    let keys = null;
+    try { keys = Object.keys(JSON.parse(text)); } catch (e) { }
+    done({status: r.status, keys: keys});
+}, (e) => done({error: String(e)}));"""
+
+
+def frame_document(d, want_live, timeout):
+    """The document in the site's iframe, read from inside it (chromedriver switches into a frame of another
+    origin): its address, title, and whether Tandem's page runs there (`window.tandem`, its event stream live).
+    With `want_live` it waits for the page to go live; else for the frame to have loaded anything at all."""
+    seen = {}
+
+    def look():
+        d.switch_to.default_content()
+        d.switch_to.frame(css(d, "iframe#tandem"))
+        try:
+            seen.update(d.execute_script("""return {href: location.href, title: document.title,
+                tandem: !!window.tandem, live: !!(window.tandem && tandem.store.stream === 'live'),
+                text: (document.body ? document.body.innerText : '').slice(0, 80)}"""))
+        finally:
+            d.switch_to.default_content()
+        return seen["live"] if want_live else seen["href"] not in ("", "about:blank")
+    wait_for("the framed document", look, timeout, every=0.2)
+    return seen
+
+
+def security_part(rig):
+    """Issue 44's browser side: the page framed by an origin http_origins does not list does not render (the
+    browser refuses it by frame-ancestors), and renders and runs when framed by one it lists; a fetch with the token
+    in the Authorization header (so preflighted) succeeds from the listed origin and fails from another; HEAD
+    answers as GET does, with no body."""
+    started = time.monotonic()
+    d = rig.browser()
+    listed, foreign = Site(rig.origin_port, rig.base + "/"), Site(rig.foreign_port, rig.base + "/")
+    try:
+        sent = raw_request(rig.port, "GET", "/")[1]
+        ancestors = re.search(r"frame-ancestors ([^;]*)", sent.get("content-security-policy", ""))
+        ancestors = ancestors.group(1) if ancestors else None
+        xfo = sent.get("x-frame-options")
+
+        # Framed by an origin not listed: the browser refuses to render it.
+        d.get_log("browser")
+        t0 = time.monotonic()
+        d.get(foreign.url + "/")
+        refused = frame_document(d, False, 10)
+        time.sleep(1)   # time enough for a page that did render to go live: it must not have
+        refused = frame_document(d, False, 2) or refused
+        took = time.monotonic() - t0
+        said = [e["message"] for e in d.get_log("browser") if "frame-ancestors" in e["message"]]
+        check("framing", ancestors == rig.origin and xfo == "DENY" and not refused.get("tandem")
+              and refused.get("href", "").startswith("chrome-error:") and bool(said),
+              f"the page says frame-ancestors {ancestors}, X-Frame-Options {xfo}; framed by {foreign.url} (not "
+              f"listed) its frame holds {refused.get('href')!r} (Tandem's page "
+              + ("RUNS there" if refused.get("tandem") else "not there") + f", {took:.1f} s); the console: "
+              + (repr(said[0][:200]) if said else "no frame-ancestors refusal"))
+
+        # Framed by the origin http_origins lists: it renders and runs (its event stream goes live).
+        t0 = time.monotonic()
+        d.get(listed.url + "/")
+        allowed = frame_document(d, True, 15)
+        took = time.monotonic() - t0
+        said = [e["message"] for e in d.get_log("browser") if "frame-ancestors" in e["message"]]
+        check("framing allowed", bool(allowed.get("live")) and allowed.get("href", "").startswith(rig.base + "/") and not said,
+              f"framed by {listed.url} (listed in http_origins) its frame holds {allowed.get('href')!r} "
+              f"({allowed.get('title')!r}), Tandem's page " + ("live" if allowed.get("live") else "NOT live")
+              + f" {took:.1f} s after the load; " + (f"the console: {said[0][:160]!r}" if said else "no refusal"))
+
+        # The token in the Authorization header, so a preflight first; the session is on loopback, where the
+        # server needs no token and ignores one: what is proven is that the browser may send the header.
+        headers = {"Authorization": "Bearer page-test-token"}
+        status_url = rig.base + "/api/status"
+        d.get(listed.url + "/blank")
+        ok = d.execute_async_script(FETCH, status_url, headers)
+        d.get_log("browser")
+        d.get(foreign.url + "/blank")
+        bad = d.execute_async_script(FETCH, status_url, headers)
+        said = [e["message"] for e in d.get_log("browser") if "CORS" in e["message"]]
+        pre = {}
+        for name, origin in (("listed", listed.url), ("foreign", foreign.url)):
+            st, f, _ = raw_request(rig.port, "OPTIONS", "/api/status", [
+                ("Origin", origin), ("Access-Control-Request-Method", "GET"),
+                ("Access-Control-Request-Headers", "authorization")])
+            pre[name] = (st, f.get("access-control-allow-origin"), f.get("access-control-allow-headers"))
+        # The answer itself (which the browser let the script read only because it names the listed origin).
+        answer = raw_request(rig.port, "GET", "/api/status", [("Origin", listed.url), ("Authorization", "Bearer x")])
+        check("cors", ok.get("status") == 200 and "recorder" in (ok.get("keys") or []) and "error" in bad
+              and pre["listed"][:2] == (204, listed.url) and pre["foreign"][1] is None,
+              f"fetch(/api/status) with Authorization: Bearer from {listed.url} (listed): "
+              + (f"{ok['status']}, a status of {len(ok['keys'] or [])} keys read (the answer carries "
+                 f"Access-Control-Allow-Origin {answer[1].get('access-control-allow-origin')})" if "status" in ok
+                 else f"failed: {ok.get('error')}")
+              + f"; from {foreign.url} (not listed): " + (bad.get("error") or f"ANSWERED {bad.get('status')}")
+              + (f" ({said[0][said[0].find('has been blocked'):][:150]!r})" if said else "")
+              + f"; the preflight (OPTIONS, Access-Control-Request-Headers: authorization) answered "
+              f"{pre['listed'][0]} allowing {pre['listed'][2]!r} to the listed origin, {pre['foreign'][0]} with "
+              f"Access-Control-Allow-Origin {pre['foreign'][1]} to the other")
+    finally:
+        listed.close()
+        foreign.close()
+        d.quit()
+        rig.drivers.remove(d)
+
+    # HEAD where GET works: the same status and headers, no body (a 404 too).
+    rows, good = [], True
+    for path in ("/", "/page/main.js", "/page/style.css", "/api/status", "/metrics", "/api/takes", "/api/nowhere"):
+        g_status, g_fields, g_body = raw_request(rig.port, "GET", path)
+        h_status, h_fields, h_body = raw_request(rig.port, "HEAD", path)
+        static = path.startswith("/page/") or path == "/"
+        length = h_fields.get("content-length")
+        same = (h_status == g_status and not h_body and length is not None
+                and (int(length) == len(g_body) or not static)
+                and h_fields.get("content-type") == g_fields.get("content-type")
+                and h_fields.get("x-frame-options") == "DENY")
+        good = good and same
+        rows.append(f"{path} {h_status}/{g_status} Content-Length {length}/{len(g_body)} body {len(h_body)}"
+                    + ("" if same else " (DIFFERS)"))
+    check("head", good, "HEAD/GET: " + "; ".join(rows))
+    say(f"  the security part took {time.monotonic() - started:.1f} s")
 
 
 MANY_HEAD = """# Written by scripts/page-test.py: 3 racks of 10 plugins, the Racks tab on a phone.
