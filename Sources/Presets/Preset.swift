@@ -105,7 +105,17 @@ public enum PortPattern: Sendable, Equatable, CustomStringConvertible {
     public var problem: String? {
         switch self {
         case .exact(let s): return s.contains(":") ? nil : "'\(s)' is not a full port name (client:port)"
-        case .glob(let s): return s.isEmpty ? "empty pattern" : nil
+        case .glob(let s):
+            if s.isEmpty { return "empty pattern" }
+            // A regular expression written where a glob is read matches nothing ('.' is a dot here): the command
+            // line's --connect takes regular expressions, a preset globs, so say which is which.
+            if s.contains(".*") || s.contains(".+") {
+                let glob = s.replacingOccurrences(of: ".*", with: "*").replacingOccurrences(of: ".+", with: "?*")
+                return "'\(s)' is read as a glob, where '.' is a dot and '*' any text: it matches no port name a "
+                    + "regular expression would. Write '\(glob)' (a glob) or '/\(s)/' (a regular expression, as "
+                    + "--connect takes on the command line)"
+            }
+            return nil
         case .regex(let s):
             do { _ = try NSRegularExpression(pattern: "^(?:\(s))$") } catch {
                 return "'/\(s)/' is not a valid regular expression"

@@ -69,3 +69,22 @@ import TestSupport
                 && back?.player?.loudnessOff == true)
     }
 }
+
+/// One pattern language per surface, and a refusal that names the difference (issue 43, item 6): docs/PRESETS.md's
+/// own MIDI example was `a2j:.*keyboard.*`, a regular expression in a preset, where it is read as a glob and connected
+/// nothing.
+@Suite struct ConnectPatternTests {
+    @Test func aRegularExpressionWrittenAsAGlobIsRefusedNamingBothForms() throws {
+        let (_, problems) = LoudnessPresetTests.load("""
+            [[connect]]
+            from = "a2j:.*keyboard.*"
+            to = "keys:midi_in"
+            """)
+        let p = try #require(problems.first { $0.key == "connect.from" }, "\(problems)")
+        #expect(p.line == 4 && p.message.contains("'a2j:*keyboard*'") && p.message.contains("'/a2j:.*keyboard.*/'"),
+                "\(p)")
+        #expect(PortPattern("a2j:*keyboard*").matches("a2j:USB keyboard [24] (capture): USB keyboard MIDI 1"))
+        #expect(PortPattern("/a2j:.*keyboard.*/").matches("a2j:USB keyboard MIDI 1"))
+        #expect(PortPattern("system:capture_*").problem == nil && PortPattern("system:capture_?").problem == nil)
+    }
+}
