@@ -3,36 +3,9 @@ import Loudness
 
 extension RenderReport {
     /// The loudness of what a render wrote (ITU-R BS.1770-4 / EBU R128, docs/LOUDNESS.md), measured on the frames as
-    /// they went to the file, never read back: LUFS, LU, dBTP and dBFS; nil where there is no value, and `note`
-    /// says why (a programme shorter than 400 ms, silence, a channel count BS.1770 does not weigh).
-    public struct Loudness: Codable, Sendable, Equatable {
-        public var integrated: Double?
-        public var range: Double?
-        public var truePeak: Double?
-        public var samplePeak: Double?
-        public var momentaryMax: Double?
-        public var shortTermMax: Double?
-        public var note: String?
-
-        public init(_ r: LoudnessReading) {
-            integrated = r.integrated
-            range = r.range
-            truePeak = r.truePeak
-            samplePeak = r.samplePeak
-            momentaryMax = r.momentaryMax
-            shortTermMax = r.shortTermMax
-            note = r.note
-        }
-
-        public init(note: String) { self.note = note }
-
-        /// "-16.0 LUFS, range 4.2 LU, true peak -1.3 dBTP" (or the note).
-        public var summary: String {
-            guard let integrated else { return note ?? "no loudness" }
-            return String(format: "%.1f LUFS, range ", integrated) + LoudnessReading.text(range) + " LU, true peak "
-                + LoudnessReading.text(truePeak) + " dBTP"
-        }
-    }
+    /// they went to the file, never read back: the same `ProgrammeLoudness` a take's report holds (its `channels`
+    /// empty: the output's own), nil where there is no value, and `note` saying why.
+    public typealias Loudness = ProgrammeLoudness
 
     /// What `--normalize` did: the chain's output as measured, the one gain applied to reach the target, and how.
     /// The final loudness is the report's `loudness`.
@@ -78,5 +51,20 @@ extension LoudnessReading {
         } catch {
             return .failure(error)
         }
+    }
+}
+
+extension ProgrammeLoudness {
+    /// A render output's loudness: the whole (no current values), its channels the output's own.
+    public init(_ r: LoudnessReading) { self.init(channels: [], reading: r, summary: true) }
+
+    /// No measurement, and why.
+    public init(note: String) { self.init(channels: [], reading: LoudnessReading(note: note), summary: true) }
+
+    /// "-16.0 LUFS, range 4.2 LU, true peak -1.3 dBTP" (or the note).
+    public var summary: String {
+        guard let integrated else { return note ?? "no loudness" }
+        return String(format: "%.1f LUFS, range ", integrated) + LoudnessReading.text(range) + " LU, true peak "
+            + LoudnessReading.text(truePeak) + " dBTP"
     }
 }
