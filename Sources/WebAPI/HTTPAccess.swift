@@ -1,4 +1,6 @@
 import Foundation
+import Hummingbird
+import HummingbirdCore
 import HTTPTypes
 import Presets
 #if canImport(Glibc)
@@ -103,16 +105,10 @@ public struct HTTPAccess: Sendable {
         return host == ours || host == bracketed
     }
 
-    /// A query item's value from a request path (`/api/events?since=3&token=x`).
+    /// A query item's value from a request path (`/api/events?since=3&token=x`), decoded by Hummingbird's own URI
+    /// parser (the event stream's upgrade and the access check see the raw request, not the router's).
     public static func queryItem(_ name: String, in path: String) -> String? {
-        guard let q = path.split(separator: "?", maxSplits: 1).dropFirst().first else { return nil }
-        for pair in q.split(separator: "&") {
-            let kv = pair.split(separator: "=", maxSplits: 1)
-            if kv.first.map(String.init) == name {
-                return kv.count > 1 ? String(kv[1]).removingPercentEncoding ?? String(kv[1]) : ""
-            }
-        }
-        return nil
+        URI(path).queryParameters.get(name)
     }
 
     /// Compares in time that does not depend on where the strings differ.
