@@ -101,14 +101,14 @@ final class DiskWriter: @unchecked Sendable {
 
     // Loudness (writer thread): between takes the live meters, fed every ring frame as it arrives; during a take its
     // own meters (`ActiveTake.loudness`, fed what is written) are the ones read.
-    private var live: ProgrammeMeters?
+    var live: ProgrammeMeters?
     /// Ring frames past the reader's head already fed to `live`.
-    private var meterAhead = 0
+    var meterAhead = 0
     /// Whether the readings last published were a take's (the live meters start anew after it).
-    private var liveAfterTake = false
-    private var lastPublished = 0.0
-    private let names: [String]
-    private let sampleRate: Int
+    var liveAfterTake = false
+    var lastPublished = 0.0
+    let names: [String]
+    let sampleRate: Int
     /// The readings as of the last publication (at most every 100 ms). Any thread.
     let loudness = Mutex<[ProgrammeLoudness]>([])
 
@@ -131,12 +131,6 @@ final class DiskWriter: @unchecked Sendable {
         names = config.ports
         self.sampleRate = sampleRate
         live = DiskWriter.meters(config.loudness, channels: state.recordedChannels, names: names, sampleRate: sampleRate)
-    }
-
-    static func meters(_ groups: LoudnessGroups?, channels: Int, names: [String], sampleRate: Int) -> ProgrammeMeters? {
-        guard let groups else { return nil }
-        return try? ProgrammeMeters(groups: groups.groups, channels: channels, names: names,
-                                    sampleRate: Double(sampleRate))
     }
 
     // MARK: Control side
@@ -171,7 +165,7 @@ final class DiskWriter: @unchecked Sendable {
         commands.handled(batch.count)
         pump()
         midi.pump(take: files.take, ringPosition: streamPosition)
-        publishLoudness()
+        publishLoudness(take: files.take?.loudness)
         return !(quitRequested && files.take == nil)
     }
 
@@ -321,45 +315,12 @@ final class DiskWriter: @unchecked Sendable {
         meterAhead = max(0, meterAhead - n)
     }
 
-    /// Between takes: feeds the live meters every ring frame they have not seen (gaps are not measured).
-    private func feedLiveMeters() {
-        guard let live, files.take == nil else { return }
-        if liveAfterTake {
-            live.reset()
-            liveAfterTake = false
-        }
-        let reader = state.ring.reader
-        while meterAhead < reader.available {
-            let n = min(reader.available - meterAhead, TakeFiles.chunkFrames)
-            let r = reader.peek(n, offset: meterAhead)
-            live.add(r.first, frames: r.firstFrames)
-            if r.secondFrames > 0 { live.add(r.second, frames: r.secondFrames) }
-            meterAhead += n
-        }
-    }
-
-    /// Publishes the readings of the take's meters while one runs, else of the live ones; at most every 100 ms.
-    private func publishLoudness() {
-        guard live != nil || files.take?.loudness != nil else { return }
-        let now = ProcessInfo.processInfo.systemUptime
-        guard now - lastPublished >= 0.1 else { return }
-        lastPublished = now
-        let readings: [ProgrammeLoudness]
-        if let meters = files.take?.loudness {
-            readings = meters.readings(engine: "recorder")
-            liveAfterTake = true
-        } else {
-            readings = live?.readings(engine: "recorder") ?? []
-        }
-        loudness.withLock { $0 = readings }
-    }
-
     /// Moves every frame the ring holds (and every announced gap) into the running take, or past it.
     private func pump() {
         let reader = state.ring.reader
         while true {
             feedTrigger()
-            feedLiveMeters()
+            feedLiveMeters(reader, taking: files.take != nil)
             beginPendingTake()
             var next: GapNote?
             switch state.drops.peek() {

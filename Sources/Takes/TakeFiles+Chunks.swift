@@ -2,7 +2,8 @@ import Foundation
 import Presets
 import SoundFile
 
-// The files of a take: their names, the chunks they are cut into, and their BWF header.
+// The files of a take: their names, the chunks they are cut into, their BWF header, the report written in place and
+// the progress published for status readers.
 extension TakeFiles {
     /// "name.wav" -> "name+1.wav".
     static func variant(_ path: String, _ n: Int) -> String {
@@ -174,5 +175,32 @@ extension TakeFiles {
         } else {
             applyRetention()
         }
+    }
+
+    /// Writes the take's report; returns the failure, in words, or nil.
+    @discardableResult
+    func writeSidecar(_ t: ActiveTake) -> String? {
+        var r = t.report
+        r.frames = t.framesWritten
+        if !r.chunks.isEmpty && !t.writers.isEmpty { r.chunks[r.chunks.count - 1].frames = t.framesWritten - t.chunkStart }
+        do { try t.sidecar.write(r.json()) } catch {
+            logger.warning("cannot write take report", metadata: ["error": "\(error)"])
+            return "\(error)"
+        }
+        return nil
+    }
+
+    /// Publishes the take's progress for status readers. The byte count is arithmetic for PCM formats and a plain
+    /// stat() at most once per second of audio otherwise (this runs after every write).
+    func publish(_ t: ActiveTake) {
+        if let width = TakeFiles.bytesPerSample(config.format) {
+            t.bytesKnown = t.framesWritten * width * channels
+                + TakeFiles.statusHeaderBytes * max(1, t.writers.count) * t.chunkIndex
+        } else if t.framesWritten - t.bytesCheckedAt >= sampleRate || t.bytesKnown == 0 {
+            t.bytesKnown = t.closedChunkBytes + t.fileBytes()
+            t.bytesCheckedAt = t.framesWritten
+        }
+        let s = TakeStatus(take: t.number, frames: t.framesWritten, files: t.writers.map(\.path), bytes: t.bytesKnown)
+        published.withLock { $0 = s }
     }
 }

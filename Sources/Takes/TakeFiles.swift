@@ -42,7 +42,7 @@ public final class TakeFiles: @unchecked Sendable {
     let logger: Logger
     private let xruns: @Sendable () -> Int
     private let events = Outbox<RecorderEvent>()
-    private let published = Mutex<TakeStatus?>(nil)
+    let published = Mutex<TakeStatus?>(nil)
 
     /// The running take (nil: none).
     public private(set) var take: ActiveTake?
@@ -436,33 +436,6 @@ public final class TakeFiles: @unchecked Sendable {
         // No report could be written (the disk was full from the start): say so rather than name a file that is not.
         emit(.takeFinished(report: t.report, sidecar: t.sidecar.written ? t.sidecar.path : ""))
         applyRetention()
-    }
-
-    /// Writes the take's report; returns the failure, in words, or nil.
-    @discardableResult
-    func writeSidecar(_ t: ActiveTake) -> String? {
-        var r = t.report
-        r.frames = t.framesWritten
-        if !r.chunks.isEmpty && !t.writers.isEmpty { r.chunks[r.chunks.count - 1].frames = t.framesWritten - t.chunkStart }
-        do { try t.sidecar.write(r.json()) } catch {
-            logger.warning("cannot write take report", metadata: ["error": "\(error)"])
-            return "\(error)"
-        }
-        return nil
-    }
-
-    /// Publishes the take's progress for status readers. The byte count is arithmetic for PCM formats and a plain
-    /// stat() at most once per second of audio otherwise (this runs after every write).
-    private func publish(_ t: ActiveTake) {
-        if let width = TakeFiles.bytesPerSample(config.format) {
-            t.bytesKnown = t.framesWritten * width * channels
-                + TakeFiles.statusHeaderBytes * max(1, t.writers.count) * t.chunkIndex
-        } else if t.framesWritten - t.bytesCheckedAt >= sampleRate || t.bytesKnown == 0 {
-            t.bytesKnown = t.closedChunkBytes + t.fileBytes()
-            t.bytesCheckedAt = t.framesWritten
-        }
-        let s = TakeStatus(take: t.number, frames: t.framesWritten, files: t.writers.map(\.path), bytes: t.bytesKnown)
-        published.withLock { $0 = s }
     }
 
     func emit(_ e: RecorderEvent) { events.post(e) }
