@@ -37,6 +37,8 @@ let package = Package(
                        providers: [.apt(["liblilv-dev", "lv2-dev"])]),
         // The LV2 host features that must be C (URID map, variadic log, worker queues).
         .target(name: "LV2Host"),
+        // LADSPA and DSSI plugins behind an LV2-shaped instance (Debian's ladspa-sdk, dssi-dev: their headers only).
+        .target(name: "LADSPAHost", linkerSettings: [.linkedLibrary("dl"), .linkedLibrary("m")]),
 
         .target(name: "Realtime"),
         // ITU-R BS.1770 loudness: the per-sample work in C (optimised in every build: a debug build measures an hour
@@ -55,7 +57,7 @@ let package = Package(
         // help, parsing. Pure.
         .target(name: "Commands", dependencies: ["Presets"]),
         .target(name: "Plugins", dependencies: [
-            "CLilv", "LV2Host", "Realtime", "Presets",
+            "CLilv", "LV2Host", "LADSPAHost", "Realtime", "Presets",
             .product(name: "Logging", package: "swift-log"),
         ]),
         // Offline rendering: a chain over files, cycle by cycle, with the engines' own RT code and no JACK (docs/RENDER.md).

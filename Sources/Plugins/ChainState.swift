@@ -122,6 +122,9 @@ struct StageState: BitwiseCopyable {
     /// Process thread only: each control cell as last applied (`controlCount` of them), then the bypass cell, for
     /// telling a change (a cycle that applies a new value says so on `ChainState.changes`).
     let seen: UnsafeMutablePointer<Int>
+    /// A DSSI synth: its programs and the MIDI controllers it maps write its own input control ports, so after a
+    /// cycle the first instance's values are taken back as the controls' targets (and noted as changes).
+    var writesInputs: Bool = false
 }
 
 /// What a plugin's cycles cost, for "which plugin spikes" (status, HTTP, OSC, metrics): cycles run, their mean and

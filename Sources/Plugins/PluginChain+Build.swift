@@ -1,5 +1,6 @@
 import CLilv
 import Foundation
+import LADSPAHost
 import LV2Host
 import Presets
 import Realtime
@@ -73,9 +74,9 @@ extension PluginChain {
     }
 
     /// Call inside `host.locked`.
-    func build(_ spec: PluginSpec, info: PluginInfo, plugin: OpaquePointer, layout: ChainLayout.Stage,
+    func build(_ spec: PluginSpec, info: PluginInfo, plugin: PluginSource, layout: ChainLayout.Stage,
                        options: UnsafeMutablePointer<LV2_Options_Option>) throws(PluginError) -> Stage {
-        let stage = Stage(spec: spec, info: info, plugin: plugin, layout: layout, sampleRate: sampleRate)
+        let stage = Stage(spec: spec, info: info, source: plugin, layout: layout, sampleRate: sampleRate)
         let instanceCount = layout.instances
         let usesWorker = info.extensionData.contains(LV2.workerInterface)
             || info.requiredFeatures.contains(LV2.workerSchedule) || info.optionalFeatures.contains(LV2.workerSchedule)
@@ -119,11 +120,22 @@ extension PluginChain {
                 featureStructs.deallocate()
                 features.deallocate()
             }
-            guard let instance = lilv_plugin_instantiate(plugin, Double(sampleRate), features) else {
+            let made: UnsafeMutablePointer<LilvInstance>?
+            switch plugin {
+            case .lv2(let p): made = lilv_plugin_instantiate(p, Double(sampleRate), features)
+            case .ladspa(let p):
+                made = ladspahost_instantiate(p.library, p.index, UInt(sampleRate), host.urid(LV2.midiEvent),
+                                              UInt32(Self.atomBufferSize(info)))?.assumingMemoryBound(to: LilvInstance.self)
+            }
+            guard let instance = made else {
                 if let worker { lv2host_worker_free(worker) }
                 stage.free(activated: false)
-                throw PluginError(.instantiateFailed, plugin: spec.name,
-                                  "<\(spec.uri)> failed to instantiate: " + Self.whyNoInstance(plugin, uri: spec.uri))
+                let why: String
+                switch plugin {
+                case .lv2(let p): why = Self.whyNoInstance(p, uri: spec.uri)
+                case .ladspa: why = "the plugin's instantiate returned nothing (its own messages, if any, are above)"
+                }
+                throw PluginError(.instantiateFailed, plugin: spec.name, "<\(spec.uri)> failed to instantiate: " + why)
             }
             stage.instances.append(instance)
             stage.features.append(features)
@@ -169,6 +181,7 @@ extension PluginChain {
                               midiBypassed: midiBypassed, timing: timing,
                               budgetPerFrame: Int(StageTiming.budgetShare * 1e9 * 1024 / Double(max(1, sampleRate))),
                               seen: seen)
+        if case .ladspa(let p) = plugin, p.takesMIDI { stage.rt.writesInputs = true }
         return stage
     }
 

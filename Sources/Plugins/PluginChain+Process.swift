@@ -95,6 +95,7 @@ extension ChainState {
                 collectMIDI(c, inst, midi: midi)
                 if i == 0 {
                     for k in 0..<s.outputCount { s.outputs.store(k, Int(inst.outputValues[k].bitPattern)) }
+                    if s.writesInputs { takeBackInputs(c, s, inst, index: index, clock: clock) }
                 }
             }
         } else {
@@ -116,6 +117,20 @@ extension ChainState {
                 let d = s.dry.capacity > 0 ? readDry(s.dry, channel: o, delay: delay, frames: frames, at: i)
                     : mapped(inputs, widthIn: s.widthIn, widthOut: s.widthOut, channel: o, at: i)
                 out[i] = g >= 1 ? d : out[i] * (1 - g) + d * g
+            }
+        }
+    }
+
+    /// The input controls a plugin changed itself this cycle (a DSSI program or mapped controller) become their
+    /// targets, noted as changes like any other. Realtime: safe.
+    @inline(__always)
+    static func takeBackInputs(_ c: ChainState, _ s: StageState, _ inst: InstanceState, index: Int, clock: Int) {
+        for k in 0..<s.controlCount {
+            let now = Int(inst.controlValues[k].bitPattern)
+            if now != s.seen[k] {
+                s.controls.store(k, now)
+                s.seen[k] = now
+                note(c, .control, clock: clock, b: Int64(index) << 32 | Int64(k), c: Int64(now))
             }
         }
     }

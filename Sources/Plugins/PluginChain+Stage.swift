@@ -1,4 +1,5 @@
 import CLilv
+import LADSPAHost
 import LV2Host
 import Presets
 
@@ -7,7 +8,7 @@ extension PluginChain {
     final class Stage {
         let spec: PluginSpec
         let info: PluginInfo
-        let plugin: OpaquePointer
+        let source: PluginSource
         let layout: ChainLayout.Stage
         var instances: [UnsafeMutablePointer<LilvInstance>] = []
         var workers: [OpaquePointer] = []
@@ -19,16 +20,26 @@ extension PluginChain {
         /// The buffers its CV outputs write, per instance in port order (see `PluginChain.sideOutputs`).
         var cvOutputs: [UnsafeMutablePointer<Float>] = []
 
-        init(spec: PluginSpec, info: PluginInfo, plugin: OpaquePointer, layout: ChainLayout.Stage, sampleRate: Int) {
+        init(spec: PluginSpec, info: PluginInfo, source: PluginSource, layout: ChainLayout.Stage, sampleRate: Int) {
             self.spec = spec
             self.info = info
-            self.plugin = plugin
+            self.source = source
             self.layout = layout
             controls = info.ports.filter { $0.kind == .control && $0.isInput }.map { $0.at(sampleRate: sampleRate) }
             outputs = info.ports.filter { $0.kind == .control && !$0.isInput }
         }
 
-        func controlIndex(_ symbol: String) -> Int? { controls.firstIndex { $0.symbol == symbol } }
+        /// lilv's plugin, for an LV2 plugin.
+        var plugin: OpaquePointer? {
+            if case .lv2(let p) = source { return p }
+            return nil
+        }
+
+        /// The control with this symbol (or, for a LADSPA or DSSI plugin, this port index).
+        func controlIndex(_ symbol: String) -> Int? {
+            controls.firstIndex { $0.symbol == symbol }
+                ?? (plugin == nil ? Int(symbol).flatMap { n in controls.firstIndex { $0.index == n } } : nil)
+        }
 
         /// Frames of latency the plugin last reported (0 without a latency port, or for a nonsense value).
         var reportedLatency: Int {
@@ -51,7 +62,9 @@ extension PluginChain {
         func free(activated: Bool) {
             if activated { for inst in instances { lilv_instance_deactivate(inst) } }
             for w in workers { lv2host_worker_free(w) }   // the thread stops before the instance goes
-            for inst in instances { lilv_instance_free(inst) }
+            for inst in instances {
+                if plugin == nil { ladspahost_free(inst) } else { lilv_instance_free(inst) }
+            }
             instances = []
             workers = []
         }

@@ -55,14 +55,19 @@ extension PluginChain {
     /// Call inside `host.locked`, before the instances are activated or run.
     func applyInitialValues(_ s: Stage, savedState: String?) {
         let spec = s.spec
-        if s.info.requiredFeatures.contains(LV2.loadDefaultState) || s.info.optionalFeatures.contains(LV2.loadDefaultState),
-           let state = lilv_state_new_from_world(host.world, host.map, lilv_plugin_get_uri(s.plugin)) {
+        if let plugin = s.plugin,
+           s.info.requiredFeatures.contains(LV2.loadDefaultState) || s.info.optionalFeatures.contains(LV2.loadDefaultState),
+           let state = lilv_state_new_from_world(host.world, host.map, lilv_plugin_get_uri(plugin)) {
             restore(state, into: s)
             lilv_state_free(state)
         }
+        if spec.preset == nil, case .ladspa(let p) = s.source, p.takesMIDI, let first = host.programs(of: p).first {
+            // A DSSI synth starts on its first program, as DSSI's hosts do (WhySynth is silent on none).
+            try? applyProgram(first.uri, to: s)
+        }
         if let preset = spec.preset {
             do throws(PluginError) {
-                try applyPreset(preset, to: s)
+                if s.plugin == nil { try applyProgram(preset, to: s) } else { try applyPreset(preset, to: s) }
             } catch {
                 problems.append(error)
             }
@@ -81,7 +86,9 @@ extension PluginChain {
                 problems.append(error)
             }
         }
-        if let savedState {
+        if let savedState, s.plugin == nil {
+            restoreForeign(s, file: Self.foreignStateFile(directory: savedState, plugin: spec.name))
+        } else if let savedState {
             let file = Self.stateFile(directory: savedState, plugin: spec.name)
             guard FileManager.default.fileExists(atPath: file) else { return }
             guard let state = lilv_state_new_from_file(host.world, host.map, nil, file) else {
@@ -118,7 +125,7 @@ extension PluginChain {
         defer { lilv_node_free(node) }
         lilv_world_load_resource(host.world, node)
         guard let state = lilv_state_new_from_world(host.world, host.map, node) else {
-            let known = host.presets(of: s.plugin).map { "<\($0.uri)> (\($0.label))" }
+            let known = host.presets(of: s.source).map { "<\($0.uri)> (\($0.label))" }
             throw PluginError(.preset, plugin: s.spec.name, "LV2 preset <\(uri)> not found for <\(s.spec.uri)>"
                               + (known.isEmpty ? "; the plugin has no presets" : "; its presets: \(known.joined(separator: ", "))"))
         }
@@ -179,12 +186,16 @@ extension PluginChain {
                 } catch {
                     throw PluginError(.state, plugin: s.spec.name, "cannot create '\(folder)': \(error.localizedDescription)")
                 }
+                guard let plugin = s.plugin else {
+                    try saveForeign(s, folder: folder)
+                    continue
+                }
                 let values = PortValues(s, host: host)
                 let context = Unmanaged.passUnretained(values).toOpaque()
                 let flags = UInt32(LV2_STATE_IS_POD.rawValue | LV2_STATE_IS_PORTABLE.rawValue)
                 // Files the plugin refers to stay where they are: lilv links external files into the folder (with
                 // no copy or link folder given, lilv 0.24 replaces the original file with a link to itself).
-                guard let state = lilv_state_new_from_instance(s.plugin, s.instances[0], host.map, folder, folder, folder,
+                guard let state = lilv_state_new_from_instance(plugin, s.instances[0], host.map, folder, folder, folder,
                                                                folder, PortValues.get, context, flags, s.features[0]) else {
                     throw PluginError(.state, plugin: s.spec.name, "the plugin's state could not be taken")
                 }

@@ -122,15 +122,16 @@ public final class PluginChain: @unchecked Sendable {
         host.locked {
             // Look every plugin up, then lay the chain out, then instantiate; a plugin that fails to instantiate
             // is dropped and the rest laid out again (it may have changed the channel count).
-            var candidates: [(PluginSpec, PluginInfo, OpaquePointer)] = []
+            var candidates: [(PluginSpec, PluginInfo, PluginSource)] = []
             for spec in PluginSpec.uniqueNames(specs) {
-                guard let plugin = host.lilvPlugin(spec.uri) else {
-                    let near = host.similarLocked(to: spec.uri)
-                    problems.append(PluginError(.notInstalled, plugin: spec.name, "<\(spec.uri)> is not installed"
-                        + (near.isEmpty ? " (see `tandem plugins`)" : " (installed: \(near.joined(separator: ", ")))")))
+                let plugin: PluginSource
+                switch host.source(spec.uri) {
+                case .success(let found): plugin = found
+                case .failure(let why):
+                    problems.append(PluginError(.notInstalled, plugin: spec.name, why.why))
                     continue
                 }
-                let info = host.describe(plugin, presets: false)
+                let info = host.describe(plugin)
                 if let e = Self.unusable(spec, info, period: fixedBlock ? period : 0) {
                     problems.append(e)
                     continue
@@ -178,6 +179,12 @@ public final class PluginChain: @unchecked Sendable {
             }
             for s in built {
                 applyInitialValues(s, savedState: savedState)
+                // The ports hold the values the first cycle will run with before activate: a plugin that reads
+                // its controls there (caps' smoothed gains) starts at them instead of gliding from the defaults.
+                for i in 0..<s.rt.instanceCount {
+                    let values = s.rt.instances[i].controlValues
+                    for k in 0..<s.controls.count { values[k] = Float(bitPattern: UInt32(truncatingIfNeeded: s.rt.controls.load(k))) }
+                }
                 for inst in s.instances { lilv_instance_activate(inst) }
             }
         }

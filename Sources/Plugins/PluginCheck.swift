@@ -26,13 +26,13 @@ extension PluginHost {
     /// `channels`: the path's width before this plugin, or nil to leave the channels to `check(chain:)`.
     public func check(_ spec: PluginSpec, channels: Int?) -> [PluginCheckProblem] {
         locked {
-            guard let plugin = lilvPlugin(spec.uri) else {
-                let near = similarLocked(to: spec.uri)
-                return [PluginCheckProblem(field: .uri, error: PluginError(
-                    .notInstalled, plugin: spec.name, "<\(spec.uri)> is not installed"
-                        + (near.isEmpty ? " (see `tandem plugins`)" : " (installed: \(near.joined(separator: ", ")))")))]
+            let plugin: PluginSource
+            switch source(spec.uri) {
+            case .success(let found): plugin = found
+            case .failure(let why):
+                return [PluginCheckProblem(field: .uri, error: PluginError(.notInstalled, plugin: spec.name, why.why))]
             }
-            let info = describe(plugin, presets: false)
+            let info = describe(plugin)
             var out: [PluginCheckProblem] = []
             if let e = PluginChain.unusable(spec, info, period: nil) {
                 out.append(PluginCheckProblem(field: .uri, error: e))
@@ -43,14 +43,15 @@ extension PluginHost {
                 let known = presets(of: plugin)
                 if !known.contains(where: { $0.uri == preset }) {
                     out.append(PluginCheckProblem(field: .preset, error: PluginError(
-                        .preset, plugin: spec.name, "LV2 preset <\(preset)> not found for <\(spec.uri)>"
+                        .preset, plugin: spec.name, "\(info.format == "lv2" ? "LV2 preset" : "program") <\(preset)> not found for <\(spec.uri)>"
                             + (known.isEmpty ? "; the plugin has no presets"
                                : "; its presets: \(known.map { "<\($0.uri)>" }.joined(separator: ", "))"))))
                 }
             }
             let controls = info.controls
             for c in spec.controls {
-                guard let port = controls.first(where: { $0.symbol == c.symbol }) else {
+                guard let port = controls.first(where: { $0.symbol == c.symbol })
+                        ?? Int(c.symbol).flatMap({ n in controls.first { $0.index == n } }) else {
                     out.append(PluginCheckProblem(field: .control(c.symbol), error: PluginError(
                         .unknownControl, plugin: spec.name, "<\(spec.uri)> has no control '\(c.symbol)' (controls: "
                             + (controls.isEmpty ? "none" : controls.map(\.symbol).joined(separator: ", ")) + ")")))
@@ -85,8 +86,8 @@ extension PluginHost {
         var out = specs.map { check($0, channels: nil) }
         let known: [(Int, PluginSpec, PluginInfo)] = locked {
             specs.enumerated().compactMap { k, spec in
-                guard out[k].allSatisfy({ $0.field != .uri }), let p = lilvPlugin(spec.uri) else { return nil }
-                return (k, spec, describe(p, presets: false))
+                guard out[k].allSatisfy({ $0.field != .uri }), case .success(let p) = source(spec.uri) else { return nil }
+                return (k, spec, describe(p))
             }
         }
         let (_, problems) = ChainLayout.plan(known.map { ($0.1, $0.2) }, inputs: inputs, outputs: outputs,

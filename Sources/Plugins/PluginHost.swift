@@ -13,6 +13,8 @@ import Presets
 public final class PluginHost: @unchecked Sendable {
     let world: OpaquePointer
     let urids: OpaquePointer
+    /// The LADSPA and DSSI plugins (used inside `locked`, as the world is).
+    let foreign = LADSPACatalog()
     private let lock = NSLock()
 
     /// The process's host, created on first use.
@@ -69,16 +71,55 @@ public final class PluginHost: @unchecked Sendable {
         withNode(uri) { lilv_plugins_get_by_uri(lilv_world_get_all_plugins(world), $0) }
     }
 
-    /// Every installed plugin, sorted by URI.
-    public func plugins() -> [PluginInfo] {
+    /// Every installed plugin, sorted by URI: LV2, then LADSPA, then DSSI (`formats`: only these).
+    public func plugins(formats: Set<String> = ["lv2", "ladspa", "dssi"]) -> [PluginInfo] {
         locked {
-            allLilvPlugins().map { describe($0, presets: false) }.sorted { $0.uri < $1.uri }
+            var out: [PluginInfo] = []
+            if formats.contains("lv2") { out += allLilvPlugins().map { describe($0, presets: false) }.sorted { $0.uri < $1.uri } }
+            for f in [LADSPACatalog.Format.ladspa, .dssi] where formats.contains(f.rawValue) {
+                out += foreign.all(f).map(\.info).sorted { $0.uri < $1.uri }
+            }
+            return out
         }
     }
 
-    /// The plugin with this URI, described in full (with its presets), or nil when it is not installed.
+    /// The plugin with this name (an LV2 URI, or a LADSPA or DSSI name), described in full (with its presets or
+    /// programs), or nil when it is not installed.
     public func plugin(_ uri: String) -> PluginInfo? {
-        locked { lilvPlugin(uri).map { describe($0, presets: true) } }
+        locked {
+            switch source(uri) {
+            case .success(.lv2(let p)): return describe(p, presets: true)
+            case .success(.ladspa(let p)): return describeWithPrograms(p)
+            case .failure: return nil
+            }
+        }
+    }
+
+    /// Why a plugin name stands for no plugin here (not installed, with the nearest names; a LADSPA library that
+    /// does not load or does not hold the label), or nil when it does.
+    public func whyUnavailable(_ uri: String) -> String? {
+        locked {
+            if case .failure(let e) = source(uri) { return e.why }
+            return nil
+        }
+    }
+
+    /// Where a plugin named in a spec comes from, or why it cannot be had (not installed, with the nearest names;
+    /// a LADSPA library that does not load or does not hold the label). Call inside `locked`.
+    func source(_ uri: String) -> Result<PluginSource, LADSPACatalog.Unavailable> {
+        if LADSPACatalog.isForeign(uri) { return foreign.plugin(uri).map { .ladspa($0) } }
+        if let p = lilvPlugin(uri) { return .success(.lv2(p)) }
+        let near = similarLocked(to: uri)
+        return .failure(LADSPACatalog.Unavailable("<\(uri)> is not installed"
+                        + (near.isEmpty ? " (see `tandem plugins`)" : " (installed: \(near.joined(separator: ", ")))")))
+    }
+
+    /// A plugin's description, as building and checking see it. Call inside `locked`.
+    func describe(_ source: PluginSource) -> PluginInfo {
+        switch source {
+        case .lv2(let p): return describe(p, presets: false)
+        case .ladspa(let p): return p.info
+        }
     }
 
     /// Installed plugin URIs close to `uri` (for "did you mean"). Call inside `locked`.
@@ -101,6 +142,12 @@ public final class PluginHost: @unchecked Sendable {
         }
         return out
     }
+}
+
+/// Where a chain's plugin comes from: lilv's plugin, or a LADSPA or DSSI library's descriptor.
+enum PluginSource {
+    case lv2(OpaquePointer)
+    case ladspa(LADSPACatalog.Plugin)
 }
 
 /// URIs from the LV2 specifications (their C headers build them by macro concatenation, which Swift cannot import).

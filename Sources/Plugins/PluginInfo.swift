@@ -89,6 +89,10 @@ public struct PluginInfo: Sendable, Codable, Equatable {
     public var presets: [Preset]
     /// Required features Tandem does not provide (the plugin cannot be used while this is not empty).
     public var missingFeatures: [String]
+    /// "lv2", "ladspa" or "dssi".
+    public var format: String = "lv2"
+    /// A LADSPA or DSSI plugin's unique ID (nil for LV2).
+    public var uniqueID: Int? = nil
 
     public struct Preset: Sendable, Codable, Equatable {
         public var uri: String

@@ -5,8 +5,13 @@ import Presets
 
 struct PluginsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "plugins", abstract: "List installed LV2 plugins with their ports, or show one in full.",
-        discussion: "Plugins are found in LV2_PATH, or in ~/.lv2, /usr/local/lib/lv2 and /usr/lib/lv2.",
+        commandName: "plugins", abstract: "List installed LV2, LADSPA and DSSI plugins with their ports, or show one in full.",
+        discussion: """
+            LV2 plugins are found in LV2_PATH, or in ~/.lv2, /usr/local/lib/lv2 and /usr/lib/lv2; LADSPA plugins in \
+            LADSPA_PATH, or in ~/.ladspa, /usr/local/lib/ladspa and /usr/lib/ladspa; DSSI plugins in DSSI_PATH, or in \
+            ~/.dssi, /usr/local/lib/dssi and /usr/lib/dssi. A LADSPA plugin is named ladspa:LIBRARY/LABEL (e.g. \
+            ladspa:amp/amp_mono) or ladspa:UNIQUEID, a DSSI plugin dssi:LIBRARY/LABEL (e.g. dssi:hexter/hexter).
+            """,
         subcommands: [List.self, Show.self], defaultSubcommand: List.self)
 
     struct List: ParsableCommand {
@@ -18,8 +23,22 @@ struct PluginsCommand: ParsableCommand {
         @Option(name: .long, help: "Only plugins whose URI or name contains this text.")
         var filter: String?
 
+        @Option(name: .long, help: ArgumentHelp("Only plugins of these formats (comma-separated).", valueName: "lv2,ladspa,dssi"))
+        var format: String?
+
+        func validate() throws {
+            for f in formats where !["lv2", "ladspa", "dssi"].contains(f) {
+                throw ValidationError("--format: unknown format '\(f)' (lv2, ladspa, dssi)")
+            }
+        }
+
+        var formats: Set<String> {
+            format.map { Set($0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }) }
+                ?? ["lv2", "ladspa", "dssi"]
+        }
+
         func run() throws {
-            var plugins = PluginHost.shared.plugins()
+            var plugins = PluginHost.shared.plugins(formats: formats)
             if let filter {
                 plugins = plugins.filter { $0.uri.localizedCaseInsensitiveContains(filter) || $0.name.localizedCaseInsensitiveContains(filter) }
             }
@@ -33,16 +52,22 @@ struct PluginsCommand: ParsableCommand {
                 let audio = "\(p.audioInputs) in / \(p.audioOutputs) out"
                 let controls = p.controls.map(\.symbol).joined(separator: " ")
                 let unusable = p.missingFeatures.isEmpty ? "" : "  [cannot run here: needs \(p.missingFeatures.joined(separator: ", "))]"
-                say("\(p.uri)\n    \(p.name) · audio \(audio)" + (controls.isEmpty ? "" : " · controls: \(controls)") + unusable)
+                let id = p.uniqueID.map { " (ID \($0))" } ?? ""
+                say("\(p.uri)\n    \(p.format.uppercased())\(id) · \(p.name) · audio \(audio)"
+                    + (controls.isEmpty ? "" : " · controls: \(controls)") + unusable)
             }
-            say("\(plugins.count) plugin(s)")
+            let counts = ["lv2", "ladspa", "dssi"].compactMap { f -> String? in
+                let n = plugins.filter { $0.format == f }.count
+                return n > 0 ? "\(n) \(f.uppercased())" : nil
+            }
+            say("\(plugins.count) plugin(s)" + (counts.count > 1 ? " (\(counts.joined(separator: ", ")))" : ""))
         }
     }
 
     struct Show: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "show", abstract: "One plugin: ports, ranges, features, presets.")
 
-        @Argument(help: "The plugin's URI.")
+        @Argument(help: "The plugin's URI (LV2) or name (ladspa:LIBRARY/LABEL, ladspa:UNIQUEID, dssi:LIBRARY/LABEL).")
         var uri: String
 
         @Flag(name: .long, help: "Print JSON.")
@@ -50,7 +75,7 @@ struct PluginsCommand: ParsableCommand {
 
         func run() throws {
             guard let p = PluginHost.shared.plugin(uri) else {
-                fail(.badInput, "plugin <\(uri)> is not installed (see `tandem plugins`)")
+                fail(.badInput, "plugin: " + (PluginHost.shared.whyUnavailable(uri) ?? "<\(uri)> is not installed (see `tandem plugins`)"))
             }
             if json {
                 let e = JSONEncoder()
@@ -58,7 +83,7 @@ struct PluginsCommand: ParsableCommand {
                 say(String(data: try e.encode(p), encoding: .utf8) ?? "{}")
                 return
             }
-            say("\(p.name)\n  uri: \(p.uri)")
+            say("\(p.name)\n  uri: \(p.uri)\n  format: \(p.format.uppercased())" + (p.uniqueID.map { " (unique ID \($0))" } ?? ""))
             if let c = p.className { say("  class: \(c)") }
             if let a = p.author { say("  author: \(a)") }
             if let b = p.bundle { say("  bundle: \(b)") }
@@ -82,7 +107,7 @@ struct PluginsCommand: ParsableCommand {
             say("  optional features: " + (p.optionalFeatures.isEmpty ? "none" : p.optionalFeatures.joined(separator: ", ")))
             say("  extension data: " + (p.extensionData.isEmpty ? "none" : p.extensionData.joined(separator: ", ")))
             if !p.missingFeatures.isEmpty { say("  cannot run here: Tandem does not provide \(p.missingFeatures.joined(separator: ", "))") }
-            say("  presets:" + (p.presets.isEmpty ? " none" : ""))
+            say("  \(p.format == "dssi" ? "programs" : "presets"):" + (p.presets.isEmpty ? " none" : ""))
             for preset in p.presets { say("    \(preset.uri)  \"\(preset.label)\"") }
             for line in Self.shape(p) { say("  \(line)") }
         }
@@ -126,7 +151,7 @@ extension PluginsCommand.Show {
 
 /// `--plugin`, shared by `record` and `play`: an insert chain from the command line.
 struct PluginOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("LV2 plugin for the insert chain, in order (repeatable; see `tandem plugins`).",
+    @Option(name: .long, help: ArgumentHelp("Plugin for the insert chain, in order (repeatable): an LV2 URI, ladspa:LIBRARY/LABEL, ladspa:ID or dssi:LIBRARY/LABEL (see `tandem plugins`).",
                                             valueName: "URI[,name=NAME][,preset=URI][,SYMBOL=VALUE...]"))
     var plugin: [String] = []
 

@@ -1,0 +1,131 @@
+import CLilv
+import Foundation
+import LADSPAHost
+import LV2Host
+import Presets
+
+// LADSPA and DSSI plugins where they differ from LV2 ones: DSSI programs stand where LV2 presets do (named
+// `program:BANK/PROGRAM`), and their state is their control values and program in a JSON file of their own.
+extension PluginHost {
+    /// An LV2 plugin's presets or a DSSI plugin's programs. Call inside `locked`.
+    func presets(of source: PluginSource) -> [PluginInfo.Preset] {
+        switch source {
+        case .lv2(let p): return presets(of: p)
+        case .ladspa(let p): return programs(of: p)
+        }
+    }
+
+    /// A DSSI plugin's programs, read from an instance made for the purpose (DSSI lists them per instance).
+    /// Call inside `locked`.
+    func programs(of p: LADSPACatalog.Plugin) -> [PluginInfo.Preset] {
+        guard p.format == .dssi, let inst = ladspahost_instantiate(p.library, p.index, 48000, urid(LV2.midiEvent), 8192) else {
+            return []
+        }
+        defer { ladspahost_free(inst) }
+        var out: [PluginInfo.Preset] = []
+        for i in 0..<ladspahost_program_count(inst) {
+            var bank: UInt = 0, program: UInt = 0
+            var name: UnsafePointer<CChar>?
+            guard ladspahost_program(inst, i, &bank, &program, &name) != 0 else { break }
+            out.append(.init(uri: Self.programURI(bank: bank, program: program), label: name.map { String(cString: $0) } ?? ""))
+        }
+        return out
+    }
+
+    func describeWithPrograms(_ p: LADSPACatalog.Plugin) -> PluginInfo {
+        var info = p.info
+        info.presets = programs(of: p)
+        return info
+    }
+
+    static func programURI(bank: UInt, program: UInt) -> String { "program:\(bank)/\(program)" }
+
+    /// The bank and program of `program:BANK/PROGRAM`.
+    static func program(_ uri: String) -> (UInt, UInt)? {
+        guard uri.hasPrefix("program:") else { return nil }
+        let parts = uri.dropFirst("program:".count).split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 2, let bank = UInt(parts[0]), let program = UInt(parts[1]) else { return nil }
+        return (bank, program)
+    }
+}
+
+extension PluginChain {
+    /// The file a LADSPA or DSSI plugin's saved state lives in (beside where an LV2 plugin's state.ttl would be).
+    static func foreignStateFile(directory: String, plugin name: String) -> String {
+        "\(directory)/\(name)/state.json"
+    }
+
+    /// What is saved of a LADSPA or DSSI plugin.
+    struct ForeignState: Codable {
+        var uri: String
+        var controls: [String: Float]
+        /// A DSSI plugin's program: bank and program.
+        var program: [UInt]?
+    }
+
+    /// Selects a DSSI program (`program:BANK/PROGRAM`) in every instance, before they run, and takes the control
+    /// values the program set. Call inside `host.locked`.
+    func applyProgram(_ uri: String, to s: Stage) throws(PluginError) {
+        guard case .ladspa(let p) = s.source else { return }
+        let known = host.programs(of: p)
+        guard let (bank, program) = PluginHost.program(uri), known.contains(where: { $0.uri == uri }) else {
+            throw PluginError(.preset, plugin: s.spec.name, "program <\(uri)> not found for <\(s.spec.uri)>"
+                              + (known.isEmpty ? "; the plugin has no programs"
+                                 : "; its programs: \(known.prefix(8).map { "<\($0.uri)> (\($0.label))" }.joined(separator: ", "))"
+                                   + (known.count > 8 ? ", … (`tandem plugins \(s.spec.uri)`)" : "")))
+        }
+        for inst in s.instances { ladspahost_select_program(inst, bank, program, 1) }
+        takeControls(from: s)
+    }
+
+    /// The control values the first instance's ports hold now (a DSSI program writes its ports).
+    private func takeControls(from s: Stage) {
+        guard s.rt.instanceCount > 0 else { return }
+        let values = s.rt.instances[0].controlValues
+        for k in 0..<s.controls.count { s.rt.controls.store(k, Int(values[k].bitPattern)) }
+    }
+
+    /// Restores what `saveForeign` wrote. Call inside `host.locked`, before the instances run.
+    func restoreForeign(_ s: Stage, file: String) {
+        guard let data = FileManager.default.contents(atPath: file) else { return }
+        guard let saved = try? JSONDecoder().decode(ForeignState.self, from: data) else {
+            problems.append(PluginError(.state, plugin: s.spec.name, "saved state '\(file)' cannot be read; not restored"))
+            return
+        }
+        guard saved.uri == s.spec.uri else {
+            problems.append(PluginError(.state, plugin: s.spec.name, "saved state '\(file)' is for <\(saved.uri)>, not"
+                                        + " <\(s.spec.uri)>; not restored"))
+            return
+        }
+        if let program = saved.program, program.count == 2 {
+            for inst in s.instances { ladspahost_select_program(inst, program[0], program[1], 1) }
+        }
+        for (symbol, value) in saved.controls {
+            guard let k = s.controlIndex(symbol), value.isFinite else { continue }
+            let port = s.controls[k]
+            let v = min(max(value, port.minimum ?? -.infinity), port.maximum ?? .infinity)
+            s.rt.controls.store(k, Int(v.bitPattern))
+        }
+        restoredFrom.append(file)
+    }
+
+    /// Saves a LADSPA or DSSI plugin's control values (and program) in `folder`/state.json.
+    func saveForeign(_ s: Stage, folder: String) throws(PluginError) {
+        var controls: [String: Float] = [:]
+        for (k, port) in s.controls.enumerated() {
+            controls[port.symbol] = Float(bitPattern: UInt32(truncatingIfNeeded: s.rt.controls.load(k)))
+        }
+        var program: [UInt]?
+        var bank: UInt = 0, number: UInt = 0
+        if let first = s.instances.first, ladspahost_selected_program(first, &bank, &number) != 0 { program = [bank, number] }
+        let file = "\(folder)/state.json"
+        do {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            try encoder.encode(ForeignState(uri: s.spec.uri, controls: controls, program: program))
+                .write(to: URL(fileURLWithPath: file), options: .atomic)
+        } catch {
+            throw PluginError(.state, plugin: s.spec.name, "saving state to '\(file)' failed: \(error.localizedDescription)")
+        }
+    }
+}
