@@ -1,0 +1,214 @@
+import Foundation
+import Plugins
+import Testing
+import TestSupport
+
+/// LADSPA and DSSI plugins (issue 47), without a server: the SDK's own host (`applyplugin`) and `tandem render`
+/// agree to the sample over the same chains; the same plugin's LADSPA and LV2 builds give the same output; DSSI
+/// synths play a MIDI file at its pitch and change program; and bad names and values are refused by `preset check`
+/// and `run` in the same words. (A live rack of LADSPA plugins against render: RenderIdentityTests.)
+@Suite(.serialized) struct LADSPATests {
+    static var hasPeers: Bool {
+        TestEnvironment.hasProgram("applyplugin") && FileManager.default.fileExists(atPath: "/usr/lib/ladspa/cmt.so")
+            && FileManager.default.fileExists(atPath: "/usr/lib/ladspa/caps.so")
+            && FileManager.default.fileExists(atPath: "/usr/lib/ladspa/tap_eq.so")
+    }
+    static var hasSynths: Bool {
+        FileManager.default.fileExists(atPath: "/usr/lib/dssi/hexter.so")
+            && FileManager.default.fileExists(atPath: "/usr/lib/dssi/whysynth.so")
+    }
+
+    static func tandem(_ args: [String], environment: [String: String] = [:]) throws -> (code: Int32, output: String) {
+        try TestEnvironment.run([TestEnvironment.product("tandem")] + args, environment: environment, timeout: 120)
+    }
+
+    /// A 16-bit mono WAV of a 220 Hz sine under noise, 2 s: what applyplugin reads.
+    static func input(_ dir: URL) throws -> String {
+        let path = dir.appendingPathComponent("in.wav").path
+        let sine = Signals.sine(frames: 96000, channels: 1, frequency: 220, sampleRate: 48000, peak: 0.3)
+        let noise = Signals.noise(frames: 96000, channels: 1)
+        try TestEnvironment.writeWAV(zip(sine, noise).map { $0 + 0.2 * $1 }, channels: 1, path: path, sample: .int16)
+        return path
+    }
+
+    /// One LADSPA plugin as applyplugin takes it (library, label, every input control in port order) and as
+    /// Tandem does (a `--plugin` spec).
+    struct Stage: CustomStringConvertible {
+        var library: String
+        var label: String
+        var values: [String]
+        var spec: String
+        var description: String { "\(library)/\(label)" }
+    }
+
+    static let chains: [[Stage]] = [
+        [Stage(library: "amp", label: "amp_mono", values: ["0.5"], spec: "ladspa:amp/amp_mono,gain=0.5")],
+        [Stage(library: "delay", label: "delay_5s", values: ["0.01", "0.5"],
+               spec: "ladspa:delay/delay_5s,delay_seconds=0.01,dry_wet_balance=0.5")],
+        [Stage(library: "filter", label: "lpf", values: ["1000"], spec: "ladspa:filter/lpf,cutoff_frequency_hz=1000")],
+        [Stage(library: "cmt", label: "compress_rms", values: ["0.3", "0.5", "0.01", "0.1"],
+               spec: "ladspa:cmt/compress_rms,threshold=0.3,compression_ratio=0.5,output_envelope_attack_s=0.01,output_envelope_decay_s=0.1")],
+        [Stage(library: "caps", label: "Eq10", values: ["3", "0", "-6", "0", "0", "6", "0", "0", "-3", "0"],
+               spec: "ladspa:caps/Eq10,31_hz=3,125_hz=-6,1_khz=6,8_khz=-3")],
+        [Stage(library: "caps", label: "Compress", values: ["1", "1", "0.3", "0.5", "0.2", "0.5", "6"],
+               spec: "ladspa:caps/Compress,measure=1,mode=1,threshold=0.3,strength=0.5,attack=0.2,release=0.5,gain_db=6")],
+        [Stage(library: "tap_eq", label: "tap_equalizer",
+               values: ["0", "6", "0", "0", "-6", "0", "0", "0", "100", "200", "400", "1000", "3000", "6000", "12000", "15000"],
+               spec: "ladspa:tap_eq/tap_equalizer,band_2_gain_db=6,band_5_gain_db=-6")],
+        // A chain of three, the unique ID naming the amp.
+        [Stage(library: "amp", label: "amp_mono", values: ["0.8"], spec: "ladspa:1048,gain=0.8"),
+         Stage(library: "filter", label: "hpf", values: ["300"], spec: "ladspa:filter/hpf,cutoff_frequency_hz=300"),
+         Stage(library: "cmt", label: "compress_peak", values: ["0.2", "0.4", "0.005", "0.05"],
+               spec: "ladspa:cmt/compress_peak,threshold=0.2,compression_ratio=0.4,output_envelope_attack_s=0.005,output_envelope_decay_s=0.05")],
+    ]
+
+    /// applyplugin reads 16-bit samples as s / 32768 and writes floor(x · 32768) (clipped); Tandem renders in
+    /// float. Quantised applyplugin's way, every sample of Tandem's output equals applyplugin's. (Tandem's own
+    /// 16-bit output rounds to nearest, as libsndfile does: within 1 LSB of applyplugin's, never more.)
+    @Test(.enabled(if: hasPeers), arguments: chains)
+    func applypluginAndRenderAgreeToTheSample(chain: [Stage]) throws {
+        let dir = TestEnvironment.temporaryDirectory("ladspa-parity")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let input = try Self.input(dir)
+        let reference = dir.appendingPathComponent("ref.wav").path
+        var args = ["applyplugin", input, reference]
+        for s in chain { args += ["/usr/lib/ladspa/\(s.library).so", s.label] + s.values }
+        let a = try TestEnvironment.run(args)
+        try #require(a.code == 0, "\(a.output)")
+        let out = dir.appendingPathComponent("t.wav").path
+        let r = try Self.tandem(["render", "--sample", "float32", "-o", out] + chain.flatMap { ["--plugin", $0.spec] } + [input])
+        try #require(r.code == 0, "\(r.output)")
+        let (ref, _, _) = try TestEnvironment.readAudio(reference)
+        let (ours, _, _) = try TestEnvironment.readAudio(out)
+        try #require(ours.count >= ref.count, "Tandem's output is the input's length at least (a tail may follow)")
+        var differ = 0, largest: Float = 0
+        for i in 0..<ref.count {
+            let q = min(max((ours[i] * 32768).rounded(.down), -32768), 32767)
+            let d = abs(q - (ref[i] * 32768).rounded())
+            if d > 0 { differ += 1 }
+            largest = max(largest, d)
+        }
+        #expect(differ == 0, "\(chain): \(differ) of \(ref.count) samples differ, by up to \(largest) LSB")
+    }
+
+    /// swh's amp in its LADSPA build and its LV2 build, at the same gain, give the same samples.
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: "/usr/lib/ladspa/amp_1181.so")
+                   && PluginHost.shared.plugin("http://plugin.org.uk/swh-plugins/amp") != nil))
+    func aPluginsLADSPAAndLV2BuildsAgree() throws {
+        let dir = TestEnvironment.temporaryDirectory("ladspa-lv2")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let input = try Self.input(dir)
+        var outputs: [[Float]] = []
+        for (k, spec) in ["ladspa:amp_1181/amp,amps_gain_db=-6", "http://plugin.org.uk/swh-plugins/amp,gain=-6"].enumerated() {
+            let out = dir.appendingPathComponent("o\(k).wav").path
+            let r = try Self.tandem(["render", "--sample", "float32", "-o", out, "--plugin", spec, input])
+            try #require(r.code == 0, "\(r.output)")
+            outputs.append(try TestEnvironment.readAudio(out).samples)
+        }
+        #expect(outputs[0] == outputs[1])
+    }
+
+    /// hexter and WhySynth play a note of a MIDI file at its pitch (a sine fit of the fundamental), and a program
+    /// change in the file is heard (the second note's spectrum is another's).
+    @Test(.enabled(if: hasSynths), arguments: ["dssi:hexter/hexter", "dssi:whysynth/WhySynth"])
+    func aDSSISynthPlaysAMIDIFileAndChangesProgram(synth: String) throws {
+        let dir = TestEnvironment.temporaryDirectory("dssi")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        // 120 BPM, 480 ticks a beat: A3 for a second, program 9, A3 again for a second.
+        func delta(_ ticks: Int) -> [UInt8] {
+            ticks < 128 ? [UInt8(ticks)] : [UInt8(0x80 | (ticks >> 7)), UInt8(ticks & 0x7F)]
+        }
+        var track: [UInt8] = []
+        track += delta(240) + [0x90, 57, 100] + delta(960) + [0x80, 57, 0]
+        track += delta(240) + [0xC0, 9] + delta(0) + [0x90, 57, 100] + delta(960) + [0x80, 57, 0]
+        track += delta(0) + [0xFF, 0x2F, 0x00]
+        let header: [UInt8] = Array("MThd".utf8) + [0, 0, 0, 6, 0, 0, 0, 1, 0x01, 0xE0]
+        let length = UInt32(track.count)
+        let chunk = Array("MTrk".utf8) + [UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)]
+        let midi = dir.appendingPathComponent("a3.mid").path
+        try Data(header + chunk + track).write(to: URL(fileURLWithPath: midi))
+        let out = dir.appendingPathComponent("s.wav").path
+        let r = try Self.tandem(["render", "--sample", "float32", "-o", out, "--plugin", synth, midi])
+        try #require(r.code == 0, "\(r.output)")
+        let (samples, channels, rate) = try TestEnvironment.readAudio(out)
+        let mono = stride(from: 0, to: samples.count, by: channels).map { samples[$0] }
+        func segment(_ start: Double) -> [Float] { Array(mono[Int(start * Double(rate))..<Int(start * Double(rate)) + 8192]) }
+        let first = segment(0.5), second = segment(1.75)
+        let fit = SineFit.fit(first, sampleRate: rate, around: 220)
+        #expect(abs(fit.frequency - 220) < 0.5 && fit.amplitude > 1e-3, "\(synth): \(fit)")
+        // The program change: the two notes' harmonic profiles differ.
+        func profile(_ x: [Float]) -> [Double] {
+            (1...6).map { h in SineFit.fit(x, sampleRate: rate, around: 220 * Double(h)).amplitude }
+        }
+        let a = profile(first), b = profile(second)
+        let distance = zip(a, b).map { abs($0 - $1) }.reduce(0, +) / max(a.reduce(0, +), 1e-9)
+        #expect(distance > 0.2, "\(synth): program 9 sounds like the first program (\(a) vs \(b))")
+    }
+
+    /// A library that does not load, a label it does not hold, a unique ID two libraries hold, a plugin with no
+    /// audio ports, a control out of range and one it does not have, a program it does not have: `preset check`
+    /// and `run` refuse each in the same words, naming the file and line (nothing starts; no server needed).
+    @Test(.enabled(if: hasPeers))
+    func badNamesAndValuesAreRefusedTheSameByCheckAndRun() throws {
+        let dir = TestEnvironment.temporaryDirectory("ladspa-bad")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let folder = dir.appendingPathComponent("ladspa")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        for name in ["amp", "amp2"] {
+            try FileManager.default.copyItem(atPath: "/usr/lib/ladspa/amp.so", toPath: folder.appendingPathComponent("\(name).so").path)
+        }
+        try FileManager.default.copyItem(atPath: "/usr/lib/ladspa/cmt.so", toPath: folder.appendingPathComponent("cmt.so").path)
+        try "not a library".write(to: folder.appendingPathComponent("broken.so"), atomically: true, encoding: .utf8)
+        let preset = dir.appendingPathComponent("bad.toml").path
+        try """
+            [session]
+            name = "bad"
+            directory = "\(dir.path)"
+
+            [[rack]]
+            name = "fx"
+            inputs = 1
+
+            [[rack.plugins]]
+            uri = "ladspa:broken/x"
+
+            [[rack.plugins]]
+            uri = "ladspa:amp/nosuch"
+
+            [[rack.plugins]]
+            uri = "ladspa:1048"
+
+            [[rack.plugins]]
+            uri = "ladspa:cmt/null_ci"
+
+            [[rack.plugins]]
+            uri = "ladspa:amp/amp_mono"
+            controls = { gain = -5, nosuch = 1 }
+
+            """.write(toFile: preset, atomically: true, encoding: .utf8)
+        let env = ["LADSPA_PATH": folder.path]
+        let check = try Self.tandem(["preset", "check", preset], environment: env)
+        let run = try Self.tandem(["run", "--no-view", preset], environment: env)
+        #expect(check.code == 2 && run.code == 2, "\(check.output)\n\(run.output)")
+        let expected = [
+            "bad.toml:10: rack.plugins.uri: plugin x: its library \(folder.path)/broken.so cannot be loaded",
+            "bad.toml:13: rack.plugins.uri: plugin nosuch: \(folder.path)/amp.so holds no plugin labelled 'nosuch' (its labels: amp_mono, amp_stereo)",
+            "bad.toml:16: rack.plugins.uri: plugin 1048: the unique ID 1048 is held by ladspa:amp/amp_mono and ladspa:amp2/amp_mono; name one of them",
+            "bad.toml:19: rack.plugins.uri: plugin null_ci: <ladspa:cmt/null_ci> has audio inputs (none) and outputs (none)",
+            "bad.toml:23: rack.plugins.controls.gain: plugin amp_mono: control 'gain' = -5.0 is outside its range",
+            "bad.toml:23: rack.plugins.controls.nosuch: plugin amp_mono: <ladspa:amp/amp_mono> has no control 'nosuch' (controls: gain)",
+        ]
+        for line in expected {
+            #expect(check.output.contains(line), "preset check: \(line)\n\(check.output)")
+            #expect(run.output.contains(line), "run: \(line)\n\(run.output)")
+        }
+        // The command line's spec, and a program a DSSI synth does not have.
+        let bad = try Self.tandem(["render", "--plugin", "ladspa:amp/amp_mono,gain=loud", "-o", dir.appendingPathComponent("o.wav").path,
+                                   try Self.input(dir)], environment: env)
+        #expect(bad.code == 2 && bad.output.contains("gain"), "\(bad.output)")
+        if Self.hasSynths {
+            let program = try Self.tandem(["plugins", "show", "dssi:hexter/hexter"])
+            #expect(program.output.contains("program:0/9"), "\(program.output)")
+        }
+    }
+}
