@@ -25,7 +25,7 @@ import TestSupport
         let values: [CommandValue]
     }
 
-    enum Flavor: String, CustomStringConvertible {
+    enum Flavor: String, CustomStringConvertible, Sendable {
         /// The recorder's insert chain, the dry input recorded beside it (the podcaster's take).
         case recorder
         /// A rack between the player and the recorder, in the session's process.
@@ -36,19 +36,24 @@ import TestSupport
         var engine: String { self == .recorder ? "recorder" : "fx" }
     }
 
-    static func chain(_ nodelay: Bool) -> String {
+    /// The amp of every flavour: swh's LV2 build, or its LADSPA build (issue 47: a LADSPA chain live and rendered).
+    static let ladspaAmp = "ladspa:amp_1181/amp"
+    static func ampSymbol(_ ladspa: Bool) -> String { ladspa ? "amps_gain_db" : "gain" }
+
+    static func chain(_ nodelay: Bool, ladspa: Bool = false) -> String {
         var s = """
             [[PLUGINS]]
-            uri = "\(RackTests.amp)"
+            uri = "\(ladspa ? ladspaAmp : RackTests.amp)"
             name = "amp"
-            controls = { gain = -6 }
+            controls = { \(ampSymbol(ladspa)) = -6 }
 
             """
         if nodelay { s += "[[PLUGINS]]\nuri = \"\(Self.nodelay)\"\ncontrols = { delay = 1000 }\n" }
         return s
     }
 
-    static func preset(_ flavor: Flavor, nodelay: Bool, dir: URL, source: String, port: Int, seconds: Double) -> String {
+    static func preset(_ flavor: Flavor, nodelay: Bool, dir: URL, source: String, port: Int, seconds: Double,
+                       ladspa: Bool = false) -> String {
         var s = """
             [session]
             name = "live"
@@ -64,7 +69,7 @@ import TestSupport
 
             """
         if flavor == .recorder {
-            s += "dry = true\n" + chain(nodelay).replacingOccurrences(of: "PLUGINS", with: "recorder.plugins")
+            s += "dry = true\n" + chain(nodelay, ladspa: ladspa).replacingOccurrences(of: "PLUGINS", with: "recorder.plugins")
         }
         s += """
             [player]
@@ -86,7 +91,7 @@ import TestSupport
                 isolate = \(flavor == .isolatedRack)
 
                 """
-            s += chain(nodelay).replacingOccurrences(of: "PLUGINS", with: "rack.plugins")
+            s += chain(nodelay, ladspa: ladspa).replacingOccurrences(of: "PLUGINS", with: "rack.plugins")
             s += """
                 [[connect]]
                 from = "id-play:out_*"
@@ -145,7 +150,7 @@ import TestSupport
 
     /// Renders the take again (`--take`) and once more from its log written as an automation file; both must equal
     /// the take. Returns the figures.
-    static func check(_ flavor: Flavor, period: Int, nodelay: Bool) throws -> String {
+    static func check(_ flavor: Flavor, period: Int, nodelay: Bool, ladspa: Bool = false) throws -> String {
         let server = try TestEnvironment.server("rid", period: period)
         defer { server.stop() }
         let dir = TestEnvironment.temporaryDirectory("render-identity-\(flavor)-\(period)")
@@ -157,12 +162,12 @@ import TestSupport
                                      path: source, sample: .float32)
         let port = 30000 + Int(getpid() % 20000) + period % 7 + (nodelay ? 1 : 0) * 11 + (flavor == .rack ? 0 : 23)
         let e = flavor.engine
-        let changes = [Change(at: lead + 24000, address: "/tandem/plugin/set", values: [.text(e), .text("amp"), .text("gain"), .number(-12)]),
+        let changes = [Change(at: lead + 24000, address: "/tandem/plugin/set", values: [.text(e), .text("amp"), .text(ampSymbol(ladspa)), .number(-12)]),
                        Change(at: lead + 48000, address: "/tandem/plugin/bypass", values: [.text(e), .text("amp"), .number(1)]),
                        Change(at: lead + 72000, address: "/tandem/plugin/mix", values: [.text(e), .number(0.5)]),
                        Change(at: lead + 96000, address: "/tandem/plugin/gain", values: [.text(e), .number(-3.5)])]
         let seconds = 3.0 + Double(lead) / 48000
-        let text = preset(flavor, nodelay: nodelay, dir: dir, source: source, port: port, seconds: seconds)
+        let text = preset(flavor, nodelay: nodelay, dir: dir, source: source, port: port, seconds: seconds, ladspa: ladspa)
         let (take, reportPath, xruns) = try live(text, server: server, dir: dir, port: port, changes: changes, seconds: seconds)
         let presetPath = dir.appendingPathComponent("render.toml").path
         try text.replacingOccurrences(of: "control_port = \(port)\n", with: "").write(toFile: presetPath, atomically: true, encoding: .utf8)
@@ -220,7 +225,7 @@ import TestSupport
             }
             figures.append("\(name) \(differ) of \(n) frames differ")
         }
-        let line = "render identity: \(flavor), period \(period), \(nodelay ? "nodelay 1000 (latency \(latency))" : "no latent plugin"):"
+        let line = "render identity: \(flavor)\(ladspa ? " (LADSPA amp)" : ""), period \(period), \(nodelay ? "nodelay 1000 (latency \(latency))" : "no latent plugin"):"
             + " \(figures.joined(separator: ", ")); log frames \(logged.map(\.frame)) for OSC sent near \(changes.map(\.at));"
             + " take xruns+missed \(xruns)"
         print(line)
@@ -235,6 +240,13 @@ import TestSupport
     @Test(.enabled(if: hasPlugins), arguments: [64, 256], [false, true])
     func aTakeThroughARackRendersAgainToTheSample(period: Int, nodelay: Bool) throws {
         _ = try Self.check(.rack, period: period, nodelay: nodelay)
+    }
+
+    /// The same with swh's amp in its LADSPA build, in the session's process and isolated (issue 47).
+    @Test(.enabled(if: hasPlugins && FileManager.default.fileExists(atPath: "/usr/lib/ladspa/amp_1181.so")),
+          arguments: [Flavor.rack, .isolatedRack])
+    func aTakeThroughALADSPAChainRendersAgainToTheSample(flavor: Flavor) throws {
+        _ = try Self.check(flavor, period: 256, nodelay: true, ladspa: true)
     }
 
     /// A plugin added to the chain while a take runs is in the take's log; rendering the take again refuses it in
