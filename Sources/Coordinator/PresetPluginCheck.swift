@@ -23,6 +23,7 @@ public enum PresetPluginCheck {
         if let p = preset.player, !p.plugins.isEmpty {
             chains.append((p.plugins, p.pluginSources, p.ports.count, p.ports.count, "player.plugins"))
         }
+        // Only a rack feeds its chain MIDI.
         for rack in preset.racks where !rack.plugins.isEmpty {
             // The inputs the rack gets (as `RackConfig` decides them), the outputs only when the preset names them.
             let inputs = RackConfig(section: rack, session: preset.session, host: host).inputs.count
@@ -36,7 +37,8 @@ public enum PresetPluginCheck {
         let file = preset.path ?? "preset"
         var problems: [PresetProblem] = []
         for chain in chains {
-            let found = host.check(chain: chain.specs, inputs: chain.inputs, outputs: chain.outputs)
+            let found = host.check(chain: chain.specs, inputs: chain.inputs, outputs: chain.outputs,
+                                   midi: chain.key == "rack.plugins")
             for (k, _) in chain.specs.enumerated() {
                 let source = k < chain.sources.count ? chain.sources[k] : PluginSource(key: chain.key)
                 for p in found[k] {

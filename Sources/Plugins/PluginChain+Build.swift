@@ -74,7 +74,7 @@ extension PluginChain {
     }
 
     /// Call inside `host.locked`.
-    func build(_ spec: PluginSpec, info: PluginInfo, plugin: PluginSource, layout: ChainLayout.Stage,
+    func build(_ spec: PluginSpec, info: PluginInfo, plugin: HostedPlugin, layout: ChainLayout.Stage,
                        options: UnsafeMutablePointer<LV2_Options_Option>) throws(PluginError) -> Stage {
         let stage = Stage(spec: spec, info: info, source: plugin, layout: layout, sampleRate: sampleRate)
         let instanceCount = layout.instances

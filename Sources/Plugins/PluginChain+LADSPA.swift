@@ -8,7 +8,7 @@ import Presets
 // `program:BANK/PROGRAM`), and their state is their control values and program in a JSON file of their own.
 extension PluginHost {
     /// An LV2 plugin's presets or a DSSI plugin's programs. Call inside `locked`.
-    func presets(of source: PluginSource) -> [PluginInfo.Preset] {
+    func presets(of source: HostedPlugin) -> [PluginInfo.Preset] {
         switch source {
         case .lv2(let p): return presets(of: p)
         case .ladspa(let p): return programs(of: p)
@@ -40,6 +40,13 @@ extension PluginHost {
 
     static func programURI(bank: UInt, program: UInt) -> String { "program:\(bank)/\(program)" }
 
+    /// What `preset check` and a start both say of a program a DSSI plugin does not have.
+    static func programNotFound(_ uri: String, plugin: String, known: [PluginInfo.Preset]) -> String {
+        "program <\(uri)> not found for <\(plugin)>" + (known.isEmpty ? "; the plugin has no programs"
+            : "; its programs: \(known.prefix(8).map { "<\($0.uri)> (\($0.label.trimmingCharacters(in: .whitespaces)))" }.joined(separator: ", "))"
+                + (known.count > 8 ? " and \(known.count - 8) more (`tandem plugins show \(plugin)`)" : ""))
+    }
+
     /// The bank and program of `program:BANK/PROGRAM`.
     static func program(_ uri: String) -> (UInt, UInt)? {
         guard uri.hasPrefix("program:") else { return nil }
@@ -69,10 +76,7 @@ extension PluginChain {
         guard case .ladspa(let p) = s.source else { return }
         let known = host.programs(of: p)
         guard let (bank, program) = PluginHost.program(uri), known.contains(where: { $0.uri == uri }) else {
-            throw PluginError(.preset, plugin: s.spec.name, "program <\(uri)> not found for <\(s.spec.uri)>"
-                              + (known.isEmpty ? "; the plugin has no programs"
-                                 : "; its programs: \(known.prefix(8).map { "<\($0.uri)> (\($0.label))" }.joined(separator: ", "))"
-                                   + (known.count > 8 ? ", … (`tandem plugins \(s.spec.uri)`)" : "")))
+            throw PluginError(.preset, plugin: s.spec.name, PluginHost.programNotFound(uri, plugin: s.spec.uri, known: known))
         }
         for inst in s.instances { ladspahost_select_program(inst, bank, program, 1) }
         takeControls(from: s)

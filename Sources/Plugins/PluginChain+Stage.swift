@@ -8,7 +8,7 @@ extension PluginChain {
     final class Stage {
         let spec: PluginSpec
         let info: PluginInfo
-        let source: PluginSource
+        let source: HostedPlugin
         let layout: ChainLayout.Stage
         var instances: [UnsafeMutablePointer<LilvInstance>] = []
         var workers: [OpaquePointer] = []
@@ -20,7 +20,7 @@ extension PluginChain {
         /// The buffers its CV outputs write, per instance in port order (see `PluginChain.sideOutputs`).
         var cvOutputs: [UnsafeMutablePointer<Float>] = []
 
-        init(spec: PluginSpec, info: PluginInfo, source: PluginSource, layout: ChainLayout.Stage, sampleRate: Int) {
+        init(spec: PluginSpec, info: PluginInfo, source: HostedPlugin, layout: ChainLayout.Stage, sampleRate: Int) {
             self.spec = spec
             self.info = info
             self.source = source

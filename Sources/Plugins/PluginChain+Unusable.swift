@@ -35,6 +35,17 @@ extension PluginChain {
         return "its library \(path) holds no plugin <\(uri)> (\(index) other(s))"
     }
 
+    /// Why an instrument (a plugin that sounds from MIDI and takes no audio) cannot be in a chain the engine feeds
+    /// no MIDI (the recorder's and the player's): it would replace the path with silence. Nil for any other plugin,
+    /// or when the chain gets MIDI (a rack's).
+    static func silentInstrument(_ spec: PluginSpec, _ info: PluginInfo, midi: Bool) -> PluginError? {
+        guard !midi, info.ports.contains(where: { $0.kind == .atom && $0.isInput && $0.supportsMIDI }),
+              !info.ports.contains(where: { $0.kind == .audio && $0.isInput }) else { return nil }
+        return PluginError(.unsupportedPort, plugin: spec.name, "<\(spec.uri)> is an instrument (it sounds from MIDI"
+                           + " and takes no audio), and this chain gets no MIDI: only a rack feeds its plugins MIDI"
+                           + " (put it in a [[rack]])")
+    }
+
     /// Why a plugin cannot run here at all (a feature Tandem lacks or cannot promise at this period, a port type
     /// Tandem does not host), or nil. `period`: the fixed block the chain can promise, 0 for none, nil when not
     /// known yet (a preset check). Whether it fits the channels is `ChainLayout`'s question. Shared by building and

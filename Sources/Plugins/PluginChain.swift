@@ -89,18 +89,18 @@ public final class PluginChain: @unchecked Sendable {
                             savedState: String? = nil, fixedBlock: Bool = true, mix: Double = 1, gainDB: Double = 0,
                             host: PluginHost = .shared, logger: Logger = Logger(label: "tandem.plugins")) {
         self.init(specs: specs, inputs: channels, outputs: channels, sampleRate: sampleRate, period: period,
-                  label: label, savedState: savedState, fixedBlock: fixedBlock, mix: mix, gainDB: gainDB, host: host,
-                  logger: logger)
+                  label: label, savedState: savedState, fixedBlock: fixedBlock, mix: mix, gainDB: gainDB, midi: false,
+                  host: host, logger: logger)
     }
 
     /// Builds the chain. `outputs`: the channel count it must end with, or nil for whatever its plugins make (a
     /// rack). `fixedBlock`: the engine runs the chain once per cycle with `period` frames, so plugins may be
     /// promised buf-size:fixedBlockLength (and powerOf2BlockLength when `period` is a power of two). `savedState`:
     /// a folder from `save(to:)`; state saved there for a plugin of the same name and URI is restored over the
-    /// preset's values.
+    /// preset's values. `midi`: the engine feeds the chain MIDI (a rack); without, an instrument is left out.
     public init(specs: [PluginSpec], inputs: Int, outputs: Int?, sampleRate: Int, period: Int, label: String,
                 savedState: String? = nil, fixedBlock: Bool = true, mix: Double = 1, gainDB: Double = 0,
-                host: PluginHost = .shared, logger: Logger = Logger(label: "tandem.plugins")) {
+                midi: Bool = true, host: PluginHost = .shared, logger: Logger = Logger(label: "tandem.plugins")) {
         self.host = host
         self.sampleRate = sampleRate
         self.channels = inputs
@@ -122,9 +122,9 @@ public final class PluginChain: @unchecked Sendable {
         host.locked {
             // Look every plugin up, then lay the chain out, then instantiate; a plugin that fails to instantiate
             // is dropped and the rest laid out again (it may have changed the channel count).
-            var candidates: [(PluginSpec, PluginInfo, PluginSource)] = []
+            var candidates: [(PluginSpec, PluginInfo, HostedPlugin)] = []
             for spec in PluginSpec.uniqueNames(specs) {
-                let plugin: PluginSource
+                let plugin: HostedPlugin
                 switch host.source(spec.uri) {
                 case .success(let found): plugin = found
                 case .failure(let why):
@@ -132,7 +132,8 @@ public final class PluginChain: @unchecked Sendable {
                     continue
                 }
                 let info = host.describe(plugin)
-                if let e = Self.unusable(spec, info, period: fixedBlock ? period : 0) {
+                if let e = Self.unusable(spec, info, period: fixedBlock ? period : 0)
+                    ?? Self.silentInstrument(spec, info, midi: midi) {
                     problems.append(e)
                     continue
                 }

@@ -26,7 +26,7 @@ extension PluginHost {
     /// `channels`: the path's width before this plugin, or nil to leave the channels to `check(chain:)`.
     public func check(_ spec: PluginSpec, channels: Int?) -> [PluginCheckProblem] {
         locked {
-            let plugin: PluginSource
+            let plugin: HostedPlugin
             switch source(spec.uri) {
             case .success(let found): plugin = found
             case .failure(let why):
@@ -39,11 +39,17 @@ extension PluginHost {
             } else if let channels, case .failure(let e) = ChainLayout.plan(spec, info, width: channels) {
                 out.append(PluginCheckProblem(field: .uri, error: e))
             }
-            if let preset = spec.preset {
+            if let preset = spec.preset, case .ladspa = plugin {
                 let known = presets(of: plugin)
                 if !known.contains(where: { $0.uri == preset }) {
                     out.append(PluginCheckProblem(field: .preset, error: PluginError(
-                        .preset, plugin: spec.name, "\(info.format == "lv2" ? "LV2 preset" : "program") <\(preset)> not found for <\(spec.uri)>"
+                        .preset, plugin: spec.name, Self.programNotFound(preset, plugin: spec.uri, known: known))))
+                }
+            } else if let preset = spec.preset {
+                let known = presets(of: plugin)
+                if !known.contains(where: { $0.uri == preset }) {
+                    out.append(PluginCheckProblem(field: .preset, error: PluginError(
+                        .preset, plugin: spec.name, "LV2 preset <\(preset)> not found for <\(spec.uri)>"
                             + (known.isEmpty ? "; the plugin has no presets"
                                : "; its presets: \(known.map { "<\($0.uri)>" }.joined(separator: ", "))"))))
                 }
@@ -77,13 +83,24 @@ extension PluginHost {
     /// and the channel layout of the chain (`ChainLayout`: a plugin that does not fit the path where it stands, or
     /// one that changes the count so that the chain would not end with `channels`). One list per spec, same order.
     public func check(chain specs: [PluginSpec], channels: Int) -> [[PluginCheckProblem]] {
-        check(chain: specs, inputs: channels, outputs: channels)
+        check(chain: specs, inputs: channels, outputs: channels, midi: false)
     }
 
     /// The same for a chain between `inputs` input ports and `outputs` output ports (nil: as many as the chain
-    /// gives, a rack whose outputs are left out).
-    public func check(chain specs: [PluginSpec], inputs: Int, outputs: Int?) -> [[PluginCheckProblem]] {
+    /// gives, a rack whose outputs are left out). `midi`: the engine feeds the chain MIDI (a rack's does; the
+    /// recorder's and player's do not, and an instrument there is refused).
+    public func check(chain specs: [PluginSpec], inputs: Int, outputs: Int?, midi: Bool = true) -> [[PluginCheckProblem]] {
         var out = specs.map { check($0, channels: nil) }
+        if !midi {
+            locked {
+                for (k, spec) in specs.enumerated() where out[k].allSatisfy({ $0.field != .uri }) {
+                    if case .success(let p) = source(spec.uri),
+                       let e = PluginChain.silentInstrument(spec, describe(p), midi: false) {
+                        out[k].append(PluginCheckProblem(field: .uri, error: e))
+                    }
+                }
+            }
+        }
         let known: [(Int, PluginSpec, PluginInfo)] = locked {
             specs.enumerated().compactMap { k, spec in
                 guard out[k].allSatisfy({ $0.field != .uri }), case .success(let p) = source(spec.uri) else { return nil }

@@ -106,7 +106,7 @@ public final class PluginHost: @unchecked Sendable {
 
     /// Where a plugin named in a spec comes from, or why it cannot be had (not installed, with the nearest names;
     /// a LADSPA library that does not load or does not hold the label). Call inside `locked`.
-    func source(_ uri: String) -> Result<PluginSource, LADSPACatalog.Unavailable> {
+    func source(_ uri: String) -> Result<HostedPlugin, LADSPACatalog.Unavailable> {
         if LADSPACatalog.isForeign(uri) { return foreign.plugin(uri).map { .ladspa($0) } }
         if let p = lilvPlugin(uri) { return .success(.lv2(p)) }
         let near = similarLocked(to: uri)
@@ -115,7 +115,7 @@ public final class PluginHost: @unchecked Sendable {
     }
 
     /// A plugin's description, as building and checking see it. Call inside `locked`.
-    func describe(_ source: PluginSource) -> PluginInfo {
+    func describe(_ source: HostedPlugin) -> PluginInfo {
         switch source {
         case .lv2(let p): return describe(p, presets: false)
         case .ladspa(let p): return p.info
@@ -145,7 +145,7 @@ public final class PluginHost: @unchecked Sendable {
 }
 
 /// Where a chain's plugin comes from: lilv's plugin, or a LADSPA or DSSI library's descriptor.
-enum PluginSource {
+enum HostedPlugin {
     case lv2(OpaquePointer)
     case ladspa(LADSPACatalog.Plugin)
 }

@@ -93,7 +93,7 @@ public enum RenderPlan {
         if let strict = r.strict { chain.strict = strict }
         if host.canLookUp {
             let found = host.check(chain: chain.plugins, inputs: chain.inputs,
-                                   outputs: chain.kind == .rack ? chain.outputs : chain.inputs)
+                                   outputs: chain.kind == .rack ? chain.outputs : chain.inputs, midi: chain.kind == .rack)
             // The error names its plugin ("plugin NAME: ..."): said once.
             for list in found where chain.strict {
                 for p in list where p.error.stopsStart { problems.append(p.error.description) }

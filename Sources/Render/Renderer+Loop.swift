@@ -314,7 +314,7 @@ extension Renderer {
                                           outputs: kind == .rack ? job.chain.outputs : job.chain.inputs, sampleRate: rate,
                                           period: period, label: "render \(job.chain.engine)", savedState: nil,
                                           fixedBlock: true, mix: kind == .rack ? chain.mix : 1,
-                                          gainDB: kind == .rack ? chain.gainDB : 0, logger: logger)
+                                          gainDB: kind == .rack ? chain.gainDB : 0, midi: kind == .rack, logger: logger)
                     presetLoads[ObjectIdentifier(new)] = .preset(0, engine: job.chain.engine, plugin: plugin, uri: uri)
                     holder.replace(with: new, isRunning: { true }, logger: logger)
                 case .midi: break

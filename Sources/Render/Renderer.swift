@@ -70,7 +70,8 @@ public enum Renderer {
         let build = {
             PluginChain(specs: job.chain.plugins, inputs: job.chain.inputs, outputs: chainOutputs, sampleRate: rate,
                         period: job.period, label: "render \(job.chain.engine)", savedState: job.chain.savedState,
-                        fixedBlock: true, mix: job.chain.mix, gainDB: job.chain.gainDB, host: host, logger: logger)
+                        fixedBlock: true, mix: job.chain.mix, gainDB: job.chain.gainDB, midi: kind == .rack, host: host,
+                        logger: logger)
         }
         let chain = build()
         let fatal = chain.problems.filter(\.stopsStart)

@@ -209,6 +209,29 @@ import TestSupport
         if Self.hasSynths {
             let program = try Self.tandem(["plugins", "show", "dssi:hexter/hexter"])
             #expect(program.output.contains("program:0/9"), "\(program.output)")
+            // A DSSI synth where no MIDI reaches it (the recorder's chain): refused, not silence in the take.
+            let recorder = dir.appendingPathComponent("synth.toml").path
+            try """
+                [session]
+                name = "synth"
+                directory = "\(dir.path)"
+
+                [recorder]
+                channels = 1
+
+                [[recorder.plugins]]
+                uri = "dssi:hexter/hexter"
+                preset = "program:0/300"
+
+                """.write(toFile: recorder, atomically: true, encoding: .utf8)
+            let c = try Self.tandem(["preset", "check", recorder])
+            let r = try Self.tandem(["run", "--no-view", recorder])
+            let words = "synth.toml:9: recorder.plugins.uri: plugin hexter: <dssi:hexter/hexter> is an instrument (it sounds"
+                + " from MIDI and takes no audio), and this chain gets no MIDI"
+            let missing = "synth.toml:10: recorder.plugins.preset: plugin hexter: program <program:0/300> not found for <dssi:hexter/hexter>"
+            for (what, out) in [("check", c), ("run", r)] {
+                #expect(out.code == 2 && out.output.contains(words) && out.output.contains(missing), "\(what): \(out.output)")
+            }
         }
     }
 }
