@@ -85,6 +85,13 @@ extension Session {
 
     func retryServer() {
         guard serverWatch.probeDue(at: clock.real()), let p = preset else { return }
+        // A restore that failed because the server went away again keeps what it had opened on that server: those
+        // engines are lost with it (their clients closed by the next open, `JackClients`), so they go now and the
+        // restore opens them anew, rather than keeping an engine without a client and losing it again at once.
+        if let reason = lostReason() {
+            var report = ApplyReport()
+            closeEngines(&report, end: .serverLost, detail: reason)
+        }
         let name = JackServer.effectiveName(server)
         guard JackServer.probe(name) else {
             serverWatch.notThere(at: clock.real())

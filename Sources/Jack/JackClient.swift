@@ -30,6 +30,8 @@ public final class JackClient: @unchecked Sendable {
     /// Whether a closing call was given up on as the process ends (see `boundClosingCalls`): libjack may still run
     /// this client's callbacks, so what they reach (the engine's state, its chains) must never be freed.
     public private(set) var abandoned = false
+    /// Whether libjack closed and deleted this client itself (`JackClients`): its handle was forgotten unused.
+    public private(set) var freedByLibrary = false
     let logger: Logger
 
     /// Opens a client on `server` (nil: `$JACK_DEFAULT_SERVER` or "default"). Never starts a server, and never lets
@@ -49,12 +51,7 @@ public final class JackClient: @unchecked Sendable {
             throw JackError(.openFailed, "cannot open JACK client: its name is \(name.utf8.count) bytes long "
                             + "(1 to \(JackNames.clientBytes))")
         }
-        let opened: OpaquePointer? = name.withCString { cname in
-            if let server {
-                return server.withCString { tandem_jack_client_open(cname, options, &status, $0) }
-            }
-            return tandem_jack_client_open(cname, options, &status, nil)
-        }
+        let opened = JackClients.open(name, options: options, status: &status, server: server)
         guard let opened else {
             let serverName = JackServer.effectiveName(server)
             let where_ = "JACK server '\(serverName)'"
@@ -83,6 +80,7 @@ public final class JackClient: @unchecked Sendable {
         self.serverName = server
         notifications = JackNotifications.allocate(loop: loopWakeup)
         notificationContext = notifications.install(on: opened)
+        JackClients.register(self)
     }
 
     deinit {
@@ -296,6 +294,7 @@ public final class JackClient: @unchecked Sendable {
     /// server has shut the client down. An `abandoned` client is only forgotten: its notification context stays.
     public func close() {
         guard let handle else { return }
+        JackClients.unregister(self)
         if notifications.count(.shutdown) == 0 { deactivate() }
         if !abandoned && !closingCall("jack_client_close", handle, { _ = jack_client_close($0) }) { abandoned = true }
         self.handle = nil
@@ -305,6 +304,20 @@ public final class JackClient: @unchecked Sendable {
         notificationContext = nil
     }
 
-    /// Whether the server has shut this client down (server gone or client kicked out).
-    public var wasShutDown: Bool { notifications.count(.shutdown) > 0 }
+    /// libjack closed and deleted this client while opening another (`JackClients`): the handle is forgotten
+    /// without a call, and the callbacks no longer run (libjack stopped them), so what they reach may go.
+    func forgetFreedHandle() {
+        guard handle != nil else { return }
+        handle = nil
+        isActive = false
+        freedByLibrary = true
+        guard !abandoned else { return }
+        notificationContext?.deallocate()
+        notificationContext = nil
+        logger.debug("freed by libjack after a server loss", metadata: ["client": "\(name)"])
+    }
+
+    /// Whether the server has shut this client down (server gone or client kicked out), or libjack freed it after
+    /// such a shutdown: either way the client is gone from the graph and its handle with it.
+    public var wasShutDown: Bool { notifications.count(.shutdown) > 0 || freedByLibrary }
 }

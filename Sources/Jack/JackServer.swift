@@ -85,7 +85,9 @@ public final class JackServer: @unchecked Sendable {
         guard isUsableName(name) else { return false }
         var status = jack_status_t(0)
         let options = jack_options_t(JackNoStartServer.rawValue)
-        guard let c = tandem_jack_client_open("tandem-probe", options, &status, name) else { return false }
+        guard let c = JackClients.open("tandem-probe", options: options, status: &status, server: name) else {
+            return false
+        }
         defer { jack_client_close(c) }
         guard let uuid = client.withCString({ jack_get_uuid_for_client_name(c, $0) }) else { return false }
         jack_free(uuid)
@@ -97,7 +99,9 @@ public final class JackServer: @unchecked Sendable {
         guard isUsableName(name) else { return false }
         var status = jack_status_t(0)
         let options = jack_options_t(JackNoStartServer.rawValue)
-        guard let c = tandem_jack_client_open("tandem-probe", options, &status, name) else { return false }
+        guard let c = JackClients.open("tandem-probe", options: options, status: &status, server: name) else {
+            return false
+        }
         jack_client_close(c)
         return true
     }
