@@ -16,25 +16,63 @@ extension ControlProtocol {
     ]
     /// How long the control loop waits for the child's reply (the child answers within one pass of its loop).
     public static let rackReplySeconds = 1.0
+    /// The envelope a relayed message travels in: `/tandem/relayed ,ss… SOURCE ADDRESS ARGS…`, so the rack's process
+    /// carries it out with the surface it came from (its `control-changed` events say `http`, `midi`, `restore`).
+    public static let relayedAddress = "/tandem/relayed"
+    /// The sources an envelope may name.
+    static let relaySources: Set<String> = ["osc", "http", "midi", "restore"]
 
     /// The child's reply to `m` when it is a plugin command (`command`) for an isolated rack of this session; nil
     /// when it is not (the session carries it out). Control thread; blocks at most `rackReplySeconds`.
-    func relayToIsolatedRack(_ m: OSCMessage, command: Command) -> [OSCValue]? {
+    func relayToIsolatedRack(_ m: OSCMessage, command: Command, source: String) -> [OSCValue]? {
         guard Self.rackRelayed.contains(m.path), let name = command.engine else { return nil }
         guard let target = IsolatedRackTarget(session, name) else { return nil }
-        return Self.relay(m, to: target)
+        let reply = Self.relay(m, to: target, source: source)
+        session.acknowledgeRelayed(command, reply: Self.commandReply(reply))
+        return reply
     }
 
-    /// Sends `m` to an isolated rack's process and waits for its reply (at most `rackReplySeconds`): the reply's
-    /// arguments, or an error reply saying why there is none. Any thread (it blocks).
-    public static func relay(_ m: OSCMessage, to target: IsolatedRackTarget) -> [OSCValue] {
+    /// The relay the session uses itself (maps, a plugin save, values given again after a server loss): `command`
+    /// sent to the rack's process on `port` and its reply. Install it as `Session.rackRelay`.
+    public static func sessionRelay(_ command: Command, rack: String, port: Int?, source: String) -> CommandReply {
+        commandReply(relay(message(command), to: IsolatedRackTarget(name: rack, port: port), source: source))
+    }
+
+    /// `command` as an OSC message.
+    public static func message(_ command: Command) -> OSCMessage {
+        OSCMessage(command.address, command.values.map { v in
+            switch v {
+            case .text(let t): return .string(t)
+            case .number(let d): return .double(d)
+            }
+        })
+    }
+
+    /// A reply's arguments (`ok`/`error`, address, detail, kind) as the command model's reply.
+    public static func commandReply(_ reply: [OSCValue]) -> CommandReply {
+        let strings = reply.map { $0.string ?? "" }
+        let detail = strings.count > 2 ? strings[2] : ""
+        return strings.first == "ok" ? .done(detail) : .refused(detail, refusal(strings.count > 3 ? strings[3] : nil))
+    }
+
+    /// The message inside a relay envelope and its source; nil when `m` is not a well-formed one.
+    static func unwrapRelayed(_ m: OSCMessage) -> (message: OSCMessage, source: String)? {
+        guard m.path == relayedAddress, m.arguments.count >= 2, let source = m.arguments[0].string,
+              relaySources.contains(source), let path = m.arguments[1].string, path != relayedAddress else { return nil }
+        return (OSCMessage(path, Array(m.arguments.dropFirst(2))), source)
+    }
+
+    /// Sends `m` to an isolated rack's process, in the envelope naming `source`, and waits for its reply (at most
+    /// `rackReplySeconds`): the reply's arguments, or an error reply saying why there is none. Any thread (it blocks).
+    public static func relay(_ m: OSCMessage, to target: IsolatedRackTarget, source: String) -> [OSCValue] {
         func error(_ why: String) -> [OSCValue] { [.string("error"), .string(m.path), .string(why), .string("conflict")] }
         guard let port = target.port else {
             return error("rack '\(target.name)' is restarting (its process is down); nothing was changed, try again")
         }
         guard let socket = try? UDPSocket(port: 0) else { return error("no socket to reach rack '\(target.name)'") }
         let child = UDPSocket.loopback(port: port)
-        guard socket.send(m.encode(), to: child) else {
+        let envelope = OSCMessage(relayedAddress, [.string(source), .string(m.path)] + m.arguments)
+        guard socket.send(envelope.encode(), to: child) else {
             return error("rack '\(target.name)' could not be reached on port \(port) (errno \(socket.lastError))")
         }
         let deadline = Date().addingTimeInterval(rackReplySeconds)
@@ -53,6 +91,11 @@ extension ControlProtocol {
 public struct IsolatedRackTarget: Sendable {
     public let name: String
     public let port: Int?
+
+    init(name: String, port: Int?) {
+        self.name = name
+        self.port = port
+    }
 
     /// The target for `name` when it is an isolated rack of `session` (nil: it is not). Control thread.
     public init?(_ session: Session, _ name: String) {

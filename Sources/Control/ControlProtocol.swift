@@ -166,10 +166,18 @@ public final class ControlProtocol {
 
     /// Carries out one message and returns the reply's arguments: a subscription here, a plugin message for an
     /// isolated rack relayed to its process, anything else parsed into the command model and carried out by the
-    /// session (`Session.execute`).
-    func handle(_ m: OSCMessage, from source: sockaddr_in) -> [OSCValue] {
+    /// session (`Session.execute`). `origin`: the surface the command came from (a relay envelope names another's).
+    func handle(_ m: OSCMessage, from source: sockaddr_in, origin: String = "osc") -> [OSCValue] {
         func ok(_ detail: String = "") -> [OSCValue] { [.string("ok"), .string(m.path), .string(detail)] }
         func error(_ why: String) -> [OSCValue] { [.string("error"), .string(m.path), .string(why)] }
+        if m.path == Self.relayedAddress {
+            // A session relaying a command to this rack's process, with the surface it came from.
+            guard origin == "osc", let (inner, from) = Self.unwrapRelayed(m) else {
+                return error("a relay envelope is SOURCE (\(Self.relaySources.sorted().joined(separator: ", "))), an"
+                             + " address and its arguments") + [.string("bad-value")]
+            }
+            return handle(inner, from: source, origin: from)
+        }
         switch m.path {
         case "/tandem/subscribe": return subscribe(m, from: source)
         case "/tandem/unsubscribe":
@@ -190,8 +198,8 @@ public final class ControlProtocol {
             return error(e.message) + [.string("bad-value")]
         case .success(let c): command = c
         }
-        if let relayed = relayToIsolatedRack(m, command: command) { return relayed }
-        let reply = session.execute(command, context: CommandContext(source: "osc", arrival: arrival))
+        if let relayed = relayToIsolatedRack(m, command: command, source: origin) { return relayed }
+        let reply = session.execute(command, context: CommandContext(source: origin, arrival: arrival))
         return reply.ok ? ok(reply.detail) : error(reply.detail) + [.string(Self.word(reply.refusal ?? .conflict))]
     }
 

@@ -9,6 +9,8 @@ import Presets
 // must lie inside the session folder. Control thread.
 extension Session {
     public func execute(_ command: Command, context: CommandContext) -> CommandReply {
+        // An isolated rack's chain is in its process (a command from a map gets here; OSC and HTTP relay their own).
+        if let relayed = relayToIsolatedRack(command, context) { return relayed }
         switch command {
         case .ping: return .done("pong")
         case .status: return .done(status().json())
@@ -161,8 +163,15 @@ extension Session {
             return .done(introspectionJSON(describePlugins(e.map { ChainEngine(rawValue: $0) })))
         case .pluginSave:
             do {
+                // This process's chains, then each isolated rack's, saved by its own process.
                 let dirs = try savePlugins()
-                return dirs.isEmpty ? .refused("this session has no plugins") : .done(dirs.joined(separator: " "))
+                let isolated = saveIsolatedPlugins(source: context.source)
+                let all = dirs + isolated.folders
+                if !isolated.problems.isEmpty {
+                    return .refused((all.isEmpty ? "" : "saved \(all.joined(separator: " ")); not saved: ")
+                                    + isolated.problems.joined(separator: "; "), .conflict)
+                }
+                return all.isEmpty ? .refused("this session has no plugins") : .done(all.joined(separator: " "))
             } catch {
                 return .refused(error.description, Self.refusal(error))
             }
@@ -175,6 +184,10 @@ extension Session {
             if let c = learn.curve { map.curve = c }
             (map.minimum, map.maximum) = (learn.minimum, learn.maximum)
             if let why = map.problem ?? mapTargetProblem(map) { return .refused(why, .badValue) }
+            if racks.isEmpty {
+                return .refused("a learn listens to the MIDI of the racks in this process, and every rack here runs"
+                                + " isolated: add the map instead (/tandem/map/add, POST /api/maps)", .conflict)
+            }
             self.learn(map)
             return .done("waiting for the next CC on a rack's MIDI input for \(learn.engine) \(learn.plugin) \(learn.symbol)")
         case .mapAdd(let text):
@@ -192,7 +205,9 @@ extension Session {
                     map.target = .presetFile(resolved)
                 }
                 if let why = mapTargetProblem(map) { return .refused(why, .badValue) }
-                return .done("map \(addMap(map)): \(map)")
+                let index = addMap(map)
+                handIsolatedRacksTheirMaps()
+                return .done("map \(index): \(map)")
             }
         case .mapList:
             return .done(introspectionJSON(MapList(maps: maps.enumerated().map { .init(index: $0, map: $1.description) },
@@ -201,10 +216,12 @@ extension Session {
             guard let index else {
                 let n = maps.count
                 clearMaps()
+                handIsolatedRacksTheirMaps()
                 return .done("\(n) map(s) cleared")
             }
             guard index < maps.count else { return .refused("no map \(index) (there are \(maps.count); see /tandem/map/list)", .notFound) }
             clearMaps(index)
+            handIsolatedRacksTheirMaps()
             return .done("map \(index) cleared")
         }
     }
@@ -238,20 +255,33 @@ extension Session {
         return .success(resolved)
     }
 
-    /// What the session cannot reach for a map's target (nil: it can): an unknown engine, a rack running isolated,
-    /// a plugin or control not in the chain, a rack named as the source that is not in this process.
+    /// What the session cannot reach for a map's target (nil: it can): no rack to hear, an unknown engine or rack, a
+    /// plugin or control not in the chain, and, as `preset check` says it, a map that could hear only isolated racks
+    /// (each hears its MIDI in its own process, which reaches only its own plugins and markers) driving anything else.
     func mapTargetProblem(_ map: ControlMap) -> String? {
-        if let r = map.rack, racks[r] == nil {
-            return supervisors[r] != nil
-                ? "rack '\(r)' runs isolated: its MIDI is heard in its own process (maps for it go in the preset's [[map]])"
-                : "no rack '\(r)' in this session"
-        }
-        if racks.isEmpty { return "this session has no rack in this process: maps listen to a rack's MIDI inputs" }
+        if racks.isEmpty && supervisors.isEmpty { return "this session has no rack: maps listen to a rack's MIDI inputs" }
+        if let r = map.rack, racks[r] == nil && supervisors[r] == nil { return "no rack '\(r)' in this session" }
         if case .marker = map.target, recorder == nil { return "this session has no recorder (a marker goes into a take)" }
+        let heard = Set(racks.keys).union(supervisors.keys).filter { map.rack == nil || $0 == map.rack }
+        if !heard.contains(where: { racks[$0] != nil || map.isMarker || map.plugin?.engine == $0 }) {
+            return "rack \(heard.sorted().joined(separator: ", ")) runs isolated (its own process): its MIDI can drive only"
+                + " its own plugins and markers; set isolate = false on the rack for this map"
+        }
         guard let (e, plugin) = map.plugin else { return nil }
         guard hasEngine(e) else { return Self.unknownEngine(e) }
-        if supervisors[e] != nil && racks[e] == nil {
-            return "rack '\(e)' runs isolated: its controls are set in its own process (maps for it go in the preset's [[map]])"
+        if racks[e] == nil, let s = supervisors[e] {
+            // Looked up with the plugins, as `preset check` looks up a preset's maps.
+            let specs = chainSpecs(.rack(e))
+            guard specs.contains(where: { $0.name == plugin }) else {
+                return "no plugin '\(plugin)' in the \(e) (plugins: \(specs.map(\.name).joined(separator: ", ")))"
+            }
+            var one = Preset()
+            if let session = preset?.session { one.session = session }
+            var rack = s.rack
+            rack.plugins = specs
+            one.racks = [rack]
+            one.maps = [map]
+            return PresetPluginCheck.mapProblems(one, file: "map").first?.message
         }
         guard let chain = chain(ChainEngine(rawValue: e)) else { return "the \(e) has no plugin chain" }
         do {

@@ -97,7 +97,10 @@ extension Session {
     /// `again`: the same message at the same frame came from another rack already (maps of every rack skip it).
     func handleMapMessage(_ e: MIDIRingEvent, rack: String, again: Bool = false) -> String? {
         let (learned, hits) = mapState.route(e.bytes, rack: rack, again: again, maps: maps)
-        if let learned { addMap(learned) }
+        if let learned {
+            addMap(learned)
+            handIsolatedRacksTheirMaps()
+        }
         let current = maps
         var presetFile: String?
         for h in hits {
@@ -123,12 +126,14 @@ extension Session {
             command = .pluginSet(engine: e, plugin: plugin, symbol: symbol, value: .number(value))
         case .bypass(let e, let plugin, let toggle):
             if toggle || !isCC {
-                guard press, let c = chain(ChainEngine(rawValue: e)) else { break }
-                guard let on = try? c.isBypassed(plugin) else {
-                    failOnce(map, "no plugin '\(plugin)' in the \(e)")
+                guard press else { break }
+                // As the chain has it now (an isolated rack's process is asked).
+                let now = execute(.pluginBypass(engine: e, plugin: plugin, on: nil), context: context)
+                guard now.ok else {
+                    failOnce(map, now.detail)
                     break
                 }
-                command = .pluginBypass(engine: e, plugin: plugin, on: !on)
+                command = .pluginBypass(engine: e, plugin: plugin, on: now.detail != "1")
             } else {
                 command = .pluginBypass(engine: e, plugin: plugin, on: high)
             }
@@ -176,7 +181,7 @@ extension Session {
 
     /// A control's range, from the plugin's description (0...1 when it says none).
     func controlRange(_ engine: ChainEngine, plugin: String, symbol: String) -> ClosedRange<Double> {
-        guard let uri = chain(engine)?.specs.first(where: { $0.name == plugin })?.uri,
+        guard let uri = chainSpecs(engine).first(where: { $0.name == plugin })?.uri,
               let port = PluginHost.shared.plugin(uri)?.ports.first(where: {
                   $0.kind == .control && $0.isInput && $0.symbol == symbol
               }) else { return 0...1 }
@@ -186,7 +191,7 @@ extension Session {
 
     /// A plugin's LV2 presets in the order `/tandem/plugin/list` shows them.
     func pluginPresets(_ engine: ChainEngine, plugin: String) -> [String] {
-        guard let uri = chain(engine)?.specs.first(where: { $0.name == plugin })?.uri else { return [] }
+        guard let uri = chainSpecs(engine).first(where: { $0.name == plugin })?.uri else { return [] }
         return (PluginHost.shared.plugin(uri)?.presets ?? []).map(\.uri)
     }
 

@@ -24,7 +24,12 @@ extension Session {
                 rackConfigs[name] = nil
                 report.clientsClosed += 1
             case .stop(let name):
-                supervisors.removeValue(forKey: name)?.stop()
+                // Its maps or ports changed (it starts anew below) or it goes: what it acknowledged is kept for a
+                // start of the same rack.
+                if let s = supervisors.removeValue(forKey: name) {
+                    keepValues(of: s)
+                    s.stop()
+                }
                 report.clientsClosed += 1
             case .updateProcess(let section, let want):
                 // Plugins, settings, gain or mix changed and the ports stay: the process takes the rack as a document,
@@ -74,6 +79,7 @@ extension Session {
                 try openRack(want, &report, strict: strict)
             }
         }
+        keptRackValues = keptRackValues.filter { name, _ in wanted.racks.contains { $0.name == name } }
     }
 
     private func reopenRack(_ want: RackConfig, _ report: inout ApplyReport, strict: Bool) throws(EngineError) {
@@ -87,12 +93,17 @@ extension Session {
         racks[want.name] = try Rack(config: want, server: server, logger: rackLogger, strictPlugins: strict,
                                     loopWakeup: environment.loopWakeup)
         rackConfigs[want.name] = want
+        // The same rack after a server loss: the values it ran with, which its saved state may predate.
+        if let kept = keptRackValues.removeValue(forKey: want.name),
+           kept.rack == preset?.racks.first(where: { $0.name == want.name }) {
+            restoreValues(kept.values, rack: want.name)
+        }
         report.clientsOpened += 1
         report.portsRegistered += want.inputs.count + want.outputs.count
     }
 
     /// Starts an isolated rack's process under a supervisor.
-    private func startIsolated(_ section: RackSection, _ wanted: Preset, _ report: inout ApplyReport) throws(EngineError) {
+    func startIsolated(_ section: RackSection, _ wanted: Preset, _ report: inout ApplyReport) throws(EngineError) {
         if let c = patchClient, c.clientExists(section.client) {
             throw EngineError(.badConfig, "rack '\(section.name)': the JACK client name '\(section.client)' is"
                               + " taken (another client of the server has it)")
@@ -104,6 +115,12 @@ extension Session {
         supervisor.maps = Self.mapsRunningIn(section, wanted.maps)
         let config = RackConfig(section: section, session: wanted.session)
         supervisor.ports = (config.inputs.count, config.outputs.count)
+        // The same rack after a server loss (or a restart for its maps): its saved state may predate what it
+        // acknowledged, so the process is given those values again once it is ready (`replayRackValues`).
+        if let kept = keptRackValues.removeValue(forKey: section.name), kept.rack == section, !kept.values.isEmpty {
+            supervisor.shadow = kept.values
+            supervisor.replay = kept.values
+        }
         try supervisor.start(now: clock.real())
         supervisors[section.name] = supervisor
         report.clientsOpened += 1
@@ -114,12 +131,19 @@ extension Session {
     /// Closes every rack and stops every supervisor (their children end cleanly).
     func closeRacks(_ report: inout ApplyReport) {
         for name in racks.keys.sorted() {
-            racks.removeValue(forKey: name)?.close()
+            guard let rack = racks.removeValue(forKey: name) else { continue }
+            // Kept for a restore after a server loss (`openRack`).
+            if let c = rack.plugins.chain, !c.isEmpty, let section = preset?.racks.first(where: { $0.name == name }) {
+                keptRackValues[name] = (section, ChainShadow(specs: c.currentSpecs, mix: c.mix, gainDB: c.gainDB))
+            }
+            rack.close()
             report.clientsClosed += 1
         }
         rackConfigs.removeAll()
         for name in supervisors.keys.sorted() {
-            supervisors.removeValue(forKey: name)?.stop()
+            guard let s = supervisors.removeValue(forKey: name) else { continue }
+            keepValues(of: s)
+            s.stop()
             report.clientsClosed += 1
         }
         patchOnlyClient?.close()
@@ -201,11 +225,16 @@ extension Session {
                         noted.plugin = "\(name):\(problem.plugin)"
                         if let r = recorder, r.isRecording { r.notePluginProblems([noted]) }
                     } else {
-                        events.append(.relayed(kind: e.kind, text: e.text))
+                        // A change its process made is the same event as an in-process rack's (typed fields on
+                        // the event stream), else passed on as told.
+                        events.append(Self.typedRelayedEvent(e) ?? .relayed(kind: e.kind, text: e.text))
                     }
                 }
             }
+            defer { replayRackValues(s) }
             if let incident = s.poll(serverMoving: moving, now: clock.real()) {
+                // Its process ended with the server: the one started next may restore older saved state.
+                if incident == .serverLost, !s.shadow.isEmpty { s.replay = s.shadow }
                 let what: String
                 switch incident {
                 case .crashed(let why): what = "crashed: \(why)"
@@ -226,6 +255,24 @@ extension Session {
                 noteRackIncident(name, what: "", back: true)
                 logger.info("rack is back", metadata: ["rack": "\(name)", "seconds": "\(String(format: "%.2f", seconds))"])
             }
+        }
+    }
+
+    /// A `control-changed`, `bypass-changed` or `chain-level-changed` event an isolated rack's process relayed, as
+    /// `ControlProtocol.describe` writes it, read back into the session's event; nil for any other.
+    static func typedRelayedEvent(_ e: (kind: String, text: String)) -> SessionEvent? {
+        let w = e.text.split(separator: " ").map(String.init)
+        switch e.kind {
+        case "control-changed" where w.count == 5:
+            guard let v = Float(w[3]), v.isFinite else { return nil }
+            return .controlChanged(engine: w[0], plugin: w[1], symbol: w[2], value: v, source: w[4])
+        case "bypass-changed" where w.count == 4 && (w[2] == "1" || w[2] == "0"):
+            return .bypassChanged(engine: w[0], plugin: w[1], bypassed: w[2] == "1", source: w[3])
+        case "chain-level-changed" where w.count == 4:
+            guard let m = Double(w[1]), let g = Double(w[2]), m.isFinite, g.isFinite else { return nil }
+            return .chainLevelChanged(engine: w[0], mix: m, gainDB: g, source: w[3])
+        default:
+            return nil
         }
     }
 

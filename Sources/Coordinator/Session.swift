@@ -83,6 +83,14 @@ public final class Session {
     /// In an isolated rack's process: where its chain's control changes go (an entry, the JACK frame time of the cycle
     /// that applied it), to be relayed to the session that records (see Session+ControlLog).
     public var controlRelay: ((TimedCommand, UInt32) -> Void)?
+    /// Carries a command to an isolated rack's process (its control port; nil while it is down) with the source the
+    /// change is told with, and returns the process's reply: the OSC relay (`ControlProtocol.relay`), installed by
+    /// the program. Blocks the control thread for at most a second. nil: isolated racks' chains are out of reach.
+    public var rackRelay: ((_ command: Command, _ rack: String, _ port: Int?, _ source: String) -> CommandReply)?
+    /// What each rack ran with when its engine went (the values an isolated rack's process acknowledged, an
+    /// in-process rack's chain's current values), kept while the session waits for its lost server: the rack started
+    /// when it is back is given them again, over whatever older state it restored (see Session+RackRelay).
+    var keptRackValues: [String: (rack: RackSection, values: ChainShadow)] = [:]
     /// What the control log needs between turns (see Session+ControlLog).
     var controlLog = ControlLogState()
 

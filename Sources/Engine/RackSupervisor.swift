@@ -48,8 +48,12 @@ public final class RackSupervisor {
     /// Events its process told of on the heartbeat pipe (a control value, bypass or preset changed there): kind and
     /// text, for the session's subscribers. Taken by `takeRelayedEvents`.
     private var relayed: [(kind: String, text: String)] = []
-    /// The control values and bypasses the process changed since its last document (see `ChainShadow`).
-    public private(set) var shadow = ChainShadow()
+    /// The control values, bypasses, mix and gain the process changed or acknowledged since its last document (see
+    /// `ChainShadow`). Control thread; the session records what the process acknowledged to a relayed command.
+    public var shadow = ChainShadow()
+    /// Values the process must be given again once it is ready: set when it starts after a server loss (its saved
+    /// state may predate what the session acknowledged); the session sends them and clears this.
+    public var replay: ChainShadow?
 
     /// The events relayed since the last call. Control thread.
     public func takeRelayedEvents() -> [(kind: String, text: String)] {
@@ -289,6 +293,16 @@ public final class RackSupervisor {
         rack = section
         self.document = document
         shadow.reset()   // the document holds the values as they are
+        return true
+    }
+
+    /// Hands the running process its rack's document with changed maps (added or cleared at run time; the rack and
+    /// its values as they are): it replaces its maps, and a restart starts from this document. False when it cannot
+    /// take it now (the caller restarts it instead). Control thread.
+    public func updateMaps(_ maps: [ControlMap], document: String) -> Bool {
+        guard let c = child, c.isRunning, ready, send(document) else { return false }
+        self.maps = maps
+        self.document = document
         return true
     }
 

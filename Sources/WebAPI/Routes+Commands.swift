@@ -28,7 +28,10 @@ extension Routes {
             // only says where (the relay never waits on the loop's thread).
             if ControlProtocol.rackRelayed.contains(command.address), let engine = command.engine,
                let target = try await server.gateway.run({ session in IsolatedRackTarget(session, engine) }) {
-                return await Self.relay(command, to: target)
+                let reply = await Self.relay(command, to: target)
+                // The session keeps what the process acknowledged before the client hears it.
+                if reply.ok { try await server.gateway.run { session in session.acknowledgeRelayed(command, reply: reply) } }
+                return reply
             }
             if command == .pluginList(engine: nil) { return try await allPlugins() }
             return try await server.gateway.run { session in session.execute(command, context: CommandContext(source: "http")) }
@@ -37,20 +40,15 @@ extension Routes {
         }
     }
 
-    /// `command` carried out by an isolated rack's process, its reply as the session's would be.
+    /// `command` carried out by an isolated rack's process (its changes said with the source `http`), its reply as
+    /// the session's would be.
     static func relay(_ command: Command, to target: IsolatedRackTarget) async -> CommandReply {
-        let args: [OSCValue] = command.values.map { v in
-            switch v {
-            case .text(let t): return .string(t)
-            case .number(let d): return .double(d)
+        let reply = await withCheckedContinuation { (c: CheckedContinuation<[OSCValue], Never>) in
+            DispatchQueue.global().async {
+                c.resume(returning: ControlProtocol.relay(ControlProtocol.message(command), to: target, source: "http"))
             }
         }
-        let reply = await withCheckedContinuation { (c: CheckedContinuation<[OSCValue], Never>) in
-            DispatchQueue.global().async { c.resume(returning: ControlProtocol.relay(OSCMessage(command.address, args), to: target)) }
-        }
-        let strings = reply.map { $0.string ?? "" }
-        let detail = strings.count > 2 ? strings[2] : ""
-        return strings.first == "ok" ? .done(detail) : .refused(detail, ControlProtocol.refusal(strings.count > 3 ? strings[3] : nil))
+        return ControlProtocol.commandReply(reply)
     }
 
     /// Every chain's plugins: the session's own, and each isolated rack's from its process.

@@ -158,7 +158,7 @@ struct RackCommand: ParsableCommand {
         }
     }
 
-    /// `preset` with this rack's plugins, gain and mix as a document from the session has them; nil (and a line on
+    /// `preset` with this rack's plugins, gain, mix and maps as a document from the session has them; nil (and a line on
     /// stderr, which is this process's log) when the document does not hold this rack or does not load.
     func takeDocument(_ text: String, into preset: Preset) -> Preset? {
         let base = "/"   // the session's documents hold absolute paths (`Session.rackDocument`)
@@ -172,6 +172,8 @@ struct RackCommand: ParsableCommand {
         next.racks[0].plugins = rack.plugins
         next.racks[0].gainDB = rack.gainDB
         next.racks[0].mix = rack.mix
+        // Maps added or cleared in the session at run time (its marker maps come on the command line).
+        next.maps = (loaded?.maps ?? []) + ((try? maps()) ?? [])
         return next
     }
 
@@ -306,7 +308,8 @@ struct RackCommand: ParsableCommand {
                 // What changed here reaches the session's subscribers (a map's value, a relayed OSC set).
                 for e in events {
                     switch e {
-                    case .controlChanged, .bypassChanged, .presetLoaded, .mapAdded, .mapFailed, .pluginProblem:
+                    case .controlChanged, .bypassChanged, .chainLevelChanged, .presetLoaded, .mapAdded, .mapFailed,
+                         .pluginProblem:
                         let (kind, text) = ControlProtocol.describe(e)
                         heart.tell(kind: kind, text: text)
                     default: break

@@ -53,6 +53,8 @@ final class SessionRunner {
         logger = Logger(label: "tandem.session")
         self.printer = printer
         session = Session(environment: .fromProcess(loopWakeup: signals.wakeup, logger: logger))
+        // Isolated racks' chains are reached through their processes' control ports (maps, plugin save, restores).
+        session.rackRelay = { ControlProtocol.sessionRelay($0, rack: $1, port: $2, source: $3) }
     }
 
     /// Applies the first preset; a failure closes what started and exits (3 without a server, else 2).
