@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The LV2 plugin catalogue as a test: every installed plugin through a Tandem rack (`make plugin-sweep`).
+"""The plugin catalogue as a test: every installed LV2, LADSPA and DSSI plugin through a Tandem rack (`make plugin-sweep`).
 
 For each plugin a private dummy JACK server is started (48 kHz, period 256), `tandem rack --plugin URI` is run on it
 with its default control values, and a probe client (this script run as `--probe`, libjack through ctypes) feeds
@@ -18,8 +18,8 @@ plugin gets one outcome:
   tandem-hurt  Tandem itself failed where the plugin is fine: it crashed, hung or gave NaN while jalv ran the plugin
                cleanly, and did so again on a second run (once only, and jalv clean: `ran`, whose `flaky`); it
                trapped (`Fatal error` on stderr), refused without a message, exited with a code other than 0 on
-               SIGTERM or 2 at start (docs/CLI.md), or, run as an isolated rack (`[[rack]] isolate = true`), its
-               session did not outlive the plugin
+               SIGTERM or 2 at start (docs/CLI.md), refused as malformed a name its own catalogue lists, or, run
+               as an isolated rack (`[[rack]] isolate = true`), its session did not outlive the plugin
   untested     the sweep's own JACK side failed three times (the server died, Tandem exit 3, the probe could not
                join): nothing is known about the plugin
 For a plugin that crashed or hung, the same plugin is also run in an isolated rack under `tandem run`: the session
@@ -29,21 +29,40 @@ clean run's output was silent or far over full scale (the report lists those who
 control default read wrongly silences an oscillator), so a plain plugin costs one rack. The kernel log (`dmesg`,
 where it can be read) names the library a segfault happened in.
 
+LADSPA and DSSI plugins (`--format`; the catalogue is `tandem plugins --format ... --json`, named `ladspa:LIB/LABEL`
+and `dssi:LIB/LABEL`) are swept the same way, with other reference hosts in jalv's place:
+  LADSPA       `applyplugin` (Debian ladspa-sdk) over a 16-bit WAV of the same noise (--seconds long, a channel per
+               audio input), every input control at the value Tandem starts it with (the catalogue's default), in
+               port order. It processes in place (one buffer for an input and an output), so it refuses plugins
+               marked in-place broken; it needs at least one audio input and one audio output; it writes 16-bit
+               PCM and prints its peak before clipping (which NaN does not raise): it tells a crash, a hang or a
+               silent output apart from a clean run, not NaN from finite output. Where it cannot take the plugin,
+               the offline host runs it.
+  DSSI         the offline host (`--offline`, this script through ctypes): one instance, run_synth over blocks of 256
+               frames with the probe's notes as ALSA sequencer events, every input control at Tandem's starting
+               value, every audio output checked for NaN. Debian's own jack-dssi-host (dssi-host-jack) takes its
+               MIDI from the ALSA sequencer only and exits where there is none (no /dev/snd/seq on a VM or in a
+               container), and Debian 12 ships no other DSSI host that runs without a display.
+Where the reference host could not judge the plugin (it could not take it, or failed to load it too), or it ran it
+cleanly, the rack is run once more before Tandem is blamed, as for LV2.
+A sweep of more than one kind of format reports LV2 on its own and LADSPA and DSSI together (--doc: two marker pairs).
+
 The Swift runtime's crash backtracer is turned off in the rack (SWIFT_BACKTRACE=enable=no, as Tandem does for its own
 isolated racks and its tests): left on, a debug build spends about 30 s symbolicating before a crashed plugin's
 process ends, which reads as a hang. --backtrace leaves it on (slower, and its backtrace names the crashing frame).
 
-Packages (Debian 12; `--install` apt-installs those that are missing, as root): see PACKAGES below.
+Packages (Debian 12; `--install` apt-installs those of the formats swept that are missing, as root): see PACKAGES.
 
     scripts/plugin-sweep.py --install                 # install the plugin packages (idempotent)
     scripts/plugin-sweep.py                           # every installed plugin; table on stdout
     scripts/plugin-sweep.py --list scripts/plugin-sweep-ci.txt --out sweep.md --json sweep.json
     scripts/plugin-sweep.py --filter 'x42|zam' --limit 10 --jobs 2
+    scripts/plugin-sweep.py --format ladspa,dssi --filter '^ladspa:cmt/' --jobs 2
     scripts/plugin-sweep.py --doc docs/RELIABILITY.md # splice the summary between the plugin-sweep markers
 
 Exit status: 0 when Tandem was never hurt (no tandem-hurt outcome, no NaN of Tandem's making) and every plugin was
-judged (no untested), 1 otherwise, 3 when a tool it needs (jackd, jack_lsp, jalv, setpriv, the tandem binary) is
-missing.
+judged (no untested), 1 otherwise, 3 when a tool it needs (jackd, jack_lsp, setpriv, the tandem binary; jalv to sweep
+LV2, applyplugin to sweep LADSPA) is missing.
 """
 import argparse, concurrent.futures, ctypes, datetime, json, math, os, queue, random, re, shutil, signal, socket
 import statistics, subprocess, sys, tempfile, threading, time, urllib.parse
@@ -54,17 +73,38 @@ RATE, PERIOD = 48000, 256
 # Every Debian 12 package that installs LV2 plugins into /usr/lib/lv2 (681 plugins from these 31 packages; x42-plugins,
 # swh-lv2, mda-lv2 and lv2-examples are also in `make deps`). Not here: amsynth and tuxguitar-synth-lv2 (no LV2 bundle
 # in Debian 12's packages), carla (not in Debian 12).
-PACKAGES = [
-    "abgate", "ardour-lv2-plugins", "avldrums.lv2", "blop-lv2", "calf-plugins", "dpf-plugins-lv2",
-    "dragonfly-reverb-lv2", "drumgizmo", "drumkv1-lv2", "eq10q", "fomp", "foo-yc20", "guitarix-lv2",
-    "invada-studio-plugins-lv2", "ir.lv2", "lsp-plugins-lv2", "lv2-examples", "lv2vocoder", "mda-lv2",
-    "padthv1-lv2", "rubberband-lv2", "samplv1-lv2", "setbfree", "so-synth-lv2", "swh-lv2", "synthv1-lv2",
-    "vocproc", "x42-plugins", "yoshimi", "zam-plugins", "zynaddsubfx-lv2",
-]
-# What the sweep itself runs.
-TOOLS = ["jackd", "jack_lsp", "jalv", "setpriv"]
+# LADSPA: every Debian 12 package with a library in /usr/lib/ladspa (or its multiarch twin), 522 plugins; zam-plugins
+# (also LV2) brings its LADSPA builds. Not here: the LADSPA packages of other projects' hosts (pd-plugin, ladspalist)
+# and ladspa builds Debian 12 does not have (calf). csladspa lists no plugin until a Csound file is put beside it.
+# DSSI: every Debian 12 package with a library in /usr/lib/dssi, 21 plugins: the synths, dpf's effects and the SDK's
+# examples. dssi-host-jack is the SDK's own host (not usable headless here: see above); dssi-utils its tools.
+PACKAGES = {
+    "lv2": [
+        "abgate", "ardour-lv2-plugins", "avldrums.lv2", "blop-lv2", "calf-plugins", "dpf-plugins-lv2",
+        "dragonfly-reverb-lv2", "drumgizmo", "drumkv1-lv2", "eq10q", "fomp", "foo-yc20", "guitarix-lv2",
+        "invada-studio-plugins-lv2", "ir.lv2", "lsp-plugins-lv2", "lv2-examples", "lv2vocoder", "mda-lv2",
+        "padthv1-lv2", "rubberband-lv2", "samplv1-lv2", "setbfree", "so-synth-lv2", "swh-lv2", "synthv1-lv2",
+        "vocproc", "x42-plugins", "yoshimi", "zam-plugins", "zynaddsubfx-lv2",
+    ],
+    "ladspa": [
+        "ladspa-sdk", "amb-plugins", "autotalent", "blepvco", "blop", "bs2b-ladspa", "caps", "cmt", "csladspa",
+        "dpf-plugins-ladspa", "fil-plugins", "guitarix-ladspa", "invada-studio-plugins-ladspa", "lsp-plugins-ladspa",
+        "mcp-plugins", "omins", "rev-plugins", "rubberband-ladspa", "ste-plugins", "swh-plugins", "tap-plugins",
+        "vco-plugins", "vlevel", "wah-plugins", "zam-plugins",
+    ],
+    "dssi": [
+        "amsynth", "dpf-plugins-dssi", "dssi-example-plugins", "fluidsynth-dssi", "hexter", "whysynth", "wsynth-dssi",
+        "xsynth-dssi", "zynaddsubfx-dssi",
+    ],
+}
+FORMATS = ["lv2", "ladspa", "dssi"]
+# What the sweep itself runs, and what each format's reference host needs.
+TOOLS = ["jackd", "jack_lsp", "setpriv"]
+REFERENCE = {"lv2": "jalv", "ladspa": "applyplugin", "dssi": "the offline host"}
 OUTCOMES = ["ran", "refused", "crashed", "hung", "nan", "tandem-hurt", "untested"]
 BEGIN, END = "<!-- plugin-sweep:begin -->", "<!-- plugin-sweep:end -->"
+# The LADSPA and DSSI summary's markers (the LV2 one keeps the plain pair).
+LD_BEGIN, LD_END = "<!-- plugin-sweep-ladspa-dssi:begin -->", "<!-- plugin-sweep-ladspa-dssi:end -->"
 RACK = "sweep"          # the rack's name and JACK client
 REF = "sweepref"        # jalv's JACK client
 READY = re.compile(r"rack %s ready" % RACK)
@@ -263,6 +303,104 @@ class Probe:
 
 def probe_main(spec_json):
     print(json.dumps(Probe(json.loads(spec_json)).run()), flush=True)
+    os._exit(0)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The offline host: a DSSI (or LADSPA) plugin run as a plain host runs it (one instance, instantiate, connect, activate,
+# run or run_synth over blocks of PERIOD frames, deactivate, cleanup), in a process of its own (`plugin-sweep.py
+# --offline SPEC`), through ctypes. The reference for DSSI, which has no host in Debian 12 that runs headless, and
+# for the LADSPA plugins applyplugin does not take. The same noise into every audio input, the same notes as the probe's
+# (as ALSA sequencer events, their offsets in time.tick, as DSSI says), every audio output checked for NaN and peak.
+# ---------------------------------------------------------------------------------------------------------------------
+
+PORT_INPUT, PORT_OUTPUT, PORT_CONTROL, PORT_AUDIO = 0x1, 0x2, 0x4, 0x8
+SEQ_NOTEON, SEQ_NOTEOFF = 6, 7
+
+
+class SeqEvent(ctypes.Structure):
+    """snd_seq_event_t (28 bytes) as far as a note needs it."""
+    _fields_ = [("type", ctypes.c_ubyte), ("flags", ctypes.c_ubyte), ("tag", ctypes.c_ubyte), ("queue", ctypes.c_ubyte),
+                ("tick", ctypes.c_uint), ("nsec", ctypes.c_uint), ("source", ctypes.c_ubyte * 2),
+                ("dest", ctypes.c_ubyte * 2), ("channel", ctypes.c_ubyte), ("note", ctypes.c_ubyte),
+                ("velocity", ctypes.c_ubyte), ("off_velocity", ctypes.c_ubyte), ("duration", ctypes.c_uint),
+                ("pad", ctypes.c_uint)]
+
+
+def offline_main(spec_json):
+    c = ctypes
+    spec = json.loads(spec_json)
+    lib = c.CDLL(spec["library"])
+    dssi = spec["format"] == "dssi"
+    entry = getattr(lib, "dssi_descriptor" if dssi else "ladspa_descriptor")
+    entry.restype, entry.argtypes = c.c_void_p, [c.c_ulong]
+    desc = run_synth = None
+    for i in range(10000):
+        d = entry(i)
+        if not d:
+            break
+        ld = c.cast(d + 8, c.POINTER(c.c_void_p))[0] if dssi else d
+        if c.cast(ld, c.POINTER(c.c_char_p))[1].decode() == spec["label"]:
+            desc = ld
+            if dssi:
+                synth = c.cast(d, c.POINTER(c.c_void_p))[6]
+                if synth:
+                    run_synth = c.CFUNCTYPE(None, c.c_void_p, c.c_ulong, c.POINTER(SeqEvent), c.c_ulong)(synth)
+            break
+    if desc is None:
+        raise SystemExit("offline: no plugin labelled %s in %s" % (spec["label"], spec["library"]))
+    f = c.cast(desc, c.POINTER(c.c_void_p))     # UniqueID, Label, Properties, Name, Maker, Copyright, PortCount, ...
+    count = f[6]
+    kinds = c.cast(f[7], c.POINTER(c.c_int))
+    instantiate = c.CFUNCTYPE(c.c_void_p, c.c_void_p, c.c_ulong)(f[11])
+    connect = c.CFUNCTYPE(None, c.c_void_p, c.c_ulong, c.c_void_p)(f[12])
+    activate = c.CFUNCTYPE(None, c.c_void_p)(f[13]) if f[13] else None
+    run = c.CFUNCTYPE(None, c.c_void_p, c.c_ulong)(f[14]) if f[14] else None
+    deactivate = c.CFUNCTYPE(None, c.c_void_p)(f[17]) if f[17] else None
+    cleanup = c.CFUNCTYPE(None, c.c_void_p)(f[18]) if f[18] else None
+    h = instantiate(desc, RATE)
+    if not h:
+        raise SystemExit("offline: instantiate returned NULL")
+    rng = random.Random(1)
+    noise = (c.c_float * (NOISE_FRAMES + PERIOD))(*[rng.uniform(-0.5, 0.5) for _ in range(NOISE_FRAMES + PERIOD)])
+    controls = list(spec["controls"])
+    keep, ins, outs = [], [], []
+    for i in range(count):
+        k = kinds[i]
+        if k & PORT_CONTROL:
+            v = c.c_float(controls.pop(0) if k & PORT_INPUT and controls else 0.0)
+            keep.append(v)
+            connect(h, i, c.addressof(v))
+        else:
+            buf = (c.c_float * PERIOD)()
+            keep.append(buf)
+            connect(h, i, c.addressof(buf))
+            (ins if k & PORT_INPUT else outs).append((i, buf))
+    if activate:
+        activate(h)
+    stats = [PortStats("port %d" % i) for i, _ in outs]
+    probe = Probe.__new__(Probe)                 # its note schedule only
+    pos, frames = 0, int(spec["seconds"] * RATE)
+    while pos < frames:
+        for n, (_, buf) in enumerate(ins):
+            c.memmove(buf, c.addressof(noise) + 4 * ((pos + n * 7919) % NOISE_FRAMES), 4 * PERIOD)
+        if run_synth:
+            notes = probe.notes(pos, PERIOD)
+            events = (SeqEvent * max(1, len(notes)))()
+            for e, (t, data) in zip(events, notes):
+                e.type = SEQ_NOTEON if data[0] == 0x90 else SEQ_NOTEOFF
+                e.tick, e.note, e.velocity = t, data[1], data[2]
+            run_synth(h, PERIOD, events, len(notes))
+        elif run:
+            run(h, PERIOD)
+        for st, (_, buf) in zip(stats, outs):
+            st.take(memoryview(c.string_at(c.addressof(buf), 4 * PERIOD)).cast("f"), pos)
+        pos += PERIOD
+    if deactivate:
+        deactivate(h)
+    if cleanup:
+        cleanup(h)
+    print(json.dumps({"frames": pos, "ports": [s.json() for s in stats]}), flush=True)
     os._exit(0)
 
 
@@ -530,8 +668,17 @@ def run_host(host, uri, server, work, args, label=None):
     else:
         r.start = "ready"
         r.ports = jack_ports(env, client)
+        if host == "tandem" and not r.ports:
+            # A ready rack has its ports; none listed is jack_lsp failing on a busy server (seen: a whole plugin
+            # "ran" with nothing fed or read). Asked again for a while, then the sweep's own failure: run again.
+            wait_until(lambda: p.poll() is not None or bool(jack_ports(env, client)), 3, step=0.2)
+            r.ports = jack_ports(env, client)
         r.tids = threads(p.pid)
-        r.probe = run_probe(r.ports, server, work, label, args)
+        if host == "tandem" and not r.ports and p.poll() is None:
+            r.probe = {"complete": False, "frames": 0, "seconds": args.seconds, "wall": 0, "harness": True,
+                       "errors": ["jack_lsp listed no port of the ready rack"], "ports": []}
+        else:
+            r.probe = run_probe(r.ports, server, work, label, args)
         r.tids |= threads(p.pid)
         if p.poll() is not None:
             r.stop, r.code = "died", p.returncode
@@ -602,17 +749,169 @@ def run_isolated(uri, server, work, args, seconds):
 
 
 # ---------------------------------------------------------------------------------------------------------------------
+# applyplugin: the LADSPA SDK's own host, offline, as the reference for LADSPA plugins
+# ---------------------------------------------------------------------------------------------------------------------
+
+# applyplugin's own limits (its messages): the plugin is not for it, which says nothing about the plugin.
+APPLY_CANNOT = re.compile(r"not capable of in-place processing|Mismatch between channel count|has no audio outputs")
+
+
+class AppliedRun:
+    """What happened to `applyplugin` running one LADSPA plugin over a WAV of noise. Verdicts as HostRun's: ran,
+    crashed, hung, failed (exited non-zero: the library did not load, the plugin did not instantiate), and cannot (a
+    plugin applyplugin does not take: see APPLY_CANNOT)."""
+    host = "applyplugin"
+
+    def __init__(self):
+        self.code = None
+        self.timed_out = False
+        self.seconds = None
+        self.peak = None          # the peak it prints (before clipping to 16 bits; NaN does not raise it)
+        self.stderr = ""
+        self.segfault_in = None
+
+    def verdict(self):
+        if self.timed_out:
+            return "hung", "not done after %g s (killed)" % APPLY_TIMEOUT
+        if self.code is not None and self.code < 0:
+            return "crashed", describe_exit(self.code)
+        cannot = APPLY_CANNOT.search(self.stderr)
+        if cannot:
+            return "cannot", self.stderr.strip().splitlines()[-1][:160]
+        if self.code != 0 or self.peak is None:
+            lines = [l.strip() for l in self.stderr.splitlines() if l.strip()]
+            return "failed", describe_exit(self.code) + (": " + lines[-1][:160] if lines else "")
+        return "ran", ""
+
+    def crash_note(self):
+        return " (segfault in %s)" % self.segfault_in if self.segfault_in else ""
+
+    def json(self):
+        v, why = self.verdict()
+        return {"host": self.host, "verdict": v, "why": why, "exit": describe_exit(self.code), "seconds": self.seconds,
+                "peak": self.peak, "segfaultIn": self.segfault_in, "stderrTail": self.stderr[-2000:]}
+
+
+APPLY_TIMEOUT = 60.0
+
+
+def run_offline_process(r, argv, out, err):
+    """Runs an offline reference host to its end (killed after APPLY_TIMEOUT s) and notes in `r` (an AppliedRun) how
+    it ended, its stderr, and the library the kernel names if it segfaulted."""
+    p = spawn(argv, dict(os.environ), out, err_path=err)
+    t0 = time.monotonic()
+    tids = set()
+    while p.poll() is None and time.monotonic() < t0 + APPLY_TIMEOUT:
+        tids |= threads(p.pid)
+        time.sleep(0.05)
+    if p.poll() is None:
+        r.timed_out = True
+        stop(p, 3)
+    else:
+        reap(p)
+    r.code = p.returncode
+    r.seconds = round(time.monotonic() - t0, 2)
+    r.stderr = read(err)
+    if r.code == -signal.SIGSEGV:
+        r.segfault_in = segfault_library(tids | {p.pid})
+
+
+def noise_wav(path, channels, seconds):
+    """A 16-bit WAV of the probe's kind of noise (uniform, -6 dBFS peak), a stretch of it per channel."""
+    import wave
+    rng = random.Random(1)
+    frames = int(seconds * RATE)
+    data = bytearray()
+    for _ in range(frames):
+        for _ in range(channels):
+            data += int(rng.uniform(-0.5, 0.5) * 32767).to_bytes(2, "little", signed=True)
+    with wave.open(path, "wb") as w:
+        w.setnchannels(channels)
+        w.setsampwidth(2)
+        w.setframerate(RATE)
+        w.writeframes(bytes(data))
+
+
+def run_applyplugin(plugin, work, args):
+    """`applyplugin in.wav out.wav LIBRARY LABEL CONTROL...` with Tandem's starting control values."""
+    r = AppliedRun()
+    label = plugin["uri"].split("/", 1)[1]
+    ins = max(1, plugin["audio"][0])           # none: it refuses (a WAV has at least one channel)
+    wav_in, wav_out = os.path.join(work, "applyplugin-in.wav"), os.path.join(work, "applyplugin-out.wav")
+    noise_wav(wav_in, ins, args.seconds)
+    argv = ["applyplugin", wav_in, wav_out, plugin["library"], label] + ["%.9g" % v for v in plugin["controls"]]
+    out, err = os.path.join(work, "applyplugin.out"), os.path.join(work, "applyplugin.err")
+    with open(os.path.join(work, "applyplugin.argv"), "w") as f:
+        f.write(" ".join(argv) + "\n")
+    run_offline_process(r, argv, out, err)
+    m = re.search(r"^Peak output: (\S+)", read(out), re.M)
+    if m:
+        try:
+            r.peak = float(m.group(1))         # full scale 1 (ladspa-sdk 1.17; older ones printed 16-bit units)
+        except ValueError:
+            r.peak = None
+    for path in (wav_in, wav_out):
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+    return r
+
+
+class OfflineRun(AppliedRun):
+    """The sweep's offline host running one DSSI (or LADSPA) plugin (`--offline`): as AppliedRun, with NaN seen."""
+    host = "the offline host"
+
+    def __init__(self):
+        super().__init__()
+        self.ports = []
+
+    def verdict(self):
+        v, why = super().verdict()
+        bad = [p for p in self.ports if p["nonfinite"]]
+        if v == "ran" and bad:
+            return "nan", "; ".join("%s: %d non-finite samples from frame %d" % (
+                p["port"], p["nonfinite"], p["firstNonfinite"]) for p in bad)
+        return v, why
+
+    def json(self):
+        return dict(super().json(), ports=self.ports)
+
+
+def run_offline(plugin, work, args):
+    """The plugin in the offline host, a process of its own: did it crash, hang, give NaN?"""
+    r = OfflineRun()
+    spec = json.dumps({"library": plugin["library"], "label": plugin["uri"].split("/", 1)[1],
+                       "format": plugin["format"], "controls": plugin["controls"], "seconds": args.seconds})
+    out, err = os.path.join(work, "offline.out"), os.path.join(work, "offline.err")
+    run_offline_process(r, [sys.executable, os.path.realpath(__file__), "--offline", spec], out, err)
+    try:
+        got = json.loads(read(out).strip().splitlines()[-1])
+        r.ports = got["ports"]
+        r.peak = max((q["peak"] for q in r.ports), default=None)
+    except (ValueError, IndexError, KeyError):
+        pass
+    if r.code == 0 and r.peak is None and not r.ports:
+        r.peak = 0.0                      # no audio outputs: ran
+    return r
+
+
+# ---------------------------------------------------------------------------------------------------------------------
 # Classification
 # ---------------------------------------------------------------------------------------------------------------------
 
-def classify(t, j, iso, again=None):
-    """(outcome, whose, message) from Tandem's run, jalv's run, the isolated run and Tandem's second run (each None
-    when not made). A failure of Tandem's that a second run does not repeat is `ran`, whose `flaky`."""
+def classify(t, j, iso, again=None, ref="jalv"):
+    """(outcome, whose, message) from Tandem's run, the reference host's run (`ref`: jalv, applyplugin, or None where
+    the format has none), the isolated run and Tandem's second run (each None when not made). A failure of Tandem's
+    that a second run does not repeat is `ran`, whose `flaky`."""
     tv, twhy = t.verdict()
     if tv == "harness":
         return "untested", "harness", twhy + " (three times)"
+    jv, jwhy = j.verdict() if j else ("not run", "")
     if again is not None and again.verdict()[0] == "ran" and not TRAP.search(t.stderr):
-        return "ran", "flaky", "first run: %s%s; jalv and a second run were clean" % (twhy, tail_note(t))
+        clean = ("%s and a second run were clean" % ref if jv == "ran" else
+                 "a second run was clean (%s)" % reference_note(ref, jv, jwhy))
+        return "ran", "flaky", "first run: %s%s; %s" % (twhy, tail_note(t), clean)
     if TRAP.search(t.stderr):
         m = TRAP.search(t.stderr)
         return "tandem-hurt", "tandem", "trapped: " + t.stderr[m.start():].splitlines()[0][:200]
@@ -621,30 +920,64 @@ def classify(t, j, iso, again=None):
     if tv == "refused":
         if not twhy:
             return "tandem-hurt", "tandem", "exit 2 without a message"
+        if MALFORMED.search(twhy):
+            return "tandem-hurt", "tandem", "refused the name its own catalogue lists: " + twhy
         return "refused", "", twhy
-    jv, jwhy = j.verdict() if j else ("not run", "")
     if tv in ("crashed", "hung", "nan"):
         msg = twhy + t.crash_note() + tail_note(t)
-        if jv == "ran":
+        if jv == "ran" and not (tv == "nan" and ref == "applyplugin"):
             if tv == "nan":
-                return "nan", "tandem", msg + "; jalv's output is finite" + again_note(again)
-            return "tandem-hurt", "tandem", msg + "; jalv ran it cleanly" + again_note(again)
+                return "nan", "tandem", msg + "; %s's output is finite" % ref + again_note(again)
+            return "tandem-hurt", "tandem", msg + "; %s ran it cleanly" % ref + again_note(again) + (
+                "; in an isolated rack the session did not survive it (%s)" % iso["exit"]
+                if iso is not None and not iso["ok"] else "")
         if iso is not None and not iso["ok"]:
             return "tandem-hurt", "tandem", msg + "; in an isolated rack the session did not survive it (%s)" % (
                 iso["exit"])
         whose = "plugin" if jv in ("crashed", "hung", "nan") else "unknown"
-        msg += "; jalv: %s" % (jv + (" (" + jwhy + ")" if jwhy else "") + j.crash_note() if j else "not run")
+        if ref == "jalv":
+            msg += "; jalv: %s" % (jv + (" (" + jwhy + ")" if jwhy else "") + j.crash_note() if j else "not run")
+        else:
+            msg += "; " + reference_note(ref, jv, jwhy) + (j.crash_note() if j else "")
+            if tv == "nan" and jv == "ran":
+                msg += " (its 16-bit output cannot show NaN)"
+            msg += again_note(again)
         if iso is not None:
             msg += "; isolated: session stayed up, rack down %d time(s), %s" % (iso["rackDown"], iso["exit"])
         return tv, whose, msg
     # An exit other than 0 on SIGTERM or 2 at start (docs/CLI.md, exit codes) is Tandem's, whatever jalv does.
     msg = twhy + tail_note(t)
     if jv == "ran":
-        return "tandem-hurt", "tandem", msg + "; jalv ran it cleanly" + again_note(again)
-    return "tandem-hurt", "tandem", msg + "; jalv: %s %s" % (jv, jwhy)
+        return "tandem-hurt", "tandem", msg + "; %s ran it cleanly" % ref + again_note(again)
+    if ref == "jalv":
+        return "tandem-hurt", "tandem", msg + "; jalv: %s %s" % (jv, jwhy)
+    return "tandem-hurt", "tandem", msg + "; " + reference_note(ref, jv, jwhy) + again_note(again)
+
+
+# Results the sweep cannot judge by itself, explained from the plugin's source: {URI: (outcome, whose, why)}. Applied
+# only where the plugin's outcome is that one (whose then says whose it is, and why is added to the message), so a
+# change of behaviour still shows.
+KNOWN = {
+    "ladspa:slide_2741/slide_tc": (
+        "nan", "plugin", "omins' slide.c reads its Fall time control port as if it were an audio buffer "
+        "(falltime[i] for every frame in runSlide, in the control variant too): past the one float a control port has, "
+        "it reads what the host keeps beside it; the offline host's happen to be finite, Tandem's not"),
+}
+
+# A refusal that says the name itself is malformed: the names swept are the ones `tandem plugins` lists.
+MALFORMED = re.compile(r"plugin is named (ladspa|dssi):LIBRARY/LABEL|is not a LADSPA or DSSI name")
+
+
+def reference_note(ref, jv, jwhy):
+    """What the reference host made of the plugin, for a message: `applyplugin: crashed (...)`."""
+    if ref is None:
+        return "no reference host for this format"
+    return "%s: %s%s" % (ref, jv, " (" + jwhy + ")" if jwhy else "")
 
 
 def peak(run):
+    if isinstance(run, AppliedRun):
+        return run.peak
     outs = (run.probe or {}).get("ports", [])
     return max(p["peak"] for p in outs) if outs else None
 
@@ -663,13 +996,13 @@ def compare_output(t, j):
         return "", note
     jv, jwhy = j.verdict()
     if jv != "ran":
-        return "", note + "; jalv: %s%s" % (jv, " (" + jwhy + ")" if jwhy else "")
+        return "", note + "; %s: %s%s" % (j.host, jv, " (" + jwhy + ")" if jwhy else "")
     tp, jp = peak(t), peak(j)
     if jp is None:
-        return "", note + "; jalv: no audio outputs"
+        return "", note + "; %s: no audio outputs" % j.host
     differs = (tp == 0) != (jp == 0) or (tp > 10) != (jp > 10)
-    return ("differs from jalv" if differs else ""), note + "; jalv: %s" % ("silent too" if jp == 0 and tp == 0
-                                                                          else "peak %.3g" % jp)
+    return ("differs from %s" % j.host if differs else ""), note + "; %s: %s" % (
+        j.host, "silent too" if jp == 0 and tp == 0 else "peak %.3g" % jp)
 
 
 def again_note(again):
@@ -702,11 +1035,12 @@ def tail_note(t):
 # The catalogue: `tandem plugins --json`, each plugin's package from dpkg
 # ---------------------------------------------------------------------------------------------------------------------
 
-def catalogue(tandem):
-    r = subprocess.run([tandem, "plugins", "--json"], capture_output=True, text=True, timeout=300)
+def catalogue(tandem, formats=("lv2",)):
+    r = subprocess.run([tandem, "plugins", "--format", ",".join(formats), "--json"], capture_output=True, text=True,
+                       timeout=300)
     if r.returncode != 0:
         raise SystemExit("tandem plugins --json: %s %s" % (describe_exit(r.returncode), r.stderr.strip()[-500:]))
-    plugins = json.loads(r.stdout)
+    plugins = [p for p in json.loads(r.stdout) if p.get("format", "lv2") in formats]
     bundles = sorted({bundle_path(p["bundle"]) for p in plugins})
     owner = packages_of(bundles)
     out = []
@@ -715,6 +1049,11 @@ def catalogue(tandem):
         def count(kind, inp):
             return sum(1 for q in ports if q["kind"] == kind and q["isInput"] == inp)
         out.append({"uri": p["uri"], "name": p.get("name", ""), "package": owner.get(bundle_path(p["bundle"]), "?"),
+                    "format": p.get("format", "lv2"), "uniqueID": p.get("uniqueID"),
+                    "library": bundle_path(p["bundle"]),
+                    # What Tandem starts each input control at, in port order (applyplugin is given the same).
+                    "controls": [q.get("defaultValue", q.get("minimum", 0.0)) for q in ports
+                                 if q["kind"] == "control" and q["isInput"]],
                     "audio": (count("audio", True), count("audio", False)),
                     "cv": (count("cv", True), count("cv", False)),
                     "midiIn": any(q["kind"] == "atom" and q["isInput"] and q.get("supportsMIDI") for q in ports),
@@ -778,9 +1117,11 @@ def server_name(slot):
 
 
 def sweep_one(plugin, slot, workroot, args):
-    """One plugin: Tandem's rack; where it failed, jalv, Tandem once more (when jalv ran it), and an isolated rack
-    (when it crashed or hung). Each on a fresh server."""
+    """One plugin: Tandem's rack; where it failed, the reference host (jalv for LV2, applyplugin for LADSPA, none for
+    DSSI), Tandem once more (when the reference ran it, or could not judge it), and an isolated rack (when it crashed
+    or hung). Each JACK host on a fresh server."""
     uri = plugin["uri"]
+    ref = REFERENCE.get(plugin.get("format", "lv2"))
     work = os.path.join(workroot, re.sub(r"[^A-Za-z0-9]+", "-", uri).strip("-")[-80:])
     os.makedirs(work, exist_ok=True)
     t0 = time.monotonic()
@@ -802,27 +1143,42 @@ def sweep_one(plugin, slot, workroot, args):
             uri, t.verdict()[1] if server_ok else "the server died", attempt))
     tandem_s = time.monotonic() - t0
     jalv = again = iso = None
+
+    def reference():
+        if ref == "jalv":
+            return on_server(lambda s: run_host("jalv", uri, s, work, args), "jalv")[0]
+        if ref == "applyplugin" and t.verdict()[0] != "nan":   # (its 16-bit output cannot show NaN)
+            r = run_applyplugin(plugin, work, args)             # offline: no server
+            if r.verdict()[0] != "cannot":
+                return r
+        return run_offline(plugin, work, args)
+
     verdict = t.verdict()[0]
-    if verdict == "ran" and unusual(t, plugin) and not args.no_reference:
-        # Silent or very loud: is jalv's output so too? (A default read wrongly can silence an oscillator.)
-        jalv, _ = on_server(lambda s: run_host("jalv", uri, s, work, args), "jalv")
-    elif verdict not in ("ran", "refused", "harness") and not args.no_reference:
-        jalv, _ = on_server(lambda s: run_host("jalv", uri, s, work, args), "jalv")
-        if jalv.verdict()[0] == "ran":
-            # Before blaming Tandem, once more: a loaded machine can starve a cycle of any client.
+    if verdict == "ran" and unusual(t, plugin) and not args.no_reference and ref:
+        # Silent or very loud: is the reference's output so too? (A default read wrongly can silence an oscillator.)
+        jalv = reference()
+    elif verdict not in ("ran", "refused", "harness"):
+        if ref and not args.no_reference:
+            jalv = reference()
+        if jalv is not None and jalv.verdict()[0] == "ran" or (ref != "jalv" and (
+                jalv is None or jalv.verdict()[0] in ("cannot", "failed", "ran"))):
+            # Before blaming Tandem, once more: a loaded machine can starve a cycle of any client. (Where no reference
+            # host could judge the plugin, the second run is all there is to tell a flaky run from a plugin's fault.)
             again, _ = on_server(lambda s: run_host("tandem", uri, s, work, args, label="tandem-again"),
                                  "tandem-again")
         if verdict in ("crashed", "hung") and not args.no_isolated:
             # One stuck while starting is killed by the session after 10 s: long enough to see that.
             iso, _ = on_server(lambda s: run_isolated(uri, s, work, args,
                                                       13 if t.start == "timeout" else args.seconds + 2), "isolated")
-    outcome, whose, message = classify(t, jalv, iso, again)
+    outcome, whose, message = classify(t, jalv, iso, again, jalv.host if jalv else ref)
+    if uri in KNOWN and KNOWN[uri][0] == outcome:
+        whose, message = KNOWN[uri][1], message + "; known: " + KNOWN[uri][2]
     if not server_ok:
         message += " (the JACK server died too)"
     rec = {"uri": uri, "name": plugin["name"], "package": plugin["package"], "ports": port_summary(plugin),
-           "outcome": outcome, "whose": whose, "message": message, "seconds": round(time.monotonic() - t0, 2),
+           "format": plugin.get("format", "lv2"), "uniqueID": plugin.get("uniqueID"), "outcome": outcome, "whose": whose, "message": message, "seconds": round(time.monotonic() - t0, 2),
            "tandemSeconds": round(tandem_s, 2), "startSeconds": t.start_s, "tandem": t.json(),
-           "jalv": jalv.json() if jalv else None, "tandemAgain": again.json() if again else None, "isolated": iso}
+           "jalv" if ref == "jalv" else "reference": jalv.json() if jalv else None, "tandemAgain": again.json() if again else None, "isolated": iso}
     if outcome == "ran" and not whose and not args.keep_logs:
         shutil.rmtree(work, ignore_errors=True)
     else:
@@ -847,7 +1203,7 @@ def sweep(plugins, args):
             rec = sweep_one(p, slot, workroot, args)
         except Exception as e:  # noqa: BLE001  (one plugin's harness failure must not end the sweep)
             rec = {"uri": p["uri"], "name": p["name"], "package": p["package"], "ports": port_summary(p),
-                   "outcome": "untested", "whose": "harness", "message": "the sweep itself failed: %r" % e,
+                   "format": p.get("format", "lv2"), "uniqueID": p.get("uniqueID"), "outcome": "untested", "whose": "harness", "message": "the sweep itself failed: %r" % e,
                    "seconds": 0, "tandemSeconds": 0}
         finally:
             slots.put(slot)
@@ -898,39 +1254,74 @@ def timing(results, key="seconds"):
             "p95": secs[min(len(secs) - 1, int(0.95 * len(secs)))], "max": secs[-1], "total": sum(secs)}
 
 
-def summary_lines(results, meta):
+# The report's groups: LV2 on its own (its summary between BEGIN and END, as before LADSPA and DSSI were swept), LADSPA
+# and DSSI together (between LD_BEGIN and LD_END). (name, formats, markers, heading where the markers are new)
+GROUPS = [("LV2", ("lv2",), (BEGIN, END), "## Plugin sweep"),
+          ("LADSPA and DSSI", ("ladspa", "dssi"), (LD_BEGIN, LD_END), "## Plugin sweep: LADSPA and DSSI")]
+
+
+def grouped(results):
+    """[(group, its results)] for each group with results, in GROUPS' order."""
+    out = []
+    for g in GROUPS:
+        rs = [r for r in results if r.get("format", "lv2") in g[1]]
+        if rs:
+            out.append((g, rs))
+    return out
+
+
+def summary_lines(results, meta, group=GROUPS[0]):
     counts = {o: sum(1 for r in results if r["outcome"] == o) for o in OUTCOMES}
     pkgs = sorted({r["package"] for r in results})
     t = timing(results)
     tandem_nan = sum(1 for r in results if r["outcome"] == "nan" and r["whose"] == "tandem")
+    lv2 = group[1] == ("lv2",)
+    formats = "" if lv2 else " (%s)" % ", ".join(
+        "%d %s" % (n, f.upper()) for f, n in ((f, sum(1 for r in results if r.get("format") == f)) for f in group[1])
+        if n)
     lines = [
-        "Swept by `scripts/plugin-sweep.py%s` on %s: %d plugins from %d packages, %g s of noise and notes each on a "
+        "Swept by `scripts/plugin-sweep.py%s`%s on %s: %d plugins%s from %d packages, %g s of noise and notes each on a "
         "private dummy server (48 kHz, period 256), %d job(s) on %d cores; %.0f s in all (%.1f min). Tandem: `%s`." % (
-            meta["selection"], meta["date"], len(results), len(pkgs), meta["seconds"], meta["jobs"], os.cpu_count(),
-            meta["elapsed"], meta["elapsed"] / 60, meta["tandem"]),
+            meta["selection"], " in %d slices (each a `--filter`, reported together with `--from-json`)" % meta[
+                "slices"] if meta.get("slices", 1) > 1 else "", meta["date"], len(results), formats, len(pkgs),
+            meta["seconds"], meta["jobs"],
+            os.cpu_count(), meta["elapsed"], meta["elapsed"] / 60, meta["tandem"]),
         "",
         "| outcome | plugins |",
         "|---|---|",
     ]
     lines += ["| %s | %d |" % (o, counts[o]) for o in OUTCOMES]
     flaky = sum(1 for r in results if r["whose"] == "flaky")
+    ref = "jalv and a second run clean" if lv2 else "a second run clean, and the reference host where it was run"
     lines += ["", "Tandem died or hung where the plugin did not: %d. NaN/inf of Tandem's making: %d. Failed once "
-              "and then ran (jalv and a second run clean; counted as ran): %d." % (
-                  counts["tandem-hurt"], tandem_nan, flaky)]
+              "and then ran (%s; counted as ran): %d." % (counts["tandem-hurt"], tandem_nan, ref, flaky)]
+    if not lv2:
+        refs = {}
+        for r in results:
+            if r.get("reference"):
+                refs.setdefault(r["reference"]["host"], {}).setdefault(r["reference"]["verdict"], 0)
+                refs[r["reference"]["host"]][r["reference"]["verdict"]] += 1
+        lines += ["Reference hosts, run where Tandem failed or its output was silent or far over full scale: "
+                  "applyplugin for LADSPA (the offline host where applyplugin cannot take the plugin), the sweep's "
+                  "offline host for DSSI (jack-dssi-host needs the ALSA sequencer). Runs: %s." % (
+                      "; ".join("%s: %s" % (h, ", ".join("%s %d" % kv for kv in sorted(v.items())))
+                                for h, v in sorted(refs.items())) or "none")]
     if t:
         r = timing(results, "tandemSeconds")
-        lines += ["Time per plugin (server start to stop, with jalv's and the isolated run where made): mean %.1f s, "
+        lines += ["Time per plugin (server start to stop, with %s and the isolated run where made): mean %.1f s, "
                   "median %.1f s, 95th percentile %.1f s, max %.1f s; Tandem's rack alone: mean %.1f s, median %.1f s, "
-                  "max %.1f s." % (t["mean"], t["median"], t["p95"], t["max"], r["mean"], r["median"], r["max"])]
+                  "max %.1f s." % ("jalv's" if lv2 else "the reference host's", t["mean"], t["median"], t["p95"],
+                                   t["max"], r["mean"], r["median"], r["max"])]
     notable = [r for r in results if r["outcome"] not in ("ran", "refused") or r["whose"] == "flaky"]
     if notable:
         lines += ["", "| plugin | package | outcome | whose | what happened | s |", "|---|---|---|---|---|---|"]
         lines += ["| %s | %s | %s | %s | %s | %.1f |" % (cell(r["uri"]), r["package"], r["outcome"], r["whose"],
                                                         cell(r["message"]), r["seconds"]) for r in notable]
-    differ = [r for r in results if r["whose"] == "differs from jalv"]
+    differ = [r for r in results if r["whose"].startswith("differs from ")]
     if differ:
-        lines += ["", "Ran, but the output was silent or far over full scale under Tandem and not under jalv (or the "
-                  "other way round):", "", "| plugin | package | output | s |", "|---|---|---|---|"]
+        lines += ["", "Ran, but the output was silent or far over full scale under Tandem and not under %s (or the "
+                  "other way round):" % ("jalv" if lv2 else "the reference host"), "",
+                  "| plugin | package | output | s |", "|---|---|---|---|"]
         lines += ["| %s | %s | %s | %.1f |" % (cell(r["uri"]), r["package"], cell(r["message"]), r["seconds"])
                   for r in differ]
     groups = group_refusals(results)
@@ -948,9 +1339,16 @@ def summary_lines(results, meta):
 
 
 def markdown(results, meta):
-    lines = ["# Plugin sweep", ""] + summary_lines(results, meta)
-    lines += ["", "## Every plugin", "", "s: the plugin's whole time (with jalv's and the isolated run where made); "
-              "rack s: Tandem's rack alone, server start to stop.", "",
+    parts = grouped(results)
+    if len(parts) == 1:
+        lines = ["# Plugin sweep", ""] + summary_lines(results, meta, parts[0][0])
+    else:
+        lines = ["# Plugin sweep"]
+        for g, rs in parts:
+            lines += ["", "## " + g[0], ""] + summary_lines(rs, meta, g)
+    lines += ["", "## Every plugin", "", "s: the plugin's whole time (with %s and the isolated run where made); "
+              "rack s: Tandem's rack alone, server start to stop." % (
+                  "jalv's" if [g for g, _ in parts] == [GROUPS[0]] else "the reference host's"), "",
               "| plugin | package | ports | outcome | whose | message | rack s | s |",
               "|---|---|---|---|---|---|---|---|"]
     lines += ["| %s | %s | %s | %s | %s | %s | %.1f | %.1f |" % (
@@ -960,24 +1358,28 @@ def markdown(results, meta):
 
 
 def splice_doc(path, results, meta):
-    block = "\n".join([BEGIN] + summary_lines(results, meta) + [END])
+    """Each group's summary between its markers (appended under a heading of its own where they are not there yet);
+    a group not swept keeps what it had."""
     doc = read(path, 10 ** 8) if os.path.exists(path) else ""
-    if BEGIN in doc and END in doc:
-        doc = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _: block, doc, flags=re.S)
-    else:
-        doc = doc.rstrip() + "\n\n## Plugin sweep\n\n" + block + "\n"
+    for (name, _, (begin, end), heading), rs in grouped(results):
+        block = "\n".join([begin] + summary_lines(rs, meta, (name, _, (begin, end), heading)) + [end])
+        if begin in doc and end in doc:
+            doc = re.sub(re.escape(begin) + ".*?" + re.escape(end), lambda _: block, doc, flags=re.S)
+        else:
+            doc = doc.rstrip() + "\n\n" + heading + "\n\n" + block + "\n"
     with open(path, "w") as f:
         f.write(doc)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
 
-def install():
-    missing = [p for p in PACKAGES
+def install(formats=FORMATS):
+    wanted = sorted({p for f in formats for p in PACKAGES[f]})
+    missing = [p for p in wanted
                if subprocess.run(["dpkg-query", "-W", "-f=${Status}", p], capture_output=True, text=True).stdout
                != "install ok installed"]
     if not missing:
-        log("install: all %d plugin packages installed" % len(PACKAGES))
+        log("install: all %d plugin packages installed" % len(wanted))
         return
     if os.geteuid() != 0:
         raise SystemExit("install: missing packages; run:\n  sudo apt-get update && sudo apt-get install -y %s"
@@ -994,6 +1396,8 @@ def parse_args(argv):
                     help="the tandem binary (default: .build/debug/tandem of this repository)")
     ap.add_argument("--install", action="store_true", help="apt-install the missing plugin packages first")
     ap.add_argument("--install-only", action="store_true", help="install and stop")
+    ap.add_argument("--format", default=",".join(FORMATS),
+                    help="the plugin formats to sweep, comma-separated (default: %(default)s)")
     ap.add_argument("--filter", help="only URIs matching this regular expression")
     ap.add_argument("--list", help="only the URIs in this file (one a line; # at the start or after a space begins "
                     "a comment), in its order")
@@ -1004,59 +1408,100 @@ def parse_args(argv):
     ap.add_argument("--stop-timeout", type=float, default=10.0, help="a host that outlives SIGTERM this long has hung")
     ap.add_argument("--out", help="write the markdown report here (default: stdout)")
     ap.add_argument("--json", help="write every result, with each host's details, here")
-    ap.add_argument("--doc", help="splice the summary into this file between %s and %s" % (BEGIN, END))
+    ap.add_argument("--doc", help="splice the summary into this file: LV2's between %s and %s, LADSPA's and DSSI's "
+                    "between %s and %s" % (BEGIN, END, LD_BEGIN, LD_END))
     ap.add_argument("--workdir", help="where logs go (default: a new folder under $TMPDIR)")
     ap.add_argument("--keep-logs", action="store_true", help="keep the logs of plugins that ran cleanly too")
-    ap.add_argument("--no-reference", action="store_true", help="do not run jalv where Tandem failed")
+    ap.add_argument("--no-reference", action="store_true",
+                    help="do not run the reference host (jalv, applyplugin) where Tandem failed")
+    ap.add_argument("--from-json", nargs="+", metavar="JSON",
+                    help="sweep nothing: report (--out, --doc, --json) the results these --json files hold, as one "
+                    "sweep (a sweep run in slices; a plugin in more than one file counts once, the last file's)")
     ap.add_argument("--no-isolated", action="store_true", help="do not run crashing or hanging plugins isolated")
     ap.add_argument("--backtrace", action="store_true", help="leave the Swift runtime's backtracer on in the rack")
     ap.add_argument("--probe", help=argparse.SUPPRESS)
+    ap.add_argument("--offline", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.jobs < 1 or args.jobs > 8:
         ap.error("--jobs takes 1 to 8")
     if args.seconds <= 0:
         ap.error("--seconds must be positive")
+    args.formats = [f.strip() for f in args.format.split(",") if f.strip()]
+    unknown = [f for f in args.formats if f not in FORMATS]
+    if unknown or not args.formats:
+        ap.error("--format takes %s, comma-separated (not %s)" % (", ".join(FORMATS), ", ".join(unknown) or "empty"))
     return args
 
 
 def check_tools(args):
-    missing = [t for t in TOOLS if not shutil.which(t)]
+    tools = TOOLS + [REFERENCE[f] for f in args.formats if REFERENCE[f] in ("jalv", "applyplugin")
+                     and not args.no_reference]
+    missing = [t for t in tools if not shutil.which(t)]
     if not os.access(args.tandem, os.X_OK):
         missing.append(args.tandem)
     if missing:
-        log("missing: %s (make deps installs the JACK tools and jalv; build tandem or give --tandem)"
-            % ", ".join(missing))
+        log("missing: %s (make deps installs the JACK tools, jalv and ladspa-sdk's applyplugin; build tandem or give "
+            "--tandem)" % ", ".join(missing))
         sys.exit(3)
+
+
+def selection_of(args):
+    return "".join(" --%s %s" % (k, v) for k, v in (
+        ("format", args.format if args.formats != FORMATS else None), ("list", args.list), ("filter", args.filter),
+        ("limit", args.limit)) if v)
+
+
+def merged(paths):
+    """(results, meta) of the sweeps these --json files hold, as one: a plugin the last file has wins; the time is
+    the slices' total."""
+    by, metas = {}, []
+    for path in paths:
+        with open(path) as f:
+            d = json.load(f)
+        metas.append(d)
+        for r in d["plugins"]:
+            by[r["uri"]] = r
+    formats = sorted({m.get("format", "lv2") for m in metas})
+    meta = {"date": max(m["date"] for m in metas), "tandem": metas[-1]["tandem"], "seconds": metas[-1]["seconds"],
+            "jobs": max(m["jobs"] for m in metas), "elapsed": sum(m["elapsed"] for m in metas),
+            "selection": (" --format " + formats[0] if len(formats) == 1 and formats[0] != ",".join(FORMATS) else "")
+            if len(paths) > 1 else metas[0]["selection"], "format": ",".join(formats),
+            "slices": sum(m.get("slices", 1) for m in metas)}
+    return sorted(by.values(), key=lambda r: r["uri"]), meta
 
 
 def main(argv):
     args = parse_args(argv)
     if args.probe:
         return probe_main(args.probe)
+    if args.offline:
+        return offline_main(args.offline)
     if args.install or args.install_only:
-        install()
+        install(args.formats)
         if args.install_only:
             return 0
     args.tandem = os.path.abspath(args.tandem)
-    check_tools(args)
-    clean = os.path.join(ROOT, "scripts", "clean-jack-shm.sh")
-    if os.path.exists(clean):
-        subprocess.run([clean], stdout=sys.stderr)
-    started = time.monotonic()
-    plugins = select(catalogue(args.tandem), args)
-    if not plugins:
-        log("no plugin selected")
-        return 1
-    try:
-        results = sweep(plugins, args)
-    except KeyboardInterrupt:
-        stop_everything()
-        log("interrupted")
-        return 130
-    selection = "".join(" --%s %s" % (k, v) for k, v in (("list", args.list), ("filter", args.filter),
-                                                           ("limit", args.limit)) if v)
-    meta = {"date": datetime.date.today().isoformat(), "tandem": args.tandem, "seconds": args.seconds,
-            "jobs": args.jobs, "elapsed": time.monotonic() - started, "selection": selection}
+    if args.from_json:
+        results, meta = merged(args.from_json)
+    else:
+        check_tools(args)
+        clean = os.path.join(ROOT, "scripts", "clean-jack-shm.sh")
+        if os.path.exists(clean):
+            subprocess.run([clean], stdout=sys.stderr)
+        started = time.monotonic()
+        plugins = select(catalogue(args.tandem, args.formats), args)
+        if not plugins:
+            log("no plugin selected")
+            return 1
+        try:
+            results = sweep(plugins, args)
+        except KeyboardInterrupt:
+            stop_everything()
+            log("interrupted")
+            return 130
+        meta = {"date": datetime.date.today().isoformat(), "tandem": args.tandem, "seconds": args.seconds,
+                "jobs": args.jobs, "elapsed": time.monotonic() - started, "selection": selection_of(args),
+                "format": args.format}
     report = markdown(results, meta)
     if args.out:
         with open(args.out, "w") as f:
