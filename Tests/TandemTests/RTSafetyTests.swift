@@ -118,10 +118,11 @@ import TestSupport
     }
 
     /// A rack running a chain of SWH and x42 plugins (high-pass, amplifier, x42's fil4 EQ; two channels, one instance
-    /// each) for 5 s, in its own `tandem rack` process and isolated under a recording session: its callback (and the
+    /// each) and two LADSPA ones (swh's amp, the SDK's high-pass) for 5 s, in its own `tandem rack` process and isolated under a recording session: its callback (and the
     /// recorder's beside it) makes no allocation, lock or write. Every process under the interposer appends its line.
     @Test(.enabled(if: FileManager.default.fileExists(atPath: "/usr/lib/lv2/amp-swh.lv2")
                    && PluginHost.shared.plugin("http://gareus.org/oss/lv2/fil4#mono") != nil
+                   && PluginHost.shared.plugin("ladspa:amp_1181/amp") != nil
                    && TestEnvironment.hasProgram("sndfile-jackplay")))
     func rackCallbacksAreCleanInAndOutOfIsolation() throws {
         let server = try TestEnvironment.server("rtrack", period: 256)
@@ -129,8 +130,10 @@ import TestSupport
         let dir = TestEnvironment.temporaryDirectory("rtrack")
         let source = dir.appendingPathComponent("noise.wav").path
         try TestEnvironment.writeWAV(Signals.noise(frames: 48000, channels: 2), channels: 2, path: source)
+        // LADSPA plugins beside the LV2 ones (issue 47): the glue around their run adds nothing.
         let chain = ["http://plugin.org.uk/swh-plugins/highpass_iir,cutoff=80", "http://plugin.org.uk/swh-plugins/amp,gain=-3",
-                     "http://gareus.org/oss/lv2/fil4#mono"]
+                     "http://gareus.org/oss/lv2/fil4#mono", "ladspa:amp_1181/amp,amps_gain_db=-1",
+                     "ladspa:filter/hpf,cutoff_frequency_hz=40"]
         let environment = { (report: String) in ["LD_PRELOAD": interposer, "RTCHECK_REPORT": report] }
         let player = try startJackplay(source, pattern: "fx:in_%d", server: server, loop: true,
                                        log: dir.appendingPathComponent("jackplay.log").path)

@@ -13,6 +13,8 @@ import TestSupport
     static let fifths = "http://lv2plug.in/plugins/eg-fifths"
     static let metro = "http://lv2plug.in/plugins/eg-metro"
     static let amp = "http://plugin.org.uk/swh-plugins/amp"
+    /// DSSI synths (issue 47): the rack's MIDI turned into their sequencer events by Tandem's glue.
+    static let hexter = "dssi:hexter/hexter", xsynth = "dssi:xsynth-dssi/Xsynth"
     static var hasInstruments: Bool {
         FileManager.default.fileExists(atPath: "/usr/lib/lv2/eg-sampler.lv2")
             && FileManager.default.fileExists(atPath: "/usr/lib/lv2/mda.lv2")
@@ -208,7 +210,7 @@ import TestSupport
 
     /// The rack's process callback, with MIDI flowing into an instrument and out of a MIDI effect, makes no
     /// allocation, lock or write (the interposer counts them).
-    @Test(.enabled(if: hasInstruments), arguments: [[sampler], [epiano], [fifths, amp]])
+    @Test(.enabled(if: hasInstruments), arguments: [[sampler], [epiano], [fifths, amp], [hexter], [xsynth]])
     func theRackCallbackIsCleanWithMIDIFlowing(plugins: [String]) throws {
         let dir = TestEnvironment.temporaryDirectory("midirt")
         let report = dir.appendingPathComponent("rtcheck.txt").path
@@ -230,7 +232,21 @@ import TestSupport
         _ = run
         let r = RTSafetyTests.lastReport(report)
         #expect(r.cycles > 500, "\(r.line)")
-        #expect(r.events == 0, "\(r.line)")
+        if plugins[0].hasPrefix("dssi:") {
+            // hexter and Xsynth guard their voices with pthread_mutex_trylock in run_synth (theirs, and a lock that
+            // never waits), once a cycle: every event is that, and the glue around them adds nothing.
+            let field = { (name: String) in
+                r.line.split(separator: " ").first { $0.hasPrefix(name + "=") }.map { String($0.dropFirst(name.count + 1)) } ?? ""
+            }
+            #expect(Int(field("mutex")) == r.events && r.events <= r.cycles, "\(r.line)")
+            #expect(field("first").split(separator: ",").allSatisfy { $0 == "pthread_mutex_trylock" }, "\(r.line)")
+            for name in ["malloc", "calloc", "realloc", "free", "memalign", "rwlock", "condwait", "write", "swift_alloc",
+                         "swift_retain", "swift_release"] {
+                #expect(field(name) == "0", "\(name): \(r.line)")
+            }
+        } else {
+            #expect(r.events == 0, "\(r.line)")
+        }
         if plugins.count > 1 {
             // Every note and its fifth (on and off), and each controller change passed on, left by the MIDI output.
             // A cycle the server ran late (an xrun) can hand the reader the rack's last buffer again, or skip the
