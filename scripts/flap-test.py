@@ -68,9 +68,9 @@ class Rig:
             time.sleep(0.02)
         raise RuntimeError("jackd did not become ready in 10 s")
 
-    def kill_server(self):
+    def kill_server(self, sig=signal.SIGKILL):
         if self.jackd and self.jackd.poll() is None:
-            self.jackd.send_signal(signal.SIGKILL)
+            self.jackd.send_signal(sig)
             self.jackd.wait()
 
     # Tandem.
@@ -140,6 +140,22 @@ def busy_loops(n):
                              start_new_session=True) for _ in range(n)]
 
 
+def main_thread_stack(pid):
+    """Where a hung process's threads are, by gdb (the session's loop runs on the main thread)."""
+    if not args_gdb_available():
+        return None
+    try:
+        out = subprocess.run(["gdb", "-q", "-batch", "-p", str(pid), "-ex", "thread apply all bt 30"],
+                             capture_output=True, text=True, timeout=60).stdout
+    except subprocess.TimeoutExpired:
+        return None
+    return [l[:200] for l in out.splitlines() if re.match(r"(#\d+ |Thread \d+ )", l)]
+
+
+def args_gdb_available():
+    return subprocess.run(["sh", "-c", "command -v gdb"], capture_output=True).returncode == 0
+
+
 def crash_summary(rig):
     text = rig.log()
     code = rig.tandem.poll()
@@ -206,7 +222,7 @@ def main():
                 continue
             if not back or st is None:
                 hangs.append({"round": n, "gap": round(gap, 3), "back": back, "status": st is not None,
-                              "tail": rig.log().splitlines()[-12:]})
+                              "tail": rig.log().splitlines()[-12:], "mainThread": main_thread_stack(rig.tandem.pid)})
                 print("round %d (gap %.2f s): HANG (back %s, status %s)" % (n, gap, back, st is not None), flush=True)
                 rig.stop_tandem(signal.SIGKILL)
                 rig.start_tandem()
@@ -219,7 +235,8 @@ def main():
             p.wait()
         if rig.tandem and rig.tandem.poll() is None:
             rig.stop_tandem(signal.SIGKILL)
-        rig.kill_server()
+        # The last server stopped cleanly: a killed one keeps its slot in JACK's registry of 8 ("Too many servers").
+        rig.kill_server(signal.SIGTERM)
     # Every take's report parses and says how the take ended.
     reports = sorted(glob.glob(os.path.join(rig.work, "*.json")))
     bad = []
@@ -245,7 +262,10 @@ def main():
             for line in (c["backtrace"] or c["tail"]):
                 print("    " + line[:200])
         for h in hangs:
-            print("hang in round %d: %s" % (h["round"], h))
+            print("hang in round %d (gap %.2f s): restored %s, status answered %s" % (h["round"], h["gap"], h["back"],
+                                                                                 h["status"]))
+            for line in h["tail"] + ["threads:"] + (h["mainThread"] or ["(no backtrace)"]):
+                print("    " + line[:200])
         for name, why in bad:
             print("report %s: %s" % (name, why))
         print("flap: %d rounds (seed %d, load %d), %d crashes, %d hangs, %d reports (%d bad), final exit %s, "
