@@ -4,6 +4,7 @@
 For each period (64, 256) and chain length (1, 8, 32 instances) one private dummy JACK server is started (48 kHz,
 real-time scheduling when the machine allows it); on it, one after another:
   tandem      one `tandem rack` process running the whole chain
+  tandem-ladspa  the same, with the amp's LADSPA build (swh amp_1181.so): the LADSPA glue's cost
   tandem-iso  `tandem run` with the same rack isolated (the session plus the rack's child process)
   jalv        N jalv processes chained by JACK connections
   ecasound    one ecasound process with N -elv2 operators (when ecasound is installed)
@@ -31,6 +32,7 @@ import bench as B  # noqa: E402  (its helpers: Proc, Server, LineCollector, help
 ROOT = B.ROOT
 RATE = B.RATE
 URI = "http://plugin.org.uk/swh-plugins/amp"
+LADSPA_URI = "ladspa:amp_1181/amp"
 GAIN = -0.5
 BEGIN, END = "<!-- rack:begin -->", "<!-- rack:end -->"
 log = B.log
@@ -143,6 +145,15 @@ def start_tandem(tool, n, tandem):
     return "trk:in_1", "trk:out_1"
 
 
+def start_tandem_ladspa(tool, n, tandem):
+    """The same amp in its LADSPA build (swh's amp_1181.so), by `tandem rack`: the cost of the LADSPA glue."""
+    argv = [tandem, "rack", "--name", "trk", "--client", "trk", "--inputs", "1", "--outputs", "1", "--no-view"]
+    for i in range(n):
+        argv += ["--plugin", "%s,name=a%d,amps_gain_db=%s" % (LADSPA_URI, i + 1, GAIN)]
+    tool.spawn(argv, "tandem-ladspa")
+    return "trk:in_1", "trk:out_1"
+
+
 def start_tandem_isolated(tool, n, tandem):
     path = os.path.join(tool.workdir, "iso-%d.toml" % n)
     lines = ['[session]', 'name = "benchiso%d"' % n, 'directory = "%s"' % tool.workdir, 'save_plugins = false', '',
@@ -185,7 +196,7 @@ def start_floor(tool, n, _):
     return "floor:in_1", "floor:out_1"
 
 
-STARTERS = [("tandem", start_tandem), ("tandem-iso", start_tandem_isolated), ("jalv", start_jalv),
+STARTERS = [("tandem", start_tandem), ("tandem-ladspa", start_tandem_ladspa), ("tandem-iso", start_tandem_isolated), ("jalv", start_jalv),
             ("ecasound", start_ecasound), ("floor", start_floor)]
 
 
@@ -456,7 +467,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=None, help="measuring window per tool (default 10, quick 3)")
     ap.add_argument("--tandem", default=os.path.join(ROOT, ".build", "release", "tandem"))
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "PERFORMANCE.md"))
-    ap.add_argument("--tools", default="tandem,tandem-iso,jalv,ecasound,floor")
+    ap.add_argument("--tools", default="tandem,tandem-ladspa,tandem-iso,jalv,ecasound,floor")
     ap.add_argument("--rounds", type=int, default=None, help="measuring rounds per tool and configuration, the order "
                     "alternating; the table gives the medians (default 3, quick 1)")
     ap.add_argument("--counts", default=None, help="comma-separated chain lengths")

@@ -48,6 +48,8 @@ public enum PresetPluginCheck {
                     case .preset: (key, line) = ("\(chain.key).preset", source.presetLine ?? source.line)
                     case .control(let symbol):
                         (key, line) = ("\(chain.key).controls.\(symbol)", source.controlLines[symbol] ?? source.line)
+                    case .configure(let name):
+                        (key, line) = ("\(chain.key).configure.\(name)", source.configureLines[name] ?? source.line)
                     }
                     problems.append(PresetProblem(file: file, line: line, key: key, message: p.error.description))
                 }

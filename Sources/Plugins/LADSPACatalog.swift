@@ -69,7 +69,7 @@ final class LADSPACatalog {
                                 + "; name one of them"))
             }
         }
-        let parts = rest.split(separator: "/", omittingEmptySubsequences: false)
+        let parts = rest.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
         guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
             return .failure(Unavailable("'\(uri)': a \(format.rawValue) plugin is named \(format.rawValue):LIBRARY/LABEL or"
                             + " \(format.rawValue):UNIQUEID (e.g. ladspa:amp/amp_mono, dssi:hexter/hexter, ladspa:1048)"))

@@ -32,6 +32,27 @@ extension PluginHost {
         return out
     }
 
+    /// What a plugin says of each configure key a spec gives it (DSSI: the plugin's own message; anything else takes
+    /// none), by trying them on an instance made for the purpose, in key order. Call inside `locked`.
+    func configureProblems(_ spec: PluginSpec, _ plugin: HostedPlugin) -> [(String, String)] {
+        guard !spec.configure.isEmpty else { return [] }
+        guard case .ladspa(let p) = plugin, p.format == .dssi, ladspahost_has_configure(p.library, p.index) != 0 else {
+            return spec.configure.keys.sorted().map { ($0, "configure '\($0)': <\(spec.uri)> takes no configure keys (only DSSI plugins that have configure() do)") }
+        }
+        guard let inst = ladspahost_instantiate(p.library, p.index, 48000, urid(LV2.midiEvent), 8192) else { return [] }
+        defer { ladspahost_free(inst) }
+        return spec.configure.sorted { $0.key < $1.key }.compactMap { key, value in
+            Self.configure(inst, key, value).map { (key, "configure '\(key)' = '\(value)': \($0)") }
+        }
+    }
+
+    /// Calls configure on an instance; the plugin's message when it refuses, else nil.
+    static func configure(_ inst: UnsafeMutableRawPointer, _ key: String, _ value: String) -> String? {
+        guard let message = ladspahost_configure(inst, key, value) else { return nil }
+        defer { free(message) }
+        return String(cString: message)
+    }
+
     func describeWithPrograms(_ p: LADSPACatalog.Plugin) -> PluginInfo {
         var info = p.info
         info.presets = programs(of: p)
@@ -68,6 +89,30 @@ extension PluginChain {
         var controls: [String: Float]
         /// A DSSI plugin's program: bank and program.
         var program: [UInt]?
+        /// A DSSI plugin's configure keys as last given.
+        var configure: [String: String]?
+    }
+
+    /// Gives a DSSI plugin its configure keys, before its program (configure may change what the programs are);
+    /// each the plugin refuses is a problem in its own words. Call inside `host.locked`, before the instances run.
+    func applyConfigure(_ keys: [String: String], to s: Stage) {
+        guard !keys.isEmpty, case .ladspa(let p) = s.source else { return }
+        guard p.format == .dssi, ladspahost_has_configure(p.library, p.index) != 0 else {
+            for key in keys.keys.sorted() {
+                problems.append(PluginError(.badValue, plugin: s.spec.name,
+                                            "configure '\(key)': <\(s.spec.uri)> takes no configure keys (only DSSI plugins that have configure() do)"))
+            }
+            return
+        }
+        for (key, value) in keys.sorted(by: { $0.key < $1.key }) {
+            var refused: String?
+            for inst in s.instances { refused = PluginHost.configure(inst, key, value) ?? refused }
+            if let refused {
+                problems.append(PluginError(.badValue, plugin: s.spec.name, "configure '\(key)' = '\(value)': \(refused)"))
+            } else {
+                s.configured[key] = value
+            }
+        }
     }
 
     /// Selects a DSSI program (`program:BANK/PROGRAM`) in every instance, before they run, and takes the control
@@ -101,6 +146,7 @@ extension PluginChain {
                                         + " <\(s.spec.uri)>; not restored"))
             return
         }
+        applyConfigure(saved.configure ?? [:], to: s)
         if let program = saved.program, program.count == 2 {
             for inst in s.instances { ladspahost_select_program(inst, program[0], program[1], 1) }
         }
@@ -126,7 +172,8 @@ extension PluginChain {
         do {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            try encoder.encode(ForeignState(uri: s.spec.uri, controls: controls, program: program))
+            try encoder.encode(ForeignState(uri: s.spec.uri, controls: controls, program: program,
+                                            configure: s.configured.isEmpty ? nil : s.configured))
                 .write(to: URL(fileURLWithPath: file), options: .atomic)
         } catch {
             throw PluginError(.state, plugin: s.spec.name, "saving state to '\(file)' failed: \(error.localizedDescription)")

@@ -17,6 +17,8 @@ extension PluginChain {
         let controls: [PluginPortInfo]
         let outputs: [PluginPortInfo]
         var rt: StageState!
+        /// A DSSI plugin's configure keys as given (saved with its state).
+        var configured: [String: String] = [:]
         /// The buffers its CV outputs write, per instance in port order (see `PluginChain.sideOutputs`).
         var cvOutputs: [UnsafeMutablePointer<Float>] = []
 

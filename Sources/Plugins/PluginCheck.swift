@@ -8,6 +8,8 @@ public struct PluginCheckProblem: Sendable, Equatable {
         case uri
         case preset
         case control(String)
+        /// A DSSI configure key.
+        case configure(String)
     }
     public var field: Field
     public var error: PluginError
@@ -38,6 +40,9 @@ extension PluginHost {
                 out.append(PluginCheckProblem(field: .uri, error: e))
             } else if let channels, case .failure(let e) = ChainLayout.plan(spec, info, width: channels) {
                 out.append(PluginCheckProblem(field: .uri, error: e))
+            }
+            for (key, why) in configureProblems(spec, plugin) {
+                out.append(PluginCheckProblem(field: .configure(key), error: PluginError(.badValue, plugin: spec.name, why)))
             }
             if let preset = spec.preset, case .ladspa = plugin {
                 let known = presets(of: plugin)

@@ -12,6 +12,8 @@ public struct PluginSpec: Sendable, Equatable, Codable {
     public var bypass: Bool = false
     /// The MIDI channel (1 to 16) the plugin's MIDI inputs take from its rack's MIDI; nil: every channel.
     public var midiChannel: Int?
+    /// A DSSI plugin's configure keys and values (hexter's `polyphony`), given before its program and controls.
+    public var configure: [String: String] = [:]
 
     public struct Control: Sendable, Equatable, Codable {
         public var symbol: String
@@ -31,7 +33,7 @@ public struct PluginSpec: Sendable, Equatable, Codable {
         self.bypass = bypass
     }
 
-    enum CodingKeys: String, CodingKey { case uri, name, preset, controls, bypass, midiChannel }
+    enum CodingKeys: String, CodingKey { case uri, name, preset, controls, bypass, midiChannel, configure }
 
     /// Reads reports written before `bypass` existed as not bypassed.
     public init(from decoder: any Decoder) throws {
@@ -42,6 +44,7 @@ public struct PluginSpec: Sendable, Equatable, Codable {
         controls = try c.decode([Control].self, forKey: .controls)
         bypass = try c.decodeIfPresent(Bool.self, forKey: .bypass) ?? false
         midiChannel = try c.decodeIfPresent(Int.self, forKey: .midiChannel)
+        configure = try c.decodeIfPresent([String: String].self, forKey: .configure) ?? [:]
     }
 
     /// The last path or fragment component of the URI ("amp" for http://plugin.org.uk/swh-plugins/amp).
@@ -51,8 +54,8 @@ public struct PluginSpec: Sendable, Equatable, Codable {
         return cleaned.isEmpty ? "plugin" : String(cleaned).lowercased()
     }
 
-    /// Reads the command line's form: `URI[,name=NAME][,preset=URI][,bypass][,midi_channel=N][,SYMBOL=VALUE...]`
-    /// (`bypass` is a bare word, so it never collides with a control symbol).
+    /// Reads the command line's form: `URI[,name=NAME][,preset=URI][,bypass][,midi_channel=N][,configure.KEY=VALUE]`
+    /// `[,SYMBOL=VALUE...]` (`bypass` is a bare word, so it never collides with a control symbol).
     public static func parse(_ text: String) -> Result<PluginSpec, PluginSpecError> {
         let parts = text.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
         guard let uri = parts.first, isURI(uri) else {
@@ -81,6 +84,13 @@ public struct PluginSpec: Sendable, Equatable, Codable {
                     return .failure(PluginSpecError("midi_channel '\(value)' of \(uri): expected 1 to 16"))
                 }
                 spec.midiChannel = n
+            case _ where key.hasPrefix("configure."):
+                let name = String(key.dropFirst("configure.".count))
+                guard let why = configureProblem(name, value) else {
+                    spec.configure[name] = value
+                    continue
+                }
+                return .failure(PluginSpecError("configure key of \(uri): \(why)"))
             default:
                 guard let v = Double(value), v.isFinite else {
                     return .failure(PluginSpecError("control '\(key)' of \(uri): '\(value)' is not a number"))
@@ -97,8 +107,21 @@ public struct PluginSpec: Sendable, Equatable, Codable {
         if let preset { parts.append("preset=\(preset)") }
         if bypass { parts.append("bypass") }
         if let midiChannel { parts.append("midi_channel=\(midiChannel)") }
+        parts += configure.sorted { $0.key < $1.key }.map { "configure.\($0.key)=\($0.value)" }
         parts += controls.map { "\($0.symbol)=\($0.value)" }
         return parts.joined(separator: ",")
+    }
+
+    /// Why a DSSI configure key and value cannot be given, or nil: a key is 1 to 64 visible characters, a value at
+    /// most 4096 characters with no control characters (the plugin itself judges what they mean).
+    public static func configureProblem(_ key: String, _ value: String) -> String? {
+        if key.isEmpty || key.utf8.count > 64 || key.unicodeScalars.contains(where: { $0.value <= 32 || $0.value == 127 }) {
+            return "'\(key)' is not a key (1 to 64 characters, no spaces or control characters)"
+        }
+        if value.utf8.count > 4096 || value.unicodeScalars.contains(where: { $0.value < 32 || $0.value == 127 }) {
+            return "the value of '\(key)' is longer than 4096 characters or holds a control character"
+        }
+        return nil
     }
 
     /// The MIDI channels, as people number them.

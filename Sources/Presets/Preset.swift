@@ -356,6 +356,8 @@ public struct PluginSource: Sendable, Equatable {
     public var uriLine: Int?
     public var presetLine: Int?
     public var controlLines: [String: Int] = [:]
+    /// The line of each DSSI configure key.
+    public var configureLines: [String: Int] = [:]
 
     public init(key: String, line: Int? = nil, uriLine: Int? = nil, presetLine: Int? = nil,
                 controlLines: [String: Int] = [:]) {

@@ -18,7 +18,7 @@ extension Validator {
                 problem(key, item.line, "expected [[\(key)]] tables, found \(item.typeName)")
                 continue
             }
-            unknownKeys(p, ["uri", "name", "preset", "bypass", "controls", "midi_channel"], section: key)
+            unknownKeys(p, ["uri", "name", "preset", "bypass", "controls", "midi_channel", "configure"], section: key)
             guard let (uri, uriLine) = string(p, "uri", key) else {
                 if p["uri"] == nil { problem("\(key).uri", p.line, "every [[\(key)]] needs 'uri' (see `tandem plugins`)") }
                 continue
@@ -62,6 +62,25 @@ extension Validator {
                     }
                 } else {
                     problem("\(key).controls", c.line, "expected a table of control values, e.g. controls = { gain = -6.0 }")
+                }
+            }
+            if let c = p["configure"] {
+                if case .table(let keys) = c {
+                    for name in keys.keys {
+                        guard case .string(let value, _)? = keys[name] else {
+                            problem("\(key).configure.\(name)", keys.keyLines[name] ?? c.line,
+                                    "expected a string for configure key '\(name)', e.g. configure = { polyphony = \"8\" }")
+                            continue
+                        }
+                        if let why = PluginSpec.configureProblem(name, value) {
+                            problem("\(key).configure.\(name)", keys.keyLines[name] ?? c.line, why)
+                        } else {
+                            spec.configure[name] = value
+                            if let line = keys.keyLines[name] ?? (c.line == 0 ? nil : c.line) { source.configureLines[name] = line }
+                        }
+                    }
+                } else {
+                    problem("\(key).configure", c.line, "expected a table of DSSI configure keys, e.g. configure = { polyphony = \"8\" }")
                 }
             }
             names.insert(spec.name)

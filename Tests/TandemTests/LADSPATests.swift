@@ -1,5 +1,6 @@
 import Foundation
 import Plugins
+import Presets
 import Testing
 import TestSupport
 
@@ -143,6 +144,88 @@ import TestSupport
         let a = profile(first), b = profile(second)
         let distance = zip(a, b).map { abs($0 - $1) }.reduce(0, +) / max(a.reduce(0, +), 1e-9)
         #expect(distance > 0.2, "\(synth): program 9 sounds like the first program (\(a) vs \(b))")
+    }
+
+    /// A DSSI plugin's configure keys reach it (hexter's `monophonic = on`: of two held notes only the second
+    /// sounds), a key it refuses is refused in its own words and one given to a LADSPA plugin is refused, at render,
+    /// `preset check` and `run` alike.
+    @Test(.enabled(if: hasSynths))
+    func configureKeysReachTheSynthOrAreRefusedInItsWords() throws {
+        let dir = TestEnvironment.temporaryDirectory("dssi-configure")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        // Program 9 (a vibraphone: nearly pure fundamentals), A3 then E4 held together.
+        let track: [UInt8] = [0x00, 0xC0, 9, 0x00, 0x90, 57, 100, 0x81, 0x70, 0x90, 64, 100, 0x87, 0x40, 0x80, 57, 0,
+                              0x00, 0x80, 64, 0, 0x00, 0xFF, 0x2F, 0x00]
+        let midi = dir.appendingPathComponent("two.mid").path
+        try Data(Array("MThd".utf8) + [0, 0, 0, 6, 0, 0, 0, 1, 0x01, 0xE0] + Array("MTrk".utf8)
+                 + [0, 0, 0, UInt8(track.count)] + track).write(to: URL(fileURLWithPath: midi))
+        var level: [String: (Double, Double)] = [:]
+        for mode in ["off", "on"] {
+            let out = dir.appendingPathComponent("\(mode).wav").path
+            let r = try Self.tandem(["render", "--sample", "float32", "-o", out, "--plugin",
+                                     "dssi:hexter/hexter,configure.monophonic=\(mode)", midi])
+            try #require(r.code == 0, "\(r.output)")
+            let x = try TestEnvironment.readAudio(out).samples
+            let held = Array(x[38400..<(38400 + 9600)])
+            level[mode] = (SineFit.fit(held, sampleRate: 48000, around: 220).amplitude,
+                           SineFit.fit(held, sampleRate: 48000, around: 329.63).amplitude)
+        }
+        let poly = try #require(level["off"]), mono = try #require(level["on"])
+        #expect(poly.0 > 0.01 && poly.1 > 0.01, "both notes sound: \(poly)")
+        #expect(mono.0 < poly.0 / 20 && mono.1 > 0.01, "monophonic: only the second: \(mono)")
+
+        let preset = dir.appendingPathComponent("configure.toml").path
+        try """
+            [session]
+            name = "configure"
+            directory = "\(dir.path)"
+
+            [[rack]]
+            name = "synth"
+            outputs = 1
+
+            [[rack.plugins]]
+            uri = "dssi:hexter/hexter"
+            configure = { bogus = "1" }
+
+            [[rack.plugins]]
+            uri = "ladspa:amp/amp_mono"
+            configure = { x = "1" }
+
+            """.write(toFile: preset, atomically: true, encoding: .utf8)
+        let expected = ["configure.toml:11: rack.plugins.configure.bogus: plugin hexter: configure 'bogus' = '1': error: unrecognized configure key",
+                        "configure.toml:15: rack.plugins.configure.x: plugin amp_mono: configure 'x': <ladspa:amp/amp_mono> takes no configure keys"]
+        for args in [["preset", "check", preset], ["run", "--no-view", preset]] {
+            let r = try Self.tandem(args)
+            #expect(r.code == 2, "\(args[0]): \(r.output)")
+            for line in expected { #expect(r.output.contains(line), "\(args[0]): \(line)\n\(r.output)") }
+        }
+    }
+
+    /// What a session saves of a DSSI synth (its program, configure keys, controls) comes back in a chain built
+    /// from the saved folder alone, as after a restart.
+    @Test(.enabled(if: hasSynths))
+    func aSynthsProgramConfigureAndControlsAreRestored() throws {
+        let dir = TestEnvironment.temporaryDirectory("dssi-state")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var spec = PluginSpec(uri: "dssi:hexter/hexter", preset: "program:0/9", controls: [.init(symbol: "volume", value: -6)])
+        spec.configure = ["monophonic": "on"]
+        let first = PluginChain(specs: [spec], inputs: 0, outputs: 1, sampleRate: 48000, period: 256, label: "synth")
+        #expect(first.problems.isEmpty, "\(first.problems)")
+        _ = try first.set("hexter", "volume", -9)
+        try first.save(to: dir.path)
+        let saved = try String(contentsOfFile: dir.appendingPathComponent("hexter/state.json").path, encoding: .utf8)
+        #expect(saved.contains("\"monophonic\" : \"on\"") && saved.contains("\"volume\" : -9"), "\(saved)")
+        #expect(saved.replacingOccurrences(of: " ", with: "").replacingOccurrences(of: "\n", with: "").contains("\"program\":[0,9]"), "\(saved)")
+        let again = PluginChain(specs: [PluginSpec(uri: "dssi:hexter/hexter")], inputs: 0, outputs: 1, sampleRate: 48000,
+                                period: 256, label: "synth", savedState: dir.path)
+        #expect(again.problems.isEmpty, "\(again.problems)")
+        #expect(again.restoredFrom.contains { $0.hasSuffix("hexter/state.json") })
+        #expect(try again.value("hexter", "volume") == -9)
+        try again.save(to: dir.appendingPathComponent("second").path)
+        let resaved = try String(contentsOfFile: dir.appendingPathComponent("second/hexter/state.json").path, encoding: .utf8)
+        #expect(resaved.replacingOccurrences(of: " ", with: "").replacingOccurrences(of: "\n", with: "").contains("\"program\":[0,9]")
+                && resaved.contains("\"monophonic\" : \"on\""), "\(resaved)")
     }
 
     /// A library that does not load, a label it does not hold, a unique ID two libraries hold, a plugin with no
