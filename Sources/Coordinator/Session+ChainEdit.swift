@@ -31,8 +31,8 @@ extension Session {
             guard specs.count < Limits.pluginsPerChain else {
                 return .refused("the \(e)'s chain has \(specs.count) plugins, the most a chain may have", .badValue)
             }
-            guard PluginHost.shared.plugin(uri) != nil else {
-                return .refused("no plugin <\(uri)> is installed (/tandem/plugin/list shows the chains, `tandem plugins` what is installed)", .badValue)
+            if let why = PluginHost.shared.whyUnavailable(uri) {
+                return .refused(why + " (/tandem/plugin/list shows the chains, `tandem plugins` what is installed)", .badValue)
             }
             let position = at ?? specs.count
             guard position <= specs.count else {

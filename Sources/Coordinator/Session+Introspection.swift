@@ -190,7 +190,9 @@ extension Session {
         }
         let presets = PluginHost.shared.plugin(chain.specs[index].uri)?.presets ?? []
         guard presets.contains(where: { $0.uri == uri }) else {
-            let known = presets.map(\.uri).joined(separator: ", ")
+            // A DSSI synth has 128 programs or more: the first twelve, and where to see the rest.
+            let known = presets.prefix(12).map(\.uri).joined(separator: ", ")
+                + (presets.count > 12 ? " and \(presets.count - 12) more: `tandem plugins show \(chain.specs[index].uri)`" : "")
             throw PluginError(.preset, plugin: plugin, "no preset '\(uri)'" + (known.isEmpty ? " (it has none)" : " (it has: \(known))"))
         }
         var specs = chain.currentSpecs

@@ -228,6 +228,39 @@ import TestSupport
                 && resaved.contains("\"monophonic\" : \"on\""), "\(resaved)")
     }
 
+    /// A live rack, over the control protocol (`tandem ctl`, OSC underneath; HTTP carries the same commands): a
+    /// LADSPA control set by symbol and by port index, a DSSI synth added and a program loaded, and what cannot be
+    /// refused in words (a program it lacks, with the first twelve it has; a library that is not there).
+    @Test(.enabled(if: hasSynths && hasPeers))
+    func aLiveRackTakesLADSPAAndDSSIOnItsSurfaces() throws {
+        let server = try TestEnvironment.server("ladspa-live", period: 256)
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("ladspa-live")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let port = 31000 + Int(getpid() % 20000)
+        let rack = try TandemProcess(["rack", "--name", "fx", "--inputs", "1", "--outputs", "1", "--control-port", "\(port)",
+                                      "--plugin", "ladspa:amp/amp_mono"], server: server,
+                                     log: dir.appendingPathComponent("rack.log").path)
+        #expect(rack.waitFor("rack fx ready"), "\(rack.output)")
+        func ctl(_ words: String...) throws -> (code: Int32, output: String) {
+            try Self.tandem(["ctl", "--port", "\(port)"] + words)
+        }
+        #expect(try ctl("plugin", "set", "fx", "amp_mono", "gain", "0.25").output.contains("ok: 0.25"))
+        #expect(try ctl("plugin", "set", "fx", "amp_mono", "0", "0.3").output.contains("ok: 0.3"), "by port index")
+        #expect(try ctl("plugin", "set", "fx", "amp_mono", "gain", "-1").code == 2, "below its range")
+        #expect(try ctl("plugin", "add", "fx", "dssi:hexter/hexter").output.contains("ok: hexter added"))
+        #expect(try ctl("plugin", "preset", "fx", "hexter", "program:0/9").output.contains("ok: preset loaded: program:0/9"))
+        let missing = try ctl("plugin", "preset", "fx", "hexter", "program:0/999")
+        #expect(missing.code == 2 && missing.output.contains("program:0/11 and 116 more: `tandem plugins show dssi:hexter/hexter`"),
+                "\(missing.output)")
+        let absent = try ctl("plugin", "add", "fx", "ladspa:nosuch/x")
+        #expect(absent.code == 2 && absent.output.contains("no library nosuch.so in the ladspa folders"), "\(absent.output)")
+        let list = try ctl("/tandem/plugin/list", "fx").output
+        #expect(list.contains("\"uri\":\"ladspa:amp\\/amp_mono\"") && list.contains("\"value\":0.3"), "\(list)")
+        rack.process.signal(SIGINT)
+        #expect(rack.process.wait(timeout: 10) == 0, "\(rack.output)")
+    }
+
     /// A library that does not load, a label it does not hold, a unique ID two libraries hold, a plugin with no
     /// audio ports, a control out of range and one it does not have, a program it does not have: `preset check`
     /// and `run` refuse each in the same words, naming the file and line (nothing starts; no server needed).
