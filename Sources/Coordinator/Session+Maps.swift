@@ -1,6 +1,7 @@
 import Commands
 import Engine
 import Foundation
+import Jack
 import Plugins
 import Presets
 import Realtime
@@ -103,13 +104,27 @@ extension Session {
         }
         let current = maps
         var presetFile: String?
-        for h in hits {
+        for h in hits where !firesInItsOwnProcess(current[h.index], from: rack) {
             if let file = fire(current[h.index], x: h.x, high: h.high, press: h.press, isCC: h.isCC, program: h.program,
                                 frameTime: UInt32(truncatingIfNeeded: e.position)) {
                 presetFile = file
             }
         }
         return presetFile
+    }
+
+    /// Whether `map` drives an isolated rack's plugins and runs in that rack's process too (`mapsRunningIn`: no
+    /// `rack` key, or that rack's), and the MIDI that reached in-process rack `rack` reaches that rack as well (one
+    /// source patched into both): its process fires it then, and the session does not fire it a second time (a
+    /// toggle would flip back).
+    func firesInItsOwnProcess(_ map: ControlMap, from rack: String) -> Bool {
+        guard let e = map.plugin?.engine, racks[e] == nil, let s = supervisors[e],
+              Self.mapsRunningIn(s.rack, maps).contains(map), let c = patchClient, let here = racks[rack] else { return false }
+        let sources = Set(here.midiInputNames.flatMap { c.connections(of: $0) })
+        guard !sources.isEmpty else { return false }
+        let theirs = c.ports(matching: "^" + NSRegularExpression.escapedPattern(for: s.rack.client) + ":", direction: .input,
+                             type: .midi)
+        return theirs.contains { c.connections(of: $0).contains(where: sources.contains) }
     }
 
     /// Does what one map says for one message (`x`: the value over its range, the program number for program

@@ -88,7 +88,7 @@ extension Session {
 
     /// Saves each isolated rack's chain state in its own process (as `/tandem/plugin/save` there): the folders
     /// written, and a refusal per rack whose process could not (down, or no answer).
-    func saveIsolatedPlugins(source: String) -> (folders: [String], problems: [String]) {
+    public func saveIsolatedPlugins(source: String) -> (folders: [String], problems: [String]) {
         var folders: [String] = [], problems: [String] = []
         guard let relay = rackRelay else { return ([], []) }
         for name in supervisors.keys.sorted() where racks[name] == nil {

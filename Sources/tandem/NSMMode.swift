@@ -190,7 +190,10 @@ final class NSMMode {
         }
         do {
             try Session.writeAtomically("# Tandem project, saved by the session manager.\n" + text, to: presetPath)
-            let plugins = try session.savePlugins()
+            // Isolated racks' chains are saved by their processes.
+            let isolated = session.saveIsolatedPlugins(source: "osc")
+            for p in isolated.problems { logger.warning("plugin state not saved: \(p)") }
+            let plugins = try session.savePlugins() + isolated.folders
             savedText = text
             client.setDirty(false)
             client.reply("/nsm/client/save", "Tandem saved \(presetPath)" + (plugins.isEmpty ? "" : " and the state of \(plugins.count) plugin chain(s)"))

@@ -253,6 +253,50 @@ import TestSupport
         #expect(rig.gain("amp") == 0)
     }
 
+    /// One MIDI source patched into an in-process rack and into `fx`: a map without `rack` onto `fx` fires once per
+    /// message, isolated or not (an isolated `fx`'s process fires it from its own input; the session, which hears
+    /// the other rack, does not fire it again).
+    @Test(.enabled(if: hasPlugins), arguments: [false, true])
+    func aMapHeardByTwoRacksFiresOncePerMessage(isolate: Bool) throws {
+        let rig = try Rig("twice", isolate: isolate, midiTo: "keys", extra: """
+            [[rack]]
+            name = "keys"
+            client = "keys"
+            isolate = false
+            inputs = 1
+            outputs = 1
+            midi_inputs = 1
+            [[rack.plugins]]
+            uri = "\(Self.amp)"
+            name = "pad"
+            [[connect]]
+            from = "snd:midi_out"
+            to = "fx:midi_in"
+            [[map]]
+            cc = 7
+            engine = "fx"
+            plugin = "amp"
+            control = "gain"
+            min = -40
+            max = 0
+            """)
+        defer { rig.stop() }
+        #expect(rig.run.waitFor("connected snd:midi_out -> fx:midi_in"), "\(rig.run.output)")
+        let texts = ["fx amp gain -40.0 midi", "fx amp gain 0.0 midi"]
+        for (cc, text) in zip([UInt8(0), 127], texts) {
+            _ = rig.sender.send(frame: rig.sender.frameTime + 480, bytes: [0xB0, 7, cc])
+            #expect(rig.heard("control-changed", text), "\(text): \(rig.events) \(rig.run.output)")
+        }
+        // A third message: once it is heard, a second firing of the first two would have been heard too.
+        _ = rig.sender.send(frame: rig.sender.frameTime + 480, bytes: [0xB0, 7, 64])
+        #expect(TestEnvironment.waitUntil(timeout: 10) {
+            rig.receive()
+            return rig.events.contains { $0.kind == "control-changed" && $0.text.hasPrefix("fx amp gain -19.") }
+        }, "\(rig.events)")
+        let counts = texts.map { t in rig.events.filter { $0.kind == "control-changed" && $0.text == t }.count }
+        #expect(counts == [1, 1], "each message once: \(rig.events)")
+    }
+
     /// Item D: a control value, a bypass, the mix and the gain set over HTTP (200), the server killed at once and
     /// started again: after the restore the rack has every value, read over HTTP and OSC and heard in its output. On
     /// main an isolated rack came back with its preset's values (its process had not saved them yet).
