@@ -293,6 +293,7 @@ import TestSupport
             rig.receive()
             return rig.events.contains { $0.kind == "control-changed" && $0.text.hasPrefix("fx amp gain -19.") }
         }, "\(rig.events)")
+        print("events heard, isolate \(isolate): \(rig.events.filter { $0.kind == "control-changed" }.map(\.text))")
         let counts = texts.map { t in rig.events.filter { $0.kind == "control-changed" && $0.text == t }.count }
         #expect(counts == [1, 1], "each message once: \(rig.events)")
     }
