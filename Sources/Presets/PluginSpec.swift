@@ -47,6 +47,18 @@ public struct PluginSpec: Sendable, Equatable, Codable {
         configure = try c.decodeIfPresent([String: String].self, forKey: .configure) ?? [:]
     }
 
+    /// Writes `configure` only when there are keys (reports and the API stay as they were for every other plugin).
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(uri, forKey: .uri)
+        try c.encode(name, forKey: .name)
+        try c.encodeIfPresent(preset, forKey: .preset)
+        try c.encode(controls, forKey: .controls)
+        try c.encode(bypass, forKey: .bypass)
+        try c.encodeIfPresent(midiChannel, forKey: .midiChannel)
+        if !configure.isEmpty { try c.encode(configure, forKey: .configure) }
+    }
+
     /// The last path or fragment component of the URI ("amp" for http://plugin.org.uk/swh-plugins/amp).
     public static func defaultName(uri: String) -> String {
         let tail = uri.split(whereSeparator: { "/#:".contains($0) }).last.map(String.init) ?? uri

@@ -337,7 +337,8 @@ function pluginBrowser() {
     const ports = p.ports || [];
     const audio = (input) => ports.filter((x) => x.kind === "audio" && x.isInput === input).length;
     return h("li", {},
-      h("div", {}, h("strong", {}, p.name), h("small", {}, ` ${p.className || ""} · ${audio(true)} in / ${audio(false)} out`),
+      h("div", {}, h("strong", {}, p.name),
+        h("small", {}, ` ${(p.format || "lv2").toUpperCase()}${p.className ? " " + p.className : ""} · ${audio(true)} in / ${audio(false)} out`),
         h("div", { class: "uri" }, p.uri), p.missingFeatures?.length ? h("div", { class: "bad" }, "needs " + p.missingFeatures.join(", ")) : null),
       h("button", { type: "button", "aria-label": `Add ${p.name}`, onclick: () => add(p) }, "Add"));
   };
