@@ -42,12 +42,21 @@ demo: build
 
 # Every test: docs/ARCHITECTURE.md's names against the code, unit tests, tests against private JACK servers, the real
 # peers and the RT-safety interposer.
-# JACK allows one server per process, so tests run one at a time.
+# JACK allows one server per process, so tests run one at a time. The run's output is kept in TEST_LOG too; at the end
+# come the ten slowest tests (scripts/slowest-tests.py) and the wall time from make's start, the build included. The
+# target fails when a test fails.
+TEST_LOG ?= /tmp/tandem-make-test.log
+test: TEST_STARTED := $(shell date +%s)
 test: deps
 	scripts/check-architecture.py
 	@scripts/clean-jack-shm.sh
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build --no-parallel $(TEST_FLAGS)
+	@echo "$(SWIFT) test --skip-build --no-parallel $(TEST_FLAGS) 2>&1 | tee $(TEST_LOG)"; \
+	set -o pipefail; built=$$(date +%s); \
+	$(SWIFT) test --skip-build --no-parallel $(TEST_FLAGS) 2>&1 | tee $(TEST_LOG); status=$$?; \
+	done=$$(date +%s); scripts/slowest-tests.py --top 10 $(TEST_LOG); \
+	echo "make test: $$((done - $(TEST_STARTED))) s of wall time (the test run $$((done - built)) s); exit status $$status"; \
+	exit $$status
 
 # The adversarial checks at any size (they run CI-sized in `make test`): the OSC fuzzer at a recording session and
 # the preset fuzzer fed to both `preset check` and `run`. SEED is one seed or a comma-separated list (COUNT packets
