@@ -318,6 +318,55 @@ import TestSupport
             #expect(check.output.contains(line), "preset check: \(line)\n\(check.output)")
             #expect(run.output.contains(line), "run: \(line)\n\(run.output)")
         }
+        // Control maps onto them: a LADSPA control it lacks, a DSSI program it lacks.
+        if Self.hasSynths {
+            let maps = dir.appendingPathComponent("maps.toml").path
+            try """
+                [session]
+                name = "maps"
+                directory = "\(dir.path)"
+
+                [[rack]]
+                name = "fx"
+                inputs = 1
+                outputs = 1
+
+                [[rack.plugins]]
+                uri = "ladspa:amp/amp_mono"
+
+                [[rack.plugins]]
+                uri = "dssi:hexter/hexter"
+
+                [[map]]
+                engine = "fx"
+                cc = 7
+                plugin = "amp_mono"
+                control = "gain"
+                min = 0
+                max = 2
+
+                [[map]]
+                engine = "fx"
+                cc = 8
+                plugin = "amp_mono"
+                control = "nosuch"
+
+                [[map]]
+                engine = "fx"
+                program = true
+                plugin = "hexter"
+                presets = ["program:0/1", "program:0/900"]
+
+                """.write(toFile: maps, atomically: true, encoding: .utf8)
+            let lines = ["maps.toml:24: map.control: <ladspa:amp/amp_mono> has no control 'nosuch' (controls: gain)",
+                         "maps.toml:30: map.presets: <dssi:hexter/hexter> has no preset 'program:0/900' (it has: program:0/0,"
+                            + " program:0/1, program:0/2", "program:0/11 and 116 more: `tandem plugins show dssi:hexter/hexter`)"]
+            for args in [["preset", "check", maps], ["run", "--no-view", maps]] {
+                let r = try Self.tandem(args, environment: env)
+                #expect(r.code == 2 && !r.output.contains("maps.toml:16"), "\(args[0]): \(r.output)")
+                for line in lines { #expect(r.output.contains(line), "\(args[0]): \(line)\n\(r.output)") }
+            }
+        }
         // The command line's spec, and a program a DSSI synth does not have.
         let bad = try Self.tandem(["render", "--plugin", "ladspa:amp/amp_mono,gain=loud", "-o", dir.appendingPathComponent("o.wav").path,
                                    try Self.input(dir)], environment: env)
