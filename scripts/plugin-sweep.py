@@ -1416,7 +1416,8 @@ def parse_args(argv):
                     help="do not run the reference host (jalv, applyplugin) where Tandem failed")
     ap.add_argument("--from-json", nargs="+", metavar="JSON",
                     help="sweep nothing: report (--out, --doc, --json) the results these --json files hold, as one "
-                    "sweep (a sweep run in slices; a plugin in more than one file counts once, the last file's)")
+                    "sweep (a sweep run in slices; a plugin in more than one file counts once, the last file's, "
+                    "unless that one is untested)")
     ap.add_argument("--no-isolated", action="store_true", help="do not run crashing or hanging plugins isolated")
     ap.add_argument("--backtrace", action="store_true", help="leave the Swift runtime's backtracer on in the rack")
     ap.add_argument("--probe", help=argparse.SUPPRESS)
@@ -1452,15 +1453,16 @@ def selection_of(args):
 
 
 def merged(paths):
-    """(results, meta) of the sweeps these --json files hold, as one: a plugin the last file has wins; the time is
-    the slices' total."""
+    """(results, meta) of the sweeps these --json files hold, as one: a plugin the last file has wins (unless it was
+    untested there and judged in an earlier one); the time is the slices' total."""
     by, metas = {}, []
     for path in paths:
         with open(path) as f:
             d = json.load(f)
         metas.append(d)
         for r in d["plugins"]:
-            by[r["uri"]] = r
+            if r["outcome"] != "untested" or by.get(r["uri"], r)["outcome"] == "untested":
+                by[r["uri"]] = r
     formats = sorted({m.get("format", "lv2") for m in metas})
     meta = {"date": max(m["date"] for m in metas), "tandem": metas[-1]["tandem"], "seconds": metas[-1]["seconds"],
             "jobs": max(m["jobs"] for m in metas), "elapsed": sum(m["elapsed"] for m in metas),
