@@ -4,10 +4,11 @@ import Engine
 import Foundation
 
 /// Plugin messages for an isolated rack: its chain runs in the rack's own process (see `RackSupervisor`), which
-/// answers the same messages on its own control port. The session relays them there, unchanged, and hands back the
-/// child's reply, so a controller addresses every rack by its name on the session's port alike (and the HTTP API, by
-/// the same relay from its own threads). What the child sets it also saves in the session folder (at most once a
-/// second), and a restarted child restores it.
+/// answers the same messages on its own control port. The session relays them there, in an envelope naming the
+/// surface they came from (`relayedAddress`), and hands back the child's reply, so a controller addresses every rack
+/// by its name on the session's port alike (and the HTTP API, by the same relay from its own threads, and the session
+/// itself through `sessionRelay`). What the child acknowledged the session keeps (`Session.acknowledgeRelayed`); what
+/// it sets it also saves in the session folder (at most once a second), and a restarted child restores it.
 extension ControlProtocol {
     /// The messages that name an engine first and act on its plugin chain.
     public static let rackRelayed: Set<String> = [
