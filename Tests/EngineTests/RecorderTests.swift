@@ -91,11 +91,14 @@ import TestSupport
         c.prerollSeconds = 2
         let recorder = try Recorder(config: c, server: server.name)
         try source.connect("src:out_1", "pre:in_1")
+        let armed = recorder.streamPosition
         sourceState.pointee.started.store(1)
-        usleep(3_500_000)                      // armed for 3.5 s: more than the pre-roll has played
+        // Armed for 2.5 s of the recorder's own frames: more than the pre-roll holds.
+        #expect(TestEnvironment.waitUntil(timeout: 10) { recorder.streamPosition >= armed + 120_000 })
         let startCommand = recorder.streamPosition
         recorder.startTake(at: startCommand)
-        usleep(1_000_000)
+        // The take past its pre-roll by more than the 40,000 frames checked below, as the writer counts them.
+        #expect(TestEnvironment.waitUntil(timeout: 10) { (recorder.takeStatus?.frames ?? 0) >= 96000 + 48000 })
         recorder.close()
         source.close()
         LoopState.free(sourceState)
@@ -125,10 +128,13 @@ import TestSupport
         let recorder = try Recorder(config: config(dir, client: "met", channels: 2), server: server.name)
         try source.connect("src:out_1", "met:in_1")
         try source.connect("src:out_2", "met:in_2")
+        let armed = recorder.streamPosition
         sourceState.pointee.started.store(1)
-        usleep(500_000)
+        // Past the first cycles of signal, the meters are reset, then read after half a second of the sine.
+        #expect(TestEnvironment.waitUntil(timeout: 10) { recorder.streamPosition >= armed + 4800 })
         _ = recorder.readMeters()
-        usleep(1_000_000)
+        let from = recorder.streamPosition
+        #expect(TestEnvironment.waitUntil(timeout: 10) { recorder.streamPosition >= from + 24000 })
         let m = recorder.readMeters() ?? []
         recorder.close()
         source.close()

@@ -71,8 +71,11 @@ import TestSupport
             screen = (try? TestEnvironment.run(["tmux", "capture-pane", "-p", "-t", name]).output) ?? ""
             return screen.contains("REC") && screen.contains("playing") && screen.contains("#")
         }
-        usleep(2_000_000)      // steady state: the meter's 300 ms window holds only signal
-        screen = (try? TestEnvironment.run(["tmux", "capture-pane", "-p", "-t", name]).output) ?? screen
+        // Steady state: the meter's 300 ms window holds only signal, and the view shows the sine's figures.
+        _ = TestEnvironment.waitUntil(timeout: 8) {
+            screen = (try? TestEnvironment.run(["tmux", "capture-pane", "-p", "-t", name]).output) ?? screen
+            return screen.contains(" -9.0 rms  -6.0 pk")
+        }
         try? screen.write(toFile: "/tmp/tandem-liveview-capture.txt", atomically: true, encoding: .utf8)
         #expect(screen.contains("● REC take 1"), "\(screen)")
         #expect(screen.contains("in_1 ") && screen.contains("#"), "meter bars: \(screen)")
