@@ -115,10 +115,19 @@ plugin-sweep-ci: build
 	@scripts/clean-jack-shm.sh
 	scripts/plugin-sweep.py --install --list scripts/plugin-sweep-ci.txt --out .build/plugin-sweep-ci.md
 
-# 16 channels recorded and 16 played for 10 minutes: memory, file handles, drops (writes docs/RELIABILITY.md).
+# 16 channels recorded and 16 played for 10 minutes: memory, file handles, drops (writes docs/RELIABILITY.md). Then the
+# soak-like tests that `make test` runs short, at full size (TANDEM_SOAK=1, read through TestSupport's SoakSize): 30 s of
+# 64 channels played, 30 s of a dense MIDI stream, and the kill and signal loops at their full count.
+SOAK_TESTS := PlayerTests/sixtyFourChannelsPlayWithoutUnderruns|RecorderMIDITests/denseStreamLosesNothing|\
+              RecordCommandTests/killNineLeavesAReadableFileAndTheNextStartCompletesItsReport|\
+              RecordCommandTests/signalsAtRandomMomentsLoseNothing|\
+              MIDIRecordCommandTests/killNineLeavesAReadableMIDIFileAndTheNextStartCompletesIt
 soak: release
 	@scripts/clean-jack-shm.sh
 	scripts/soak.py
+	$(SWIFT) build --build-tests
+	@scripts/clean-jack-shm.sh
+	TANDEM_SOAK=1 $(SWIFT) test --skip-build --no-parallel --filter '$(subst $() ,,$(SOAK_TESTS))' $(TEST_FLAGS)
 
 clean:
 	rm -rf .build .build-tsan

@@ -143,8 +143,10 @@ import TestSupport
         }
     }
 
-    /// 64 channels at a 256-frame period for 30 s: no underrun after the start.
+    /// 64 channels at a 256-frame period for 6 s (30 s in `make soak`), a 3 s file looped twice: no underrun after
+    /// the start. The test waits on the player's own played-frames counter, not the clock.
     @Test func sixtyFourChannelsPlayWithoutUnderruns() throws {
+        let seconds = SoakSize.pick(test: 6, soak: 30)
         let server = try TestEnvironment.server("p64", period: 256)
         defer { server.stop() }
         let dir = TestEnvironment.temporaryDirectory("p64")
@@ -158,13 +160,14 @@ import TestSupport
         let sink = try TestCapture(name: "sink", server: server.name, channels: 64, seconds: 1)
         for i in 1...64 { try player.client.connect("tandem-play:out_\(i)", "sink:in_\(i)") }
         let startUnderruns = player.underrunFrames
-        usleep(30_000_000)
+        let target = player.playedFrames + seconds * 48000
+        let reached = TestEnvironment.waitUntil(timeout: Double(seconds) + 10) { player.playedFrames >= target }
         let played = player.playedFrames
         let underruns = player.underrunFrames - startUnderruns
         player.close()
         sink.close()
+        #expect(reached, "played \(played) of \(target) frames in \(seconds + 10) s")
         #expect(underruns == 0, "underrun frames \(underruns)")
-        #expect(played >= 29 * 48000, "played \(played)")
     }
 }
 

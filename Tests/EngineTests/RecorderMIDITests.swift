@@ -41,8 +41,9 @@ import TestSupport
         pc.startImmediately = false
         let player = try Player(config: pc, server: server.name)
         try player.client.connect("tandem-play:midi_out", "mrec:midi_in")
+        let original = try Mido.frames(mid, rate: 48000).events
         recorder.startTake()
-        usleep(300_000)
+        #expect(TestEnvironment.waitUntil(timeout: 5) { recorder.takeStatus != nil }, "the take opens")
         player.waitForFill(seconds: 5)
         player.play()
         var events: [PlayerEvent] = []
@@ -50,13 +51,12 @@ import TestSupport
             events += player.drainEvents()
             return events.contains(.queueFinished)
         })
-        usleep(300_000)
+        _ = TestEnvironment.waitUntil(timeout: 5) { recorder.midiReceived >= original.count }
         let playedFrom = try #require(player.startedAtFrameTime.map(Int.init))
         player.close()
         recorder.close()
         let (report, sidecar) = try #require(Self.finished(recorder).first)
         let takeStart = Int(report.startFrameTime)
-        let original = try Mido.frames(mid, rate: 48000).events
         let recorded = try Mido.frames(sidecar.replacingOccurrences(of: ".json", with: ".mid"), rate: 48000).events
         #expect(recorded.count == original.count && original.count > 120)
         let moved = zip(recorded, original).filter { r, o in
@@ -66,10 +66,11 @@ import TestSupport
         #expect(recorder.midiReceived == original.count && recorder.midiOverruns == 0)
     }
 
-    /// A dense stream (3000 events a second, for `TANDEM_MIDI_DENSE_SECONDS`, 30 by default: the ten
-    /// minutes compressed to what CI affords) loses no event and moves none.
+    /// A dense stream (3000 events a second, for `TANDEM_MIDI_DENSE_SECONDS`; by default 8 in `make test` and 30 in
+    /// `make soak`: the ten minutes compressed to what CI affords) loses no event and moves none.
     @Test func denseStreamLosesNothing() throws {
-        let seconds = ProcessInfo.processInfo.environment["TANDEM_MIDI_DENSE_SECONDS"].flatMap(Int.init) ?? 30
+        let seconds = ProcessInfo.processInfo.environment["TANDEM_MIDI_DENSE_SECONDS"].flatMap(Int.init)
+            ?? SoakSize.pick(test: 8, soak: 30)
         // A cycle the server skipped moves events by JACK's doing, not the recorder's: the sender sends the events of
         // a cycle it missed late, and the take (audio and MIDI alike) goes on without the skipped frames, so later
         // events sit that much earlier than their JACK frame time (the report counts them as missed). Such a run is
@@ -103,7 +104,7 @@ import TestSupport
         let recorder = try Recorder(config: Self.recorderConfig(dir), server: server.name)
         try source.client.connect("msrc:midi_out", "mrec:midi_in")
         recorder.startTake()
-        usleep(300_000)
+        #expect(TestEnvironment.waitUntil(timeout: 5) { recorder.takeStatus != nil }, "the take opens")
         let first = source.frameTime + 48000
         var queued = 0
         for i in 0..<count where source.send(frame: first + i * spacing,
@@ -112,7 +113,7 @@ import TestSupport
         }
         #expect(queued == count, "the sender took \(queued) of \(count) events")
         #expect(TestEnvironment.waitUntil(timeout: Double(seconds) + 20) { source.pending == 0 })
-        usleep(300_000)
+        _ = TestEnvironment.waitUntil(timeout: 5) { recorder.midiReceived >= count }
         recorder.close()
         source.close()
         let (report, sidecar) = try #require(Self.finished(recorder).first)

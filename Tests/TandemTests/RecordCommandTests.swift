@@ -99,13 +99,15 @@ import TestSupport
 
     /// kill -9 during a WAV take, ten times at seeded random moments in one folder: each file opens in libsndfile
     /// and sox with at most 1 s missing, and each next start reports the interrupted take and completes its report.
+    /// Four kills in `make test`, the ten in `make soak` (the same seeded moments, the first of them).
     @Test func killNineLeavesAReadableFileAndTheNextStartCompletesItsReport() throws {
+        let kills = SoakSize.pick(test: 4, soak: 10)
         let server = try TestEnvironment.server("kill9")
         defer { server.stop() }
         let dir = TestEnvironment.temporaryDirectory("kill9")
         var rng: UInt64 = 0x0C0F_FEE5
         var previous: (sidecar: String, frames: Int)?
-        for trial in 0...10 {
+        for trial in 0...kills {
             let t = try TandemProcess(["record", "-c", "4", "-d", dir.path, "--connect", "system:capture_.*"],
                                       server: server, log: dir.appendingPathComponent("t\(trial).log").path)
             #expect(t.waitFor(" recording: "), "trial \(trial): \(t.output)")
@@ -115,7 +117,7 @@ import TestSupport
                 #expect(completed.ended == .interrupted && completed.frames == p.frames
                         && completed.chunks[0].frames == p.frames && completed.endDetail?.contains("killed") == true)
             }
-            if trial == 10 {
+            if trial == kills {
                 t.process.signal(SIGTERM)
                 #expect(t.process.wait(timeout: 10) == 0)
                 break
@@ -142,13 +144,15 @@ import TestSupport
     }
 
     /// SIGINT and SIGTERM, ten times each at seeded random moments: exit 0, a valid header, and every frame
-    /// captured up to the signal in the file.
+    /// captured up to the signal in the file. Three times each in `make test`, ten in `make soak` (the same seeded
+    /// moments, the first of them).
     @Test func signalsAtRandomMomentsLoseNothing() throws {
+        let trials = SoakSize.pick(test: 6, soak: 20)
         let server = try TestEnvironment.server("signals")
         defer { server.stop() }
         let dir = TestEnvironment.temporaryDirectory("signals")
         var rng: UInt64 = 0x5EED_1234
-        for trial in 0..<20 {
+        for trial in 0..<trials {
             let sig = trial % 2 == 0 ? SIGINT : SIGTERM
             rng = rng &* 6364136223846793005 &+ 1442695040888963407
             let delay = 0.2 + Double(rng >> 40) / Double(1 << 24) * 1.3
