@@ -297,6 +297,11 @@ void *ladspahost_instantiate(const LADSPAHostLibrary *lib, unsigned long index, 
     return in;
 }
 
+void ladspahost_connect(void *instance, uint32_t port, void *data) {
+    Instance *in = instance;
+    w_connect(in, port, data);
+}
+
 void ladspahost_free(void *instance) {
     Instance *in = instance;
     if (!in) return;

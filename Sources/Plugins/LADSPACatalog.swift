@@ -84,7 +84,7 @@ final class LADSPACatalog {
         case .failure(let why): return .failure(Unavailable("its library \(path) cannot be loaded: \(why.why)"))
         case .success(let plugins):
             if let p = plugins.first(where: { $0.info.uri == "\(format.rawValue):\(library)/\(label)" }) { return .success(p) }
-            let labels = plugins.map { String($0.info.uri.split(separator: "/").last ?? "") }
+            let labels = plugins.map { String($0.info.uri.split(separator: "/", maxSplits: 1).last ?? "") }
             return .failure(Unavailable("\(path) holds no plugin labelled '\(label)' (its labels: "
                             + (labels.isEmpty ? "none" : labels.prefix(12).joined(separator: ", ")) + ")"))
         }
@@ -107,6 +107,26 @@ final class LADSPACatalog {
 
     /// Libraries that could not be loaded while listing, with the loader's words.
     var failures: [String: String] { failed }
+
+    /// One instance per DSSI plugin, made to ask it things (its programs, whether it takes a configure key) where no
+    /// chain runs it (`tandem plugins`, `preset check`, a session whose rack is isolated), and kept for the process's
+    /// life: fluidsynth-dssi crashes when an instance is made after its only one was freed. A chain asks its own
+    /// instances instead (the same plugin's run crashes beside an instance never activated).
+    private var probes: [String: UnsafeMutableRawPointer] = [:]
+
+    func probe(_ p: Plugin, midiURID: UInt32) -> UnsafeMutableRawPointer? {
+        if let made = probes[p.info.uri] { return made }
+        guard let made = ladspahost_instantiate(p.library, p.index, 48000, midiURID, 8192) else { return nil }
+        // Every port on a buffer of its own (never read): a synth that renders all its instances at once
+        // (fluidsynth-dssi's run_multiple_synths) then writes into these, not through a null pointer.
+        for port in p.info.ports where port.kind == .audio || port.kind == .control {
+            let buffer = UnsafeMutablePointer<Float>.allocate(capacity: port.kind == .audio ? 8192 : 1)
+            buffer.initialize(repeating: port.defaultValue ?? 0, count: port.kind == .audio ? 8192 : 1)
+            ladspahost_connect(made, UInt32(port.index), buffer)
+        }
+        probes[p.info.uri] = made
+        return made
+    }
 
     private var loadedPlugins: [String: [Plugin]] = [:]
 

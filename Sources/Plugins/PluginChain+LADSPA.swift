@@ -18,16 +18,18 @@ extension PluginHost {
     /// A DSSI plugin's programs, read from an instance made for the purpose (DSSI lists them per instance).
     /// Call inside `locked`.
     func programs(of p: LADSPACatalog.Plugin) -> [PluginInfo.Preset] {
-        guard p.format == .dssi, let inst = ladspahost_instantiate(p.library, p.index, 48000, urid(LV2.midiEvent), 8192) else {
-            return []
-        }
-        defer { ladspahost_free(inst) }
+        guard p.format == .dssi, let inst = foreign.probe(p, midiURID: urid(LV2.midiEvent)) else { return [] }
+        return Self.programs(of: inst)
+    }
+
+    /// The programs an instance lists. Control thread, while it does not run.
+    static func programs(of inst: UnsafeMutableRawPointer) -> [PluginInfo.Preset] {
         var out: [PluginInfo.Preset] = []
         for i in 0..<ladspahost_program_count(inst) {
             var bank: UInt = 0, program: UInt = 0
             var name: UnsafePointer<CChar>?
             guard ladspahost_program(inst, i, &bank, &program, &name) != 0 else { break }
-            out.append(.init(uri: Self.programURI(bank: bank, program: program), label: name.map { String(cString: $0) } ?? ""))
+            out.append(.init(uri: programURI(bank: bank, program: program), label: name.map { String(cString: $0) } ?? ""))
         }
         return out
     }
@@ -39,8 +41,7 @@ extension PluginHost {
         guard case .ladspa(let p) = plugin, p.format == .dssi, ladspahost_has_configure(p.library, p.index) != 0 else {
             return spec.configure.keys.sorted().map { ($0, "configure '\($0)': <\(spec.uri)> takes no configure keys (only DSSI plugins that have configure() do)") }
         }
-        guard let inst = ladspahost_instantiate(p.library, p.index, 48000, urid(LV2.midiEvent), 8192) else { return [] }
-        defer { ladspahost_free(inst) }
+        guard let inst = foreign.probe(p, midiURID: urid(LV2.midiEvent)) else { return [] }
         return spec.configure.sorted { $0.key < $1.key }.compactMap { key, value in
             Self.configure(inst, key, value).map { (key, "configure '\(key)' = '\(value)': \($0)") }
         }
@@ -118,13 +119,20 @@ extension PluginChain {
     /// Selects a DSSI program (`program:BANK/PROGRAM`) in every instance, before they run, and takes the control
     /// values the program set. Call inside `host.locked`.
     func applyProgram(_ uri: String, to s: Stage) throws(PluginError) {
-        guard case .ladspa(let p) = s.source else { return }
-        let known = host.programs(of: p)
+        guard case .ladspa = s.source else { return }
+        let known = programs(of: s)
         guard let (bank, program) = PluginHost.program(uri), known.contains(where: { $0.uri == uri }) else {
             throw PluginError(.preset, plugin: s.spec.name, PluginHost.programNotFound(uri, plugin: s.spec.uri, known: known))
         }
         for inst in s.instances { ladspahost_select_program(inst, bank, program, 1) }
         takeControls(from: s)
+    }
+
+    /// A DSSI stage's programs, from its own first instance: a chain makes no instance of its plugin but its own
+    /// (fluidsynth-dssi's run crashes beside an instance that was made and never activated).
+    func programs(of s: Stage) -> [PluginInfo.Preset] {
+        guard case .ladspa(let p) = s.source, p.format == .dssi, let first = s.instances.first else { return [] }
+        return PluginHost.programs(of: UnsafeMutableRawPointer(first))
     }
 
     /// The control values the first instance's ports hold now (a DSSI program writes its ports).

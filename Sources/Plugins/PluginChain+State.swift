@@ -62,7 +62,7 @@ extension PluginChain {
             lilv_state_free(state)
         }
         applyConfigure(spec.configure, to: s)
-        if spec.preset == nil, case .ladspa(let p) = s.source, p.takesMIDI, let first = host.programs(of: p).first {
+        if spec.preset == nil, case .ladspa(let p) = s.source, p.takesMIDI, let first = programs(of: s).first {
             // A DSSI synth starts on its first program, as DSSI's hosts do (WhySynth is silent on none).
             try? applyProgram(first.uri, to: s)
         }

@@ -39,6 +39,8 @@ int ladspahost_has_configure(const LADSPAHostLibrary *library, unsigned long ind
    `midi_urid`: the URID of midi:MidiEvent; `atom_capacity`: bytes of the MIDI port's buffer. */
 void *ladspahost_instantiate(const LADSPAHostLibrary *library, unsigned long index, unsigned long sample_rate,
                              uint32_t midi_urid, uint32_t atom_capacity);
+/* Connects a port (as the chain does through the wrapper's descriptor). */
+void ladspahost_connect(void *instance, uint32_t port, void *data);
 /* Calls the plugin's cleanup and frees the wrapper. The plugin must be deactivated (or never activated). */
 void ladspahost_free(void *instance);
 
