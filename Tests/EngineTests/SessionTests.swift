@@ -282,13 +282,19 @@ import TestSupport
         let recorder = try Recorder(config: c, server: server.name)
         try source.connect("src:out_1", "rec:in_1")
         recorder.startTake()
+        // Each period runs for 0.8 s of the recorder's own frames (more than 2 s of take in all, as checked below).
+        func run(_ seconds: Double) -> Bool {
+            let from = recorder.streamPosition
+            return TestEnvironment.waitUntil(timeout: seconds + 5) { recorder.streamPosition >= from + Int(seconds * 48000) }
+        }
         state.pointee.started.store(1)
-        usleep(1_000_000)
+        #expect(run(0.8))
         #expect(source.requestBufferSize(128), "the dummy driver accepts a new period")
         #expect(TestEnvironment.waitUntil(timeout: 3) { recorder.client.bufferSize == 128 })
-        usleep(1_000_000)
+        #expect(run(0.8))
         #expect(source.requestBufferSize(512))
-        usleep(1_000_000)
+        #expect(TestEnvironment.waitUntil(timeout: 3) { recorder.client.bufferSize == 512 })
+        #expect(run(0.8))
         recorder.close()
         source.close()
         LoopState.free(state)
