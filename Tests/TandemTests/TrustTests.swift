@@ -153,7 +153,11 @@ import TestSupport
         let tandem = try ChildProcess([TestEnvironment.product("tandem"), "run", "--no-view", "--control-port", "0", preset],
                                       environment: ["JACK_DEFAULT_SERVER": name, "JACK_NO_START_SERVER": "1"],
                                       outputPath: dir.appendingPathComponent("run.log").path)
-        usleep(1_500_000)
+        // It says it waits, and waits (had it exited, the wait below would not see 0).
+        #expect(TestEnvironment.waitUntil(timeout: 10) {
+            ((try? String(contentsOfFile: dir.appendingPathComponent("run.log").path, encoding: .utf8)) ?? "")
+                .contains("not running yet")
+        }, "the session says the server is not running yet")
         #expect(tandem.isRunning, "still waiting, not exited")
         let server = try TestEnvironment.server(named: name)
         defer { server.stop() }
