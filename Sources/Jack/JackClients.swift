@@ -32,6 +32,8 @@ enum JackClients {
     private static let live = Mutex<[ObjectIdentifier: Entry]>([:])
     /// Serializes opens, so that a cleanup libjack reports belongs to the open that caused it.
     private static let opening = Mutex(())
+    /// How many times this process called `jack_client_open` (tests: a probe that must make no client).
+    static let opens = Atomic<Int>(0)
 
     /// Opens a client as `jack_client_open` does (`server` nil: the default server), first retiring what libjack
     /// would free. Nil when the open failed (`status` says why).
@@ -47,6 +49,7 @@ enum JackClients {
                 client.close()
             }
             let before = JackLibrary.cleanups.load(ordering: .sequentiallyConsistent)
+            opens.add(1, ordering: .relaxed)
             let opened: OpaquePointer? = name.withCString { cname in
                 if let server { return server.withCString { tandem_jack_client_open(cname, options, &status, $0) } }
                 return tandem_jack_client_open(cname, options, &status, nil)

@@ -94,18 +94,6 @@ public final class JackServer: @unchecked Sendable {
         return true
     }
 
-    /// Whether a client can connect to the server named `name` now.
-    public static func probe(_ name: String) -> Bool {
-        guard isUsableName(name) else { return false }
-        var status = jack_status_t(0)
-        let options = jack_options_t(JackNoStartServer.rawValue)
-        guard let c = JackClients.open("tandem-probe", options: options, status: &status, server: name) else {
-            return false
-        }
-        jack_client_close(c)
-        return true
-    }
-
     /// Stops the server with SIGTERM (SIGKILL after a grace period), reaps it and the watchdog.
     public func stop() {
         process.stop(SIGTERM, grace: 5)

@@ -1,5 +1,5 @@
 import Foundation
-import Jack
+@testable import Jack
 import Testing
 import TestSupport
 
@@ -19,17 +19,17 @@ import TestSupport
             _ = try c.registerPort("in_1", direction: .input)
             try c.activateForNotifications()
         }
-        // SIGKILL without waiting for the server to be reaped, then probes (each a jack_client_open, failing while
+        // SIGKILL without waiting for the server to be reaped, then opens (each a jack_client_open, failing while
         // no server runs) as fast as they go while the clients learn of the loss one by one: opens land after the
-        // first client was shut down and before the last one.
+        // first client was shut down and before the last one. (`JackServer.probe` makes no client on jackd2.)
         kill(server.process.pid, SIGKILL)
         var probes = 0
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline && !clients.allSatisfy(\.wasShutDown) {
-            _ = JackServer.probe(name)
+            _ = JackServer.probeWithClient(name)
             probes += 1
         }
-        _ = JackServer.probe(name)
+        _ = JackServer.probeWithClient(name)
         server.kill9()
         #expect(clients.allSatisfy { $0.wasShutDown }, "every client is known lost with its server")
         #expect(clients.allSatisfy { $0.handle == nil }, "no handle is kept past an open that could free it")
