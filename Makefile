@@ -4,7 +4,8 @@ SWIFT ?= swift
 APT_PACKAGES := libjack-jackd2-dev jackd2 dpkg-dev man-db libsndfile1-dev libsoxr-dev liblo-dev liblo-tools jack-capture sndfile-tools sox libsox-fmt-all \
                 jack-tools tmux pkg-config liblilv-dev lv2-dev swh-lv2 x42-plugins jalv mda-lv2 lv2-examples gcc \
                 iproute2 util-linux pipewire pipewire-bin pipewire-jack prometheus blop-lv2 fomp ffmpeg \
-                ladspa-sdk dssi-dev libasound2-dev swh-plugins cmt caps tap-plugins hexter whysynth xsynth-dssi
+                ladspa-sdk dssi-dev libasound2-dev swh-plugins cmt caps tap-plugins hexter whysynth xsynth-dssi \
+                invada-studio-plugins-ladspa invada-studio-plugins-lv2 lsp-plugins-ladspa lsp-plugins-lv2
 # What only `make bench` compares against (installed by `bench`, not by `deps`).
 BENCH_PACKAGES := ecasound
 # What only `make web-test` drives the page with (installed by `web-test`, not by `deps`).
