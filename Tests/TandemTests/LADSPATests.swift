@@ -232,6 +232,43 @@ import TestSupport
         }
     }
 
+    /// A controller the synth maps to a port (hexter: CC 7 to its volume) moves that port: a note after CC 7 = 0 is
+    /// far quieter than after CC 7 = 127. And a LADSPA plugin's `latency` output is compensated (swh's look-ahead
+    /// limiter, stereo, 240 frames at 48 kHz: the render's report says so and its output lines up with its input).
+    @Test(.enabled(if: hasSynths && FileManager.default.fileExists(atPath: "/usr/lib/ladspa/fast_lookahead_limiter_1913.so")))
+    func mappedControllersMovePortsAndLatencyIsCompensated() throws {
+        let dir = TestEnvironment.temporaryDirectory("dssi-cc")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var peaks: [Float] = []
+        for value: UInt8 in [0, 127] {
+            let track: [UInt8] = [0x00, 0xB0, 7, value, 0x64, 0x90, 57, 100, 0x87, 0x40, 0x80, 57, 0, 0x00, 0xFF, 0x2F, 0x00]
+            let midi = dir.appendingPathComponent("cc\(value).mid").path
+            try Data(Array("MThd".utf8) + [0, 0, 0, 6, 0, 0, 0, 1, 0x01, 0xE0] + Array("MTrk".utf8)
+                     + [0, 0, 0, UInt8(track.count)] + track).write(to: URL(fileURLWithPath: midi))
+            let out = dir.appendingPathComponent("cc\(value).wav").path
+            let r = try Self.tandem(["render", "--sample", "float32", "-o", out, "--plugin", "dssi:hexter/hexter", midi])
+            try #require(r.code == 0, "\(r.output)")
+            peaks.append(try TestEnvironment.readAudio(out).samples.map { abs($0) }.max() ?? 0)
+        }
+        #expect(peaks[1] > 0.05 && peaks[0] < peaks[1] / 10, "CC 7 moves hexter's volume: peaks \(peaks)")
+
+        let input = dir.appendingPathComponent("noise.wav").path
+        try TestEnvironment.writeWAV(Signals.noise(frames: 48000, channels: 2).map { $0 * 0.3 }, channels: 2, path: input,
+                                     sample: .float32)
+        let out = dir.appendingPathComponent("limited.wav").path
+        let r = try Self.tandem(["render", "--sample", "float32", "-o", out, "--plugin",
+                                 "ladspa:fast_lookahead_limiter_1913/fastLookaheadLimiter", input])
+        try #require(r.code == 0, "\(r.output)")
+        let report = try String(contentsOfFile: dir.appendingPathComponent("limited.json").path, encoding: .utf8)
+        let compact = report.filter { !$0.isWhitespace }
+        #expect(compact.contains("\"latency\":{\"frames\":240"), "\(compact.prefix(600))")
+        let a = try TestEnvironment.readAudio(out).samples, b = try TestEnvironment.readAudio(input).samples
+        // Noise: the lag is unambiguous.
+        func correlation(_ lag: Int) -> Float { (4800..<28800).reduce(0) { $0 + a[2 * $1] * b[2 * ($1 + lag)] } }
+        let best = (-300...300).max { correlation($0) < correlation($1) }
+        #expect(best == 0, "the limiter's output lines up with its input (best lag \(best ?? 99))")
+    }
+
     /// What a session saves of a DSSI synth (its program, configure keys, controls) comes back in a chain built
     /// from the saved folder alone, as after a restart.
     @Test(.enabled(if: hasSynths))
