@@ -128,8 +128,8 @@ extension PluginChain {
         takeControls(from: s)
     }
 
-    /// A DSSI stage's programs, from its own first instance: a chain makes no instance of its plugin but its own
-    /// (fluidsynth-dssi's run crashes beside an instance that was made and never activated).
+    /// A DSSI stage's programs, from its own first instance (a chain asks its own instances; an instance made only
+    /// to ask is `LADSPACatalog.probe`'s, kept for the process's life).
     func programs(of s: Stage) -> [PluginInfo.Preset] {
         guard case .ladspa(let p) = s.source, p.format == .dssi, let first = s.instances.first else { return [] }
         return PluginHost.programs(of: UnsafeMutableRawPointer(first))

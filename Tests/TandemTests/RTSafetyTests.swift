@@ -53,9 +53,9 @@ import TestSupport
     }
 
     /// The check can fail: a callback that builds an array and a string each cycle is caught.
-    /// Recording and playing through a chain of SWH plugins (a high-pass filter, then an amplifier; one instance per
-    /// channel; the recorder also through x42's delay line with 1000 frames of latency, dry input beside): the process
-    /// callbacks, plugins included, make no allocation, lock or write.
+    /// Recording and playing through a chain of SWH plugins (a high-pass filter, then an amplifier) and the LADSPA
+    /// SDK's high-pass, one instance per channel; the recorder also through x42's delay line with 1000 frames of
+    /// latency, dry input beside: the process callbacks, plugins included, make no allocation, lock or write.
     @Test(.enabled(if: FileManager.default.fileExists(atPath: "/usr/lib/lv2/amp-swh.lv2")
                    && TestEnvironment.hasProgram("sndfile-jackplay")))
     func callbacksAreCleanWithAChainOfSWHPlugins() throws {
@@ -64,8 +64,11 @@ import TestSupport
         let dir = TestEnvironment.temporaryDirectory("rtlv2")
         let source = dir.appendingPathComponent("noise.wav").path
         try TestEnvironment.writeWAV(Signals.noise(frames: 48000, channels: 4), channels: 4, path: source)
+        // And a LADSPA plugin in each engine's chain (issue 47): the SDK's high-pass, one instance per channel.
+        let ladspa = FileManager.default.fileExists(atPath: "/usr/lib/ladspa/filter.so")
+            ? ["--plugin", "ladspa:filter/hpf,cutoff_frequency_hz=30"] : []
         let chain = ["--plugin", "http://plugin.org.uk/swh-plugins/highpass_iir,cutoff=80",
-                     "--plugin", "http://plugin.org.uk/swh-plugins/amp,gain=-3"]
+                     "--plugin", "http://plugin.org.uk/swh-plugins/amp,gain=-3"] + ladspa
         let recReport = dir.appendingPathComponent("rec.txt").path
         // The recorder also runs a plugin with latency and records the dry input, delayed to match (the dry delay
         // line and the latency announcement are on the process thread).
