@@ -189,20 +189,12 @@ static unsigned long take_events(Instance *in, uint32_t frames) {
         memset(e, 0, sizeof *e);
         e->time.tick = (snd_seq_tick_time_t)at;
         switch (status) {
-        case 0x90:
-            e->type = b ? SND_SEQ_EVENT_NOTEON : SND_SEQ_EVENT_NOTEOFF;
-            e->data.note.channel = channel;
-            e->data.note.note = a;
-            e->data.note.velocity = b;
-            break;
         case 0x80:
-            e->type = SND_SEQ_EVENT_NOTEOFF;
-            e->data.note.channel = channel;
-            e->data.note.note = a;
-            e->data.note.velocity = b;
-            break;
+        case 0x90:
         case 0xa0:
-            e->type = SND_SEQ_EVENT_KEYPRESS;
+            /* A note on of velocity 0 is a note off, as MIDI says. */
+            e->type = status == 0xa0 ? SND_SEQ_EVENT_KEYPRESS
+                    : status == 0x90 && b ? SND_SEQ_EVENT_NOTEON : SND_SEQ_EVENT_NOTEOFF;
             e->data.note.channel = channel;
             e->data.note.note = a;
             e->data.note.velocity = b;

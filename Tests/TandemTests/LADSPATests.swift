@@ -23,6 +23,14 @@ import TestSupport
         try TestEnvironment.run([TestEnvironment.product("tandem")] + args, environment: environment, timeout: 120)
     }
 
+    /// Writes a Standard MIDI File of one track (format 0, 480 ticks a beat) holding `track`'s events.
+    static func writeMIDI(_ track: [UInt8], to path: String) throws {
+        let n = UInt32(track.count)
+        let length = [UInt8(n >> 24), UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF)]
+        try Data(Array("MThd".utf8) + [0, 0, 0, 6, 0, 0, 0, 1, 0x01, 0xE0] + Array("MTrk".utf8) + length + track)
+            .write(to: URL(fileURLWithPath: path))
+    }
+
     /// A 16-bit mono WAV of a 220 Hz sine under noise, 2 s: what applyplugin reads.
     static func input(_ dir: URL) throws -> String {
         let path = dir.appendingPathComponent("in.wav").path
@@ -153,11 +161,8 @@ import TestSupport
         track += delta(240) + [0x90, 57, 100] + delta(960) + [0x80, 57, 0]
         track += delta(240) + [0xC0, 9] + delta(0) + [0x90, 57, 100] + delta(960) + [0x80, 57, 0]
         track += delta(0) + [0xFF, 0x2F, 0x00]
-        let header: [UInt8] = Array("MThd".utf8) + [0, 0, 0, 6, 0, 0, 0, 1, 0x01, 0xE0]
-        let length = UInt32(track.count)
-        let chunk = Array("MTrk".utf8) + [UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)]
         let midi = dir.appendingPathComponent("a3.mid").path
-        try Data(header + chunk + track).write(to: URL(fileURLWithPath: midi))
+        try Self.writeMIDI(track, to: midi)
         let out = dir.appendingPathComponent("s.wav").path
         let r = try Self.tandem(["render", "--sample", "float32", "-o", out, "--plugin", synth, midi])
         try #require(r.code == 0, "\(r.output)")
@@ -187,8 +192,7 @@ import TestSupport
         let track: [UInt8] = [0x00, 0xC0, 9, 0x00, 0x90, 57, 100, 0x81, 0x70, 0x90, 64, 100, 0x87, 0x40, 0x80, 57, 0,
                               0x00, 0x80, 64, 0, 0x00, 0xFF, 0x2F, 0x00]
         let midi = dir.appendingPathComponent("two.mid").path
-        try Data(Array("MThd".utf8) + [0, 0, 0, 6, 0, 0, 0, 1, 0x01, 0xE0] + Array("MTrk".utf8)
-                 + [0, 0, 0, UInt8(track.count)] + track).write(to: URL(fileURLWithPath: midi))
+        try Self.writeMIDI(track, to: midi)
         var level: [String: (Double, Double)] = [:]
         for mode in ["off", "on"] {
             let out = dir.appendingPathComponent("\(mode).wav").path
@@ -243,8 +247,7 @@ import TestSupport
         for value: UInt8 in [0, 127] {
             let track: [UInt8] = [0x00, 0xB0, 7, value, 0x64, 0x90, 57, 100, 0x87, 0x40, 0x80, 57, 0, 0x00, 0xFF, 0x2F, 0x00]
             let midi = dir.appendingPathComponent("cc\(value).mid").path
-            try Data(Array("MThd".utf8) + [0, 0, 0, 6, 0, 0, 0, 1, 0x01, 0xE0] + Array("MTrk".utf8)
-                     + [0, 0, 0, UInt8(track.count)] + track).write(to: URL(fileURLWithPath: midi))
+            try Self.writeMIDI(track, to: midi)
             let out = dir.appendingPathComponent("cc\(value).wav").path
             let r = try Self.tandem(["render", "--sample", "float32", "-o", out, "--plugin", "dssi:hexter/hexter", midi])
             try #require(r.code == 0, "\(r.output)")
