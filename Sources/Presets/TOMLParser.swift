@@ -78,6 +78,8 @@ public struct TOMLParser {
                 arrayPath = isArray
                 let joined = keys.joined(separator: ".")
                 if isArray {
+                    // A new element: the tables under the array are its own again (`[[scene]]`, `[scene.values]`).
+                    defined = defined.filter { !$0.hasPrefix(joined + ".") }
                     try Self.appendTable(&root, keys, line: headerLine)
                 } else {
                     if defined.contains(joined) { throw TOMLError(line: headerLine, message: "table [\(joined)] is defined twice") }

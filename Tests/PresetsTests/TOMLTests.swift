@@ -37,6 +37,17 @@ import Testing
         #expect(d["e"] == .integer(3, line: 16))
     }
 
+    /// Each element of an array of tables has its own sub-tables: `[[scene]]`, `[scene.values]`, `[[scene]]`,
+    /// `[scene.values]` is two scenes, each with its values (was refused as "defined twice").
+    @Test func eachElementOfAnArrayOfTablesHasItsOwnSubTables() throws {
+        let t = try TOMLParser.parse("[[s]]\nn = 1\n[s.v]\nx = 1\n[[s]]\nn = 2\n[s.v]\nx = 2\n")
+        guard case .array(let items, _)? = t["s"], items.count == 2 else { Issue.record("\(t)"); return }
+        for (i, item) in items.enumerated() {
+            guard case .table(let s) = item, case .table(let v)? = s["v"] else { Issue.record("\(item)"); continue }
+            #expect(v["x"] == .integer(i + 1, line: 4 * i + 4))
+        }
+    }
+
     /// TOML 1.0's numbers: hexadecimal, octal and binary integers, an underscore only between two digits, no
     /// leading zeros, floats with a fraction and/or an exponent.
     @Test func readsNumbersAsTOMLOneWritesThem() throws {
@@ -112,6 +123,7 @@ import Testing
         ("a = \"open", 1, "unterminated string"),
         ("[t]\nx = 1\n[t]", 3, "defined twice"),
         ("a = 1\na = 2", 2, "defined twice"),
+        ("[[s]]\n[s.v]\nx = 1\n[s.v]", 4, "defined twice"),
         ("a = bare", 1, "strings need quotes"),
         ("a = 1 2", 1, "after a value"),
         ("a = 1979-05-27", 1, "dates"),
