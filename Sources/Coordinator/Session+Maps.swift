@@ -175,6 +175,7 @@ extension Session {
             }
             let reply = execute(.recordMark(label: label), context: context)
             if !reply.ok { events.append(.mapFailed("\(map): \(reply.detail)")) }
+        case .scene, .morph: break   // lead: scenes
         }
         if let command {
             let reply = execute(command, context: context)

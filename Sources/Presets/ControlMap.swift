@@ -1,7 +1,7 @@
 import Foundation
 
 /// One control map: a MIDI message arriving on a rack's MIDI inputs, and what it does (a plugin control, a plugin's
-/// bypass, an LV2 preset, a Tandem preset file, a recorder marker). A preset's `[[map]]` table, `tandem rack --map`,
+/// bypass, an LV2 preset, a Tandem preset file, a recorder marker, a scene's recall, a morph between two scenes). A preset's `[[map]]` table, `tandem rack --map`,
 /// `/tandem/map/add` and `/tandem/map/learn` all make one (docs/PRESETS.md "Control maps").
 ///
 /// Threads: a value; any thread.
@@ -42,6 +42,12 @@ public struct ControlMap: Sendable, Equatable, CustomStringConvertible {
         case presetFile([String])
         /// A marker in the running take (a note-on, a CC rising to 64 or above), with this label.
         case marker(String)
+        /// A scene's recall: on program change, program N recalls the N-th scene listed, or (none listed) the
+        /// preset's N-th scene; a note-on or a CC rising to 64 or above recalls the first one listed.
+        case scene([String])
+        /// A morph between two scenes (a CC or pitch bend): the message's value, 0 to 1, is the position from `from`
+        /// (0) to `to` (1).
+        case morph(from: String, to: String)
     }
 
     public var source: Source
@@ -86,7 +92,7 @@ public struct ControlMap: Sendable, Equatable, CustomStringConvertible {
     public var plugin: (engine: String, plugin: String)? {
         switch target {
         case .control(let e, let p, _), .bypass(let e, let p, _), .pluginPreset(let e, let p, _): return (e, p)
-        case .presetFile, .marker: return nil
+        case .presetFile, .marker, .scene, .morph: return nil
         }
     }
 
@@ -115,9 +121,24 @@ public struct ControlMap: Sendable, Equatable, CustomStringConvertible {
             return "presets are chosen by program change"
         case (.marker, .pitchBend), (.marker, .program):
             return "a marker takes a note or a CC (rising to 64 or above)"
+        case (.scene, .pitchBend):
+            return "a scene is recalled by program change, a note or a CC (rising to 64 or above)"
+        case (.morph, .program), (.morph, .note):
+            return "a morph takes a CC or pitch bend (its value is the position between the two scenes)"
         default: break
         }
         if case .presetFile(let files) = target, files.isEmpty { return "name at least one preset file" }
+        if case .scene(let names) = target {
+            if names.isEmpty && source != .program {
+                return "name the scene a note or a CC recalls (no names: the preset's N-th scene on program N)"
+            }
+            if names.count > 128 { return "at most 128 scenes (programs 0 to 127)" }
+            if let why = names.lazy.compactMap(Scene.nameProblem).first { return why }
+        }
+        if case .morph(let a, let b) = target {
+            if let why = Scene.nameProblem(a) ?? Scene.nameProblem(b) { return why }
+            if a == b { return "a morph goes between two different scenes (both '\(a)')" }
+        }
         if curve == .log, let lo = minimum, let hi = maximum, !(lo * hi > 0) {
             return "a log curve needs min and max of one sign, neither 0 (got \(Limits.number(lo))..\(Limits.number(hi)))"
         }
@@ -134,16 +155,19 @@ public struct ControlMap: Sendable, Equatable, CustomStringConvertible {
     /// The text form (`tandem rack --map`, `/tandem/map/add`, `/tandem/map/list`):
     /// `SOURCE [@RACK] -> TARGET`, SOURCE one of `cc [CHANNEL] N`, `bend [CHANNEL]`, `program [CHANNEL]`,
     /// `note [CHANNEL] N`; TARGET one of `ENGINE:PLUGIN:SYMBOL [MIN..MAX] [linear|log|exp]`,
-    /// `ENGINE:PLUGIN bypass|toggle`, `ENGINE:PLUGIN presets [URI...]`, `file PATH...`, `mark [LABEL]`. With
-    /// `defaultEngine` (a rack's own command line) ENGINE may be left out.
+    /// `ENGINE:PLUGIN bypass|toggle`, `ENGINE:PLUGIN presets [URI...]`, `file PATH...`, `mark [LABEL]`,
+    /// `scene [NAME...]`, `morph FROM TO` (a scene's name with a space or a quote in double quotes, `\"` and `\\`
+    /// inside). With `defaultEngine` (a rack's own command line) ENGINE may be left out.
     public static func parse(_ text: String, defaultEngine: String? = nil) -> Result<ControlMap, ControlMapError> {
         func fail(_ why: String) -> Result<ControlMap, ControlMapError> {
             .failure(ControlMapError("'\(text)': \(why); expected e.g. \"cc 1 7 -> rack:amp:gain -40..0 linear\""))
         }
-        let halves = text.components(separatedBy: "->")
-        guard halves.count == 2 else { return fail("one '->' between the MIDI message and what it drives") }
-        var left = halves[0].split(whereSeparator: \.isWhitespace).map(String.init)
-        let right = halves[1].split(whereSeparator: \.isWhitespace).map(String.init)
+        // At the first '->': what follows may hold another (a marker's label, a scene's name).
+        guard let arrow = text.range(of: "->") else {
+            return fail("one '->' between the MIDI message and what it drives")
+        }
+        var left = text[..<arrow.lowerBound].split(whereSeparator: \.isWhitespace).map(String.init)
+        let right = text[arrow.upperBound...].split(whereSeparator: \.isWhitespace).map(String.init)
         var rack: String?
         if let last = left.last, last.hasPrefix("@") {
             rack = String(last.dropFirst())
@@ -175,6 +199,17 @@ public struct ControlMap: Sendable, Equatable, CustomStringConvertible {
             map.target = .marker(rest.joined(separator: " "))
         } else if first == "file" {
             map.target = .presetFile(rest)
+        } else if first == "scene" || first == "morph" {
+            let words = text[arrow.upperBound...].drop(while: \.isWhitespace).dropFirst(first.count)
+            guard let names = Self.sceneNames(words) else {
+                return fail("a scene's name in quotes needs its closing '\"'")
+            }
+            if first == "scene" {
+                map.target = .scene(names)
+            } else {
+                guard names.count == 2 else { return fail("a morph is 'morph FROM TO', two scenes") }
+                map.target = .morph(from: names[0], to: names[1])
+            }
         } else {
             var names = first.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
             let isControl = rest.first.map { $0 != "bypass" && $0 != "toggle" && $0 != "presets" } ?? true
@@ -230,8 +265,56 @@ public struct ControlMap: Sendable, Equatable, CustomStringConvertible {
         case .pluginPreset(let e, let p, let presets): s += (["\(e):\(p)", "presets"] + presets).joined(separator: " ")
         case .presetFile(let files): s += (["file"] + files).joined(separator: " ")
         case .marker(let label): s += label.isEmpty ? "mark" : "mark \(label)"
+        case .scene(let names): s += (["scene"] + names.map(Self.sceneWord)).joined(separator: " ")
+        case .morph(let a, let b): s += "morph \(Self.sceneWord(a)) \(Self.sceneWord(b))"
         }
         return s
+    }
+
+    /// Scene names as the text form writes them: bare words, or in double quotes (`\"`, `\\` inside); nil when a
+    /// quote is not closed.
+    static func sceneNames(_ text: Substring) -> [String]? {
+        var names: [String] = []
+        var i = text.startIndex
+        while i < text.endIndex {
+            if text[i].isWhitespace {
+                i = text.index(after: i)
+                continue
+            }
+            var name = ""
+            if text[i] == "\"" {
+                i = text.index(after: i)
+                var closed = false
+                while i < text.endIndex {
+                    let c = text[i]
+                    i = text.index(after: i)
+                    if c == "\"" {
+                        closed = true
+                        break
+                    }
+                    if c == "\\", i < text.endIndex {
+                        name.append(text[i])
+                        i = text.index(after: i)
+                    } else {
+                        name.append(c)
+                    }
+                }
+                guard closed else { return nil }
+            } else {
+                while i < text.endIndex, !text[i].isWhitespace {
+                    name.append(text[i])
+                    i = text.index(after: i)
+                }
+            }
+            names.append(name)
+        }
+        return names
+    }
+
+    /// A scene's name as one word of the text form.
+    static func sceneWord(_ name: String) -> String {
+        guard name.isEmpty || name.contains(where: { $0.isWhitespace || $0 == "\"" || $0 == "\\" }) else { return name }
+        return "\"" + name.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
     }
 }
 

@@ -383,6 +383,8 @@ public struct Preset: Sendable, Equatable {
     public var connections: [ConnectionRule] = []
     /// `[[map]]` tables: MIDI from the racks' inputs onto controls, bypasses, presets and markers, in file order.
     public var maps: [ControlMap] = []
+    /// `[[scene]]` tables, in file order (program N of a `scenes = []` map recalls the N-th).
+    public var scenes: [Scene] = []
     /// `[render]`: how `tandem render` runs one of the chains over files (nil: its defaults).
     public var render: RenderSection?
     public init() {}

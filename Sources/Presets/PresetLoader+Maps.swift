@@ -5,7 +5,8 @@ import Foundation
 /// up with the plugins, `PresetPluginCheck`).
 extension Validator {
     static let mapKeys = ["cc", "pitch_bend", "program", "note", "channel", "rack", "engine", "plugin", "control",
-                          "bypass", "toggle", "presets", "files", "marker", "min", "max", "curve"]
+                          "bypass", "toggle", "presets", "files", "marker", "scene", "scenes", "morph", "min", "max",
+                          "curve"]
 
     mutating func maps(_ v: TOMLValue, preset p: Preset) -> [ControlMap] {
         guard case .array(let items, _) = v else {
@@ -43,7 +44,7 @@ extension Validator {
     }
 
     /// One `[[map]]`: exactly one source (cc, pitch_bend, program, note) and one target (control, bypass, presets,
-    /// files, marker).
+    /// files, marker, scene or scenes, morph).
     mutating func map(_ t: TOMLTable, preset p: Preset) -> ControlMap? {
         let s = "map"
         unknownKeys(t, Self.mapKeys, section: s)
@@ -86,19 +87,24 @@ extension Validator {
             default: problem("map.marker", m.line, "expected a label (a string) or true")
             }
         }
+        let scene = string(t, "scene", s)
+        let sceneList = strings(t, "scenes", s)
+        let morph = strings(t, "morph", s)
         let minimum = number(t, "min", s, ControlMap.values)
         let maximum = number(t, "max", s, ControlMap.values)
         let curve = choice(t, "curve", s, ControlMap.Curve.self) ?? .linear
         // The target: which of its keys are there.
         let kinds = [("control", control != nil), ("bypass", bypass != nil), ("presets", presets != nil),
-                     ("files", files != nil), ("marker", t["marker"] != nil)].filter { $0.1 }.map { $0.0 }
+                     ("files", files != nil), ("marker", t["marker"] != nil), ("scene", t["scene"] != nil),
+                     ("scenes", t["scenes"] != nil), ("morph", t["morph"] != nil)].filter { $0.1 }.map { $0.0 }
         let programPreset = kinds.isEmpty && sources == [.program] && plugin != nil
         if kinds.count > 1 {
             problem("map.\(kinds[1])", t.keyLines[kinds[1]] ?? line,
-                    "a map drives one thing: give one of control, bypass, presets, files, marker")
+                    "a map drives one thing: give one of control, bypass, presets, files, marker, scene, scenes, morph")
         } else if kinds.isEmpty && !programPreset {
             problem("map", line, "every [[map]] needs what it drives: control = \"SYMBOL\" (with engine and plugin), "
-                    + "bypass = true, presets = [...] (or program = true with a plugin alone), files = [...], or marker")
+                    + "bypass = true, presets = [...] (or program = true with a plugin alone), files = [...], marker, "
+                    + "scene = \"NAME\", scenes = [...] or morph = [\"FROM\", \"TO\"]")
         }
         if toggle != nil && bypass == nil { problem("map.toggle", t.keyLines["toggle"], "'toggle' goes with bypass = true") }
         if bypass == false { problem("map.bypass", t.keyLines["bypass"], "bypass = false drives nothing: leave the map out") }
@@ -111,6 +117,23 @@ extension Validator {
             for key in ["engine", "plugin"] where t[key] != nil {
                 problem("map.\(key)", t.keyLines[key], "'\(key)' names a plugin: it goes with control, bypass or presets")
             }
+        }
+        // Scenes by name: each one the preset defines.
+        var sceneNames: [(key: String, line: Int, names: [String])] = []
+        if let (name, l) = scene { sceneNames.append(("scene", l, [name])) }
+        if let (list, l) = sceneList { sceneNames.append(("scenes", l, list)) }
+        if let (list, l) = morph {
+            if list.count != 2 { problem("map.morph", l, "a morph goes between two scenes: morph = [\"FROM\", \"TO\"]") }
+            sceneNames.append(("morph", l, list))
+        }
+        for (key, l, names) in sceneNames {
+            for name in names where !p.scenes.contains(where: { $0.name == name }) {
+                problem("map.\(key)", l, "no scene '\(name)' in this preset (scenes: "
+                        + (p.scenes.isEmpty ? "none" : p.scenes.map { "'\($0.name)'" }.joined(separator: ", ")) + ")")
+            }
+        }
+        if let (list, l) = sceneList, list.isEmpty, sources == [.program], p.scenes.isEmpty {
+            problem("map.scenes", l, "program N recalls the preset's N-th scene: the preset needs a [[scene]]")
         }
         if let (list, l) = files {
             if list.isEmpty { problem("map.files", l, "name at least one preset file") }
@@ -141,6 +164,12 @@ extension Validator {
             target = .presetFile(list.map { path($0) })
         } else if let marker {
             target = .marker(marker)
+        } else if let (name, _) = scene {
+            target = .scene([name])
+        } else if let (list, _) = sceneList {
+            target = .scene(list)
+        } else if let (list, _) = morph, list.count == 2 {
+            target = .morph(from: list[0], to: list[1])
         } else {
             return nil
         }
@@ -153,6 +182,10 @@ extension Validator {
                 key = "curve"
             } else if why.hasPrefix("min") {
                 key = ["min", "max", "curve"].first { t[$0] != nil } ?? "min"
+            } else if why.hasPrefix("a morph goes") || why.hasPrefix("the scene name") {
+                key = ["scene", "scenes", "morph"].first { t[$0] != nil } ?? "morph"
+            } else if why.hasPrefix("at most 128") || why.hasPrefix("name the scene") {
+                key = "scenes"
             } else {
                 key = sourceKeys.first ?? "cc"
             }

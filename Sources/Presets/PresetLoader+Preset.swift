@@ -1,7 +1,7 @@
 // The whole preset: which tables it has, and the checks that span them (names, starts, exits).
 extension Validator {
     mutating func preset(_ root: TOMLTable) -> Preset {
-        unknownKeys(root, ["session", "recorder", "player", "rack", "connect", "map", "render"], section: "")
+        unknownKeys(root, ["session", "recorder", "player", "rack", "connect", "scene", "map", "render"], section: "")
         var p = Preset()
         if let v = root["session"] {
             if case .table(let t) = v { p.session = session(t) } else {
@@ -49,6 +49,7 @@ extension Validator {
             problem("", nil, "a preset needs a [recorder] table, a [player] table or a [[rack]] table")
         }
         checkEngineNames(p)
+        if let v = root["scene"] { p.scenes = scenes(v, preset: p) }
         if let v = root["map"] {
             p.maps = maps(v, preset: p)
             p.giveMappedRacksMIDIInputs()

@@ -110,6 +110,7 @@ public extension Preset {
             out.string("to", rule.to.description)
             if rule.mode != .pairs { out.raw("mode", rule.mode.rawValue) }
         }
+        for scene in scenes { out.scene(scene) }
         for map in maps { out.map(map) }
         if let r = render { out.render(r) }
         return out.text
@@ -255,6 +256,24 @@ struct TOMLText {
         case .presetFile(let files): list("files", files)
         case .marker(let label):
             if label.isEmpty { bool("marker", true) } else { string("marker", label) }
+        case .scene(let names):
+            if names.count == 1 && m.source != .program { string("scene", names[0]) } else { list("scenes", names) }
+        case .morph(let from, let to): list("morph", [from, to])
+        }
+    }
+
+    /// A `[[scene]]` table, its values in a `[scene.values]` table, one a line in the scene's order.
+    mutating func scene(_ s: Scene) {
+        arrayTable("scene")
+        string("name", s.name)
+        if let r = s.rampMS { number("ramp_ms", r) }
+        line("[scene.values]")
+        for v in s.values {
+            switch (v.path.target, v.value) {
+            case (.bypass, .number(let d)): bool(v.path.description, d != 0)
+            case (_, .number(let d)): number(v.path.description, d)
+            case (_, .text(let t)): string(v.path.description, t)
+            }
         }
     }
 

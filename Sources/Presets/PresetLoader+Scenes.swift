@@ -1,0 +1,120 @@
+/// `[[scene]]` tables (docs/PRESETS.md "Scenes"): every key checked with file, line and key; each path's engine
+/// checked against the preset's engines and its plugin against that engine's chain (symbols, ranges and values in
+/// words are looked up with the plugins, where the chains are built).
+extension Validator {
+    static let sceneKeys = ["name", "values", "ramp_ms"]
+
+    mutating func scenes(_ v: TOMLValue, preset p: Preset) -> [Scene] {
+        guard case .array(let items, _) = v else {
+            problem("scene", v.line, "expected [[scene]] tables (an array of tables), found \(v.typeName)")
+            return []
+        }
+        if items.count > Scene.maxScenes {
+            problem("scene", v.line, "\(items.count) scenes; a preset holds at most \(Scene.maxScenes)")
+        }
+        var out: [Scene] = []
+        for item in items {
+            guard case .table(let t) = item else {
+                problem("scene", item.line, "expected [[scene]] tables, found \(item.typeName)")
+                continue
+            }
+            guard let scene = scene(t, preset: p) else { continue }
+            if out.contains(where: { $0.name == scene.name }) {
+                problem("scene.name", t.keyLines["name"] ?? scene.line, "two scenes are named '\(scene.name)'")
+                continue
+            }
+            out.append(scene)
+        }
+        return out
+    }
+
+    /// One `[[scene]]`: `name`, `values = { "PATH" = VALUE, ... }`, optional `ramp_ms`.
+    mutating func scene(_ t: TOMLTable, preset p: Preset) -> Scene? {
+        let s = "scene"
+        unknownKeys(t, Self.sceneKeys, section: s)
+        let line: Int? = t.line == 0 ? nil : t.line
+        var name: String?
+        if let (n, l) = string(t, "name", s) {
+            if let why = Scene.nameProblem(n) { problem("scene.name", l, why) } else { name = n }
+        } else if t["name"] == nil {
+            problem("scene", line, "every [[scene]] needs a name = \"...\"")
+        }
+        let ramp = number(t, "ramp_ms", s, Scene.rampRange, unit: " ms")
+        var values: [SceneValue] = []
+        if let v = t["values"] {
+            if case .table(let table) = v {
+                values = sceneValues(table, preset: p, tableLine: v.line)
+            } else {
+                problem("scene.values", v.line, "expected a table of values, e.g. values = { \"fx/amp/gain\" = -6.0 }")
+            }
+        } else {
+            problem("scene.values", line, "every [[scene]] needs values = { \"ENGINE/PLUGIN/SYMBOL\" = VALUE, ... }")
+        }
+        guard let name else { return nil }
+        var scene = Scene(name: name, values: values, rampMS: ramp)
+        scene.line = line
+        return scene
+    }
+
+    /// The values of one scene, in written order; each path read, its engine and plugin looked up in the preset.
+    mutating func sceneValues(_ table: TOMLTable, preset p: Preset, tableLine: Int) -> [SceneValue] {
+        var out: [SceneValue] = []
+        for text in table.keys {
+            let key = "scene.values.\(text)"
+            let l = table.keyLines[text] ?? tableLine
+            let raw = table[text]
+            if case .table? = raw {
+                problem(key, l, "'\(text)' holds a table: write each path in quotes, e.g. \"fx/amp/gain\" = -6.0")
+                continue
+            }
+            let path: ScenePath
+            switch ScenePath.parse(text) {
+            case .success(let read): path = read
+            case .failure(let why):
+                problem(key, l, why.description)
+                continue
+            }
+            let value: SceneNumber
+            switch raw {
+            case .integer(let i, _)?: value = .number(Double(i))
+            case .float(let f, _)?: value = .number(f)
+            case .bool(let b, _)?: value = .number(b ? 1 : 0)
+            case .string(let t, _)?: value = .text(t)
+            default:
+                problem(key, l, "expected a number, true or false, or a value in words (\"-20 dB\", \"5 kHz\", a label)")
+                continue
+            }
+            let v = SceneValue(path: path, value: value, line: l == 0 ? nil : l)
+            if let why = v.problem {
+                problem(key, l, why)
+                continue
+            }
+            if let why = scenePathProblem(path, preset: p) {
+                problem(key, l, why)
+                continue
+            }
+            out.append(v)
+        }
+        return out
+    }
+
+    /// Whether the preset has the engine a path names, and, for a plugin's value, the plugin in that engine's chain.
+    func scenePathProblem(_ path: ScenePath, preset p: Preset) -> String? {
+        let specs: [PluginSpec]?
+        switch path.engine {
+        case "recorder": specs = p.recorder?.plugins
+        case "player": specs = p.player?.plugins
+        default: specs = p.racks.first { $0.name == path.engine }?.plugins
+        }
+        guard let specs else {
+            let engines = (p.recorder != nil ? ["recorder"] : []) + (p.player != nil ? ["player"] : []) + p.racks.map(\.name)
+            return "'\(path)': no engine '\(path.engine)' in this preset (engines: "
+                + (engines.isEmpty ? "none" : engines.joined(separator: ", ")) + ")"
+        }
+        if let plugin = path.plugin, !specs.contains(where: { $0.name == plugin }) {
+            return "'\(path)': the \(path.engine) has no plugin '\(plugin)' (plugins: "
+                + (specs.isEmpty ? "none" : specs.map(\.name).joined(separator: ", ")) + ")"
+        }
+        return nil
+    }
+}
