@@ -56,6 +56,26 @@ extension Command {
         case "/tandem/map/add": return .success(.mapAdd(text: name(0)))
         case "/tandem/map/list": return .success(.mapList)
         case "/tandem/map/clear": return .success(.mapClear(index: number(0).map { Int($0) }))
+        case "/tandem/scene/recall": return .success(.sceneRecall(name: name(0), rampMS: number(1)))
+        case "/tandem/scene/save":
+            if let why = Scene.nameProblem(name(0)) { return .failure(CommandError(why)) }
+            let paths = bound.dropFirst().map(\.name)
+            var seen = Set<String>()
+            for path in paths {
+                if case .failure(let why) = ScenePath.parse(path) { return .failure(CommandError(why.description)) }
+                if !seen.insert(path).inserted { return .failure(CommandError("'\(path)' is named twice")) }
+            }
+            return .success(.sceneSave(name: name(0), paths: paths))
+        case "/tandem/scene/list": return .success(.sceneList)
+        case "/tandem/scene/rename":
+            if let why = Scene.nameProblem(name(1)) { return .failure(CommandError(why)) }
+            return .success(.sceneRename(from: name(0), to: name(1)))
+        case "/tandem/scene/delete": return .success(.sceneDelete(name: name(0)))
+        case "/tandem/scene/morph":
+            if name(0) == name(1) {
+                return .failure(CommandError("a morph goes between two different scenes (both '\(name(0))')"))
+            }
+            return .success(.sceneMorph(from: name(0), to: name(1), position: number(2)!))
         default: return .failure(CommandError("unknown command '\(address)'"))
         }
     }

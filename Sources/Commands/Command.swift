@@ -51,6 +51,16 @@ public enum Command: Sendable, Equatable {
     case mapList
     /// nil: every map (and a waiting learn).
     case mapClear(index: Int?)
+    /// Recalls a scene: its values glide (or switch under a crossfade) over `rampMS` (nil: the scene's own ramp).
+    case sceneRecall(name: String, rampMS: Double?)
+    /// Captures the running rig as scene `name` (replacing one of that name): every control, mix and gain, or only
+    /// `paths` (each a `ScenePath`'s text form, checked when parsed).
+    case sceneSave(name: String, paths: [String])
+    case sceneList
+    case sceneRename(from: String, to: String)
+    case sceneDelete(name: String)
+    /// Sets every value `from` and `to` have between the two: `position` 0 is `from`, 1 is `to`.
+    case sceneMorph(from: String, to: String, position: Double)
 
     /// What `/tandem/map/learn` asks for: the control a CC is to drive, over an optional range and curve.
     public struct MapLearn: Sendable, Equatable {
@@ -114,6 +124,12 @@ public enum Command: Sendable, Equatable {
         case .mapAdd: "/tandem/map/add"
         case .mapList: "/tandem/map/list"
         case .mapClear: "/tandem/map/clear"
+        case .sceneRecall: "/tandem/scene/recall"
+        case .sceneSave: "/tandem/scene/save"
+        case .sceneList: "/tandem/scene/list"
+        case .sceneRename: "/tandem/scene/rename"
+        case .sceneDelete: "/tandem/scene/delete"
+        case .sceneMorph: "/tandem/scene/morph"
         }
     }
 
@@ -162,6 +178,11 @@ public enum Command: Sendable, Equatable {
         case .mapAdd(let t): return [.text(t)]
         case .mapClear(let i): return i.map { [.number(Double($0))] } ?? []
         case .connect(let a, let b), .disconnect(let a, let b): return [.text(a), .text(b)]
+        case .sceneRecall(let n, let ramp): return [.text(n)] + (ramp.map { [.number($0)] } ?? [])
+        case .sceneSave(let n, let paths): return [.text(n)] + paths.map { .text($0) }
+        case .sceneRename(let a, let b): return [.text(a), .text(b)]
+        case .sceneDelete(let n): return [.text(n)]
+        case .sceneMorph(let a, let b, let x): return [.text(a), .text(b), .number(x)]
         default: return []
         }
     }

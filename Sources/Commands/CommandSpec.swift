@@ -104,6 +104,7 @@ public struct CommandSpec: Sendable {
     static let engine = Parameter("ENGINE", .name, help: "recorder, player or a rack name")
     static let plugin = Parameter("PLUGIN", .name, help: "its name in the chain")
     static let symbol = Parameter("SYMBOL", .name, help: "a control's symbol")
+    static let scene = Parameter("NAME", .name, help: "a scene's name")
 
     /// Every command, in the order the documentation lists them.
     public static let all: [CommandSpec] = [
@@ -171,6 +172,22 @@ public struct CommandSpec: Sendable {
         CommandSpec("/tandem/map/list", .query, help: "the control maps and a waiting learn, as JSON"),
         CommandSpec("/tandem/map/clear", .action, [Parameter("INDEX", .index, optional: true, help: "as listed")],
                     help: "removes one map, or every map and a waiting learn"),
+        CommandSpec("/tandem/scene/recall", .action,
+                    [scene, Parameter("RAMP_MS", .number(Scene.rampRange, unit: " ms"), optional: true, help: "default the scene's own")],
+                    help: "recalls a scene: every value it sets starts changing in the same cycle, gliding over the ramp"),
+        CommandSpec("/tandem/scene/save", .action,
+                    [scene, Parameter("PATH", .name, optional: true, repeats: true,
+                                      help: "ENGINE/PLUGIN/SYMBOL, ENGINE/PLUGIN/@bypass, ENGINE/@mix, ENGINE/@gain or player/@player_gain")],
+                    help: "captures the running rig as a scene (every control, or the paths named), replacing one of that name"),
+        CommandSpec("/tandem/scene/list", .query, help: "the scenes with their values, as JSON"),
+        CommandSpec("/tandem/scene/rename", .action, [Parameter("OLD", .name, help: "a scene's name"),
+                                                      Parameter("NEW", .name, help: "its new name")],
+                    help: "renames a scene"),
+        CommandSpec("/tandem/scene/delete", .action, [scene], help: "deletes a scene"),
+        CommandSpec("/tandem/scene/morph", .action,
+                    [Parameter("FROM", .name, help: "a scene's name"), Parameter("TO", .name, help: "a scene's name"),
+                     Parameter("X", .number(0...1, unit: ""), help: "0 FROM to 1 TO")],
+                    help: "sets every value of two scenes between them (continuous ones in their own scale, discrete ones switch at 0.5)"),
     ]
 
     /// The specs by address.

@@ -223,6 +223,8 @@ extension Session {
             clearMaps(index)
             handIsolatedRacksTheirMaps()
             return .done("map \(index) cleared")
+        case .sceneRecall, .sceneSave, .sceneList, .sceneRename, .sceneDelete, .sceneMorph:
+            return .refused("scenes: not wired yet")   // lead: scenes
         }
     }
 

@@ -8,6 +8,7 @@ import Presets
     /// A valid argument list for a spec: names, numbers in range, flags, indexes.
     static func sample(_ spec: CommandSpec) -> [CommandValue] {
         if spec.address == "/tandem/map/learn" { return [.text("fx"), .text("amp"), .text("gain"), .number(-40), .number(0), .text("log")] }
+        if spec.address == "/tandem/scene/save" { return [.text("verse"), .text("fx/amp/gain"), .text("fx/@mix")] }
         return spec.parameters.map { p -> CommandValue in
             switch p.kind {
             case .name: return .text(p.name.lowercased())
