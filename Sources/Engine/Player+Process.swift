@@ -1,3 +1,4 @@
+import Foundation
 import Jack
 import Plugins
 import Realtime
@@ -97,8 +98,30 @@ extension PlayerState {
             }
         }
 
-        // Gain: ramp linearly across the cycle from where the last cycle ended to the target (0 while pausing).
-        let target = transport == Transport.paused.rawValue ? 0 : Float(bitPattern: UInt32(truncatingIfNeeded: c.load(Counter.gainTarget.rawValue)))
+        // Gain: ramp linearly across the cycle from where the last cycle ended to the target (0 while pausing), or
+        // to where a glide asked for (`setGain(dB:rampFrames:)`) gets by the cycle's end.
+        let targetCell = c.load(Counter.gainTarget.rawValue)
+        if targetCell != c.load(Counter.gainSeen.rawValue) {
+            c.store(Counter.gainSeen.rawValue, targetCell)
+            c.store(Counter.gainFrom.rawValue, Int(gainNow.bitPattern))
+            c.store(Counter.gainDone.rawValue, 0)
+            c.store(Counter.gainLength.rawValue, max(0, c.load(Counter.gainRamp.rawValue)))
+        }
+        var wanted = Float(bitPattern: UInt32(truncatingIfNeeded: targetCell))
+        let length = c.load(Counter.gainLength.rawValue)
+        if length > 0 {
+            let done = c.load(Counter.gainDone.rawValue) + got
+            let from = Float(bitPattern: UInt32(truncatingIfNeeded: c.load(Counter.gainFrom.rawValue)))
+            if done >= length {
+                c.store(Counter.gainLength.rawValue, 0)
+            } else if from > 0 && wanted > 0 {
+                wanted = from * expf(logf(wanted / from) * Float(done) / Float(length))
+            } else {
+                wanted = from + (wanted - from) * Float(done) / Float(length)
+            }
+            c.store(Counter.gainDone.rawValue, done)
+        }
+        let target = transport == Transport.paused.rawValue ? 0 : wanted
         if gainNow != 1 || target != 1 {
             let step = (target - gainNow) / Float(max(1, got))
             for ch in 0..<s.channels {

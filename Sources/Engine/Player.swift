@@ -151,7 +151,13 @@ public final class Player: @unchecked Sendable {
     public private(set) var queue: [String] = []
 
     /// Sets the gain (ramped over one period).
-    public func setGain(dB: Double) { state.pointee.set(.gainTarget, Int(Float(pow(10, dB / 20)).bitPattern)) }
+    public func setGain(dB: Double) { setGain(dB: dB, rampFrames: 0) }
+
+    /// Sets the gain gliding over `rampFrames` in equal steps of dB (0: over one period).
+    public func setGain(dB: Double, rampFrames: Int) {
+        state.pointee.set(.gainRamp, max(0, rampFrames))
+        state.pointee.set(.gainTarget, Int(Float(pow(10, dB / 20)).bitPattern))
+    }
 
     /// The gain it is set to, in dB.
     public var gainDB: Double {

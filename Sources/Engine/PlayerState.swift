@@ -46,6 +46,12 @@ struct PlayerState: EngineState {
         case wokeReaderAt
         /// `drainedAt` of the queue whose end the callback last announced through `notify`. Callback only.
         case announcedDrain
+        /// Frames the next change of `gainTarget` glides over in equal steps of dB (0: one cycle). Written by the
+        /// control side before the target.
+        case gainRamp
+        /// The glide under way: the target it was taken for, its start gain (Float bits), frames done and its
+        /// length (0: none). Callback only.
+        case gainSeen, gainFrom, gainDone, gainLength
     }
 
     /// The JACK client (for the frame time the glue in `process` hands the cycle); `.none` without a server.

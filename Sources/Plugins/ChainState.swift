@@ -1,3 +1,4 @@
+import Foundation
 import LV2Host
 import Realtime
 
@@ -44,7 +45,18 @@ public struct ChainState: BitwiseCopyable {
     /// Process thread only: the mix and gain cells (`settings`) as last applied, for telling a change.
     let seenSettings: UnsafeMutablePointer<Int>
 
-    enum Setting: Int, CaseIterable { case mix, gain }
+    /// Process thread only: the glides of the mix (0) and the gain (1) under way (see `Glide`).
+    let settingGlides: UnsafeMutablePointer<Glide>
+
+    /// `mixRamp`, `gainRamp`: frames the next change of the mix or gain glides over (0: one cycle). `hold`: 0, or
+    /// (1 << 32 | a clock): until a cycle starting at that clock, no new control, bypass, mix or gain value is taken
+    /// (glides under way go on), so values written to several chains one after the other start in one cycle.
+    enum Setting: Int, CaseIterable { case mix, gain, mixRamp, gainRamp, hold }
+    /// The longest a hold may lie ahead of a cycle's clock before it counts as stale (the clock jumped: a server
+    /// that came back starts its frames again) and is dropped.
+    static let holdLimit = 1 << 17
+    /// Frames of a slice while a control glides (see `StageState.slices`).
+    static let glideBlock = 16
     enum Count: Int, CaseIterable {
         /// Cycles whose length was not the fixed block some plugin was promised (it was passed over, see
         /// `StageState.fixedFrames`).
@@ -69,6 +81,8 @@ public struct ChainState: BitwiseCopyable {
         case gain = 4
         /// The chain's first cycle (a chain swapped in: an LV2 preset loaded, a rebuilt chain).
         case started = 5
+        /// c: the frames the change noted next (always the next message) glides or crossfades over.
+        case ramp = 6
     }
     /// How many changes `changes` holds before the process thread drops and counts them.
     static let changeCapacity = 1024
@@ -76,6 +90,8 @@ public struct ChainState: BitwiseCopyable {
 
 /// One plugin of the chain: one instance, or one per group of channels.
 struct StageState: BitwiseCopyable {
+    /// `pending`'s "nothing waits".
+    static let noPending = Int.min
     let instances: UnsafeMutablePointer<InstanceState>
     let instanceCount: Int
     /// Main audio inputs, side inputs and audio outputs of each instance.
@@ -99,6 +115,16 @@ struct StageState: BitwiseCopyable {
     let bypass: AtomicCounter
     /// Process thread only: how dry the stage's output was at the end of the last cycle (0 wet ... 1 bypassed).
     let fade: UnsafeMutablePointer<Float>
+    /// Frames the next change of each control (`controlCount` cells), then of the bypass, glides or crossfades
+    /// over; 0: at once (a bypass: over one cycle). Written by the control thread before the value.
+    let ramps: AtomicCounterArray
+    /// Process thread only: per control, its glide under way, the value it waits to switch to under a crossfade
+    /// (`noPending` for none), and how it moves (`ControlScale`).
+    let glides: UnsafeMutablePointer<Glide>
+    let pending: UnsafeMutablePointer<Int>
+    let scales: UnsafeMutablePointer<UInt8>
+    /// Process thread only: how the stage's crossfade moves (see `StageFade`).
+    let crossfade: UnsafeMutablePointer<StageFade>
     /// The stage's input mapped to its output channels and delayed by its latency (only for a stage that reports
     /// latency and has no lv2:enabled port; otherwise `capacity` 0 and the dry signal is the input itself).
     let dry: DelayLines
@@ -125,6 +151,61 @@ struct StageState: BitwiseCopyable {
     /// A DSSI synth: its programs and the MIDI controllers it maps write its own input control ports, so after a
     /// cycle the first instance's values are taken back as the controls' targets (and noted as changes).
     var writesInputs: Bool = false
+    /// Whether a cycle may run the plugin in slices of `ChainState.glideBlock` frames while a control glides (no
+    /// atom or CV ports, no fixed block length): a gain then moves every few frames, not once a period.
+    var slices: Bool = false
+}
+
+/// A value moving from `from` to `to` over `length` frames, `done` of them run. Process thread only.
+struct Glide: BitwiseCopyable {
+    var from: Float = 0
+    var to: Float = 0
+    var done = 0
+    /// 0: no glide under way.
+    var length = 0
+
+    /// Advances by `frames` and returns the value at the end of them in `scale`; ends the glide at its target.
+    /// Realtime: safe.
+    @inline(__always)
+    mutating func advance(_ frames: Int, scale: UInt8) -> Float {
+        done += frames
+        if done >= length {
+            length = 0
+            return to
+        }
+        let t = Float(done) / Float(length)
+        if scale == ControlScale.logarithmic.rawValue && from > 0 && to > 0 {
+            return from * expf(logf(to / from) * t)
+        }
+        return from + (to - from) * t
+    }
+}
+
+/// How a control moves when it glides: in its own numbers (dB stay dB), logarithmically (frequencies: each step
+/// the same ratio), or not at all (toggles, integers, enumerations: they switch under the stage's crossfade).
+enum ControlScale: UInt8 {
+    case linear = 0
+    case logarithmic = 1
+    case discrete = 2
+
+    static func of(_ port: PluginPortInfo) -> ControlScale {
+        if port.isToggle || port.isInteger || port.isEnumeration { return .discrete }
+        let unit = (port.unit ?? "").lowercased(), symbol = (port.unitSymbol ?? "").lowercased()
+        if port.isLogarithmic || ["hz", "khz", "mhz"].contains(unit) || ["hz", "khz", "mhz"].contains(symbol) {
+            if let lo = port.minimum, let hi = port.maximum, lo > 0, hi > 0 { return .logarithmic }
+        }
+        return .linear
+    }
+}
+
+/// How a stage's crossfade between its output (0) and its latency-aligned input (1) moves. Process thread only.
+struct StageFade: BitwiseCopyable {
+    /// Of the fade's range per frame; 0: the whole way in one cycle, linearly (a plain bypass).
+    var step: Float = 0
+    /// Equal power (sine and cosine) rather than linear gains: a ramped bypass and a switch's dip.
+    var equalPower = false
+    /// A switch of discrete controls under the fade: 0 none, 1 fading out to switch, 2 switch at the next cycle.
+    var dip: Int8 = 0
 }
 
 /// What a plugin's cycles cost, for "which plugin spikes" (status, HTTP, OSC, metrics): cycles run, their mean and

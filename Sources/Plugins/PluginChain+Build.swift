@@ -161,9 +161,24 @@ extension PluginChain {
         midiBypassed.initialize(to: spec.bypass ? 1 : 0)
         let seen = UnsafeMutablePointer<Int>.allocate(capacity: stage.controls.count + 1)
         seen.initialize(repeating: 0, count: stage.controls.count + 1)
+        let ramps = AtomicCounterArray.allocate(count: stage.controls.count + 1)
+        let glides = UnsafeMutablePointer<Glide>.allocate(capacity: max(1, stage.controls.count))
+        glides.initialize(repeating: Glide(), count: max(1, stage.controls.count))
+        let pending = UnsafeMutablePointer<Int>.allocate(capacity: max(1, stage.controls.count))
+        pending.initialize(repeating: StageState.noPending, count: max(1, stage.controls.count))
+        let scales = UnsafeMutablePointer<UInt8>.allocate(capacity: max(1, stage.controls.count))
+        scales.initialize(repeating: 0, count: max(1, stage.controls.count))
+        for (k, port) in stage.controls.enumerated() { scales[k] = ControlScale.of(port).rawValue }
+        let crossfade = UnsafeMutablePointer<StageFade>.allocate(capacity: 1)
+        crossfade.initialize(to: StageFade())
         cleanups.append {
             midiBypassed.deallocate()
             seen.deallocate()
+            ramps.deallocate()
+            glides.deallocate()
+            pending.deallocate()
+            scales.deallocate()
+            crossfade.deallocate()
         }
         let takesMIDI = info.ports.contains { $0.kind == .atom && $0.isInput && $0.supportsMIDI }
         let timing = AtomicCounterArray.allocate(count: StageTiming.Cell.allCases.count)
@@ -172,7 +187,8 @@ extension PluginChain {
                               sides: layout.sideInputs.count, outs: layout.outputs.count, widthIn: layout.widthIn,
                               widthOut: layout.widthOut, controls: controls, controlCount: stage.controls.count,
                               outputs: outputs, outputCount: stage.outputs.count, latencyOutput: latencyOutput,
-                              enabledControl: enabled, bypass: bypass, fade: fade,
+                              enabledControl: enabled, bypass: bypass, fade: fade, ramps: ramps, glides: glides,
+                              pending: pending, scales: scales, crossfade: crossfade,
                               dry: delayLines(channels: latencyOutput >= 0 && enabled < 0 ? layout.widthOut : 0),
                               fixedFrames: fixed ? period : 0, firstSide: 0,
                               midiChannels: spec.midiChannel.map { UInt32(1) << UInt32($0 - 1) } ?? 0xFFFF,
@@ -182,6 +198,8 @@ extension PluginChain {
                               budgetPerFrame: Int(StageTiming.budgetShare * 1e9 * 1024 / Double(max(1, sampleRate))),
                               seen: seen)
         if case .ladspa(let p) = plugin, p.takesMIDI { stage.rt.writesInputs = true }
+        stage.rt.slices = !fixed && !info.ports.contains { $0.kind == .atom || $0.kind == .cv }
+            && (layout.mainInputs.count + layout.outputs.count) > 0
         return stage
     }
 

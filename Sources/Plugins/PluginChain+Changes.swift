@@ -19,10 +19,13 @@ public struct ChainChange: Sendable, Equatable {
     }
     public var clock: Int
     public var what: What
+    /// Frames the change glides or crossfades over (0: at once; a bypass or mix or gain: over its cycle).
+    public var rampFrames: Int
 
-    public init(clock: Int, what: What) {
+    public init(clock: Int, what: What, rampFrames: Int = 0) {
         self.clock = clock
         self.what = what
+        self.rampFrames = rampFrames
     }
 }
 
@@ -32,10 +35,18 @@ extension PluginChain {
     public func drainChanges() -> [ChainChange] {
         var out: [ChainChange] = []
         let c = state.pointee
+        var ramp = 0
         while let m = c.changes.pop() {
             guard let kind = ChainState.Change(rawValue: m.kind) else { continue }
             let clock = Int(m.a)
             let bits = UInt32(truncatingIfNeeded: m.c)
+            if kind == .ramp {
+                ramp = Int(m.c)
+                continue
+            }
+            let before = out.count, rampFrames = ramp
+            ramp = 0
+            defer { if out.count > before { out[before].rampFrames = rampFrames } }
             switch kind {
             case .control:
                 let stage = Int(m.b >> 32), k = Int(m.b & 0xFFFF_FFFF)
@@ -52,6 +63,8 @@ extension PluginChain {
                 out.append(ChainChange(clock: clock, what: .gain(dB: Self.decibels(Float(bitPattern: bits)))))
             case .started:
                 out.append(ChainChange(clock: clock, what: .started))
+            case .ramp:
+                break
             }
         }
         return out

@@ -34,14 +34,18 @@ extension PluginChain {
     private func stage(_ name: String) throws(PluginError) -> Stage { try namedStage(name) }
 
     /// Sets a control by symbol (clamped to the port's range), effective from the next process cycle. Returns the
-    /// value set.
+    /// value set. `rampFrames` above 0: a continuous control glides there over that many frames in its own scale
+    /// (logarithmically for a frequency), a discrete one (toggle, integer, enumeration) switches under a crossfade of
+    /// the plugin's output with its input (see `ChainState.takeControls`).
     @discardableResult
-    public func set(_ plugin: String, _ symbol: String, _ value: Double, clamp: Bool = false) throws(PluginError) -> Float {
+    public func set(_ plugin: String, _ symbol: String, _ value: Double, clamp: Bool = false,
+                    rampFrames: Int = 0) throws(PluginError) -> Float {
         let s = try stage(plugin)
         let v = try checkedValue(s, symbol, value, clamp: clamp)
         guard let index = s.controlIndex(symbol) else {   // checkedValue has refused unknown symbols already
             throw PluginError(.unknownControl, plugin: plugin, "no control '\(symbol)'")
         }
+        s.rt.ramps.store(index, max(0, rampFrames))
         s.rt.controls.store(index, Int(v.bitPattern))
         dirty = true
         return v
@@ -63,6 +67,17 @@ extension PluginChain {
         let s = try stage(plugin)
         guard let k = s.controlIndex(symbol) else { throw unknownControl(s, symbol) }
         return ControlUnits.format(value, port: s.controls[k])
+    }
+
+    /// How a control moves when it glides (see `ControlScale`): "linear", "logarithmic" or "discrete".
+    public func scale(_ plugin: String, _ symbol: String) throws(PluginError) -> String {
+        let s = try stage(plugin)
+        guard let k = s.controlIndex(symbol) else { throw unknownControl(s, symbol) }
+        switch ControlScale.of(s.controls[k]) {
+        case .linear: return "linear"
+        case .logarithmic: return "logarithmic"
+        case .discrete: return "discrete"
+        }
     }
 
     /// Whether `value` may be set on the control (the same check and words as `set`, nothing set).

@@ -14,8 +14,11 @@ extension PluginChain {
         v.isFinite ? min(gainRange.upperBound, max(gainRange.lowerBound, v)) : 0
     }
 
-    /// Hands the wanted mix and gain to the process thread.
-    func storeSettings() {
+    /// Hands the wanted mix and gain to the process thread. `mixRamp`, `gainRamp`: frames to glide over (0: one
+    /// cycle), the gain in equal steps of dB.
+    func storeSettings(mixRamp: Int = 0, gainRamp: Int = 0) {
+        state.pointee.settings.store(ChainState.Setting.mixRamp.rawValue, max(0, mixRamp))
+        state.pointee.settings.store(ChainState.Setting.gainRamp.rawValue, max(0, gainRamp))
         let gain = Float(pow(10, gainValue / 20))
         state.pointee.settings.store(ChainState.Setting.mix.rawValue, Int(Float(mixValue).bitPattern))
         state.pointee.settings.store(ChainState.Setting.gain.rawValue, Int(gain.bitPattern))
@@ -42,13 +45,36 @@ extension PluginChain {
         }
     }
 
+    /// Sets the mix (clamped to 0...1) gliding over `rampFrames` (0: over the next cycle).
+    public func setMix(_ value: Double, rampFrames: Int) {
+        mixValue = Self.clampMix(value)
+        storeSettings(mixRamp: rampFrames)
+        dirty = true
+    }
+
+    /// Sets the output gain in dB (clamped) gliding over `rampFrames` in equal steps of dB (0: over the next cycle).
+    public func setGain(dB value: Double, rampFrames: Int) {
+        gainValue = Self.clampGain(value)
+        storeSettings(gainRamp: rampFrames)
+        dirty = true
+    }
+
     /// Bypasses a plugin (or brings it back) from the next cycle: through its lv2:enabled port when it has one,
-    /// else by the host's crossfade over one period to its input delayed by its latency. The plugin keeps running
-    /// while bypassed, so coming back is as smooth as leaving.
-    public func setBypass(_ plugin: String, _ on: Bool) throws(PluginError) {
+    /// else by the host's crossfade to its input delayed by its latency: over one period (linear), or over
+    /// `rampFrames` with equal-power gains. The plugin keeps running while bypassed, so coming back is as smooth as
+    /// leaving.
+    public func setBypass(_ plugin: String, _ on: Bool, rampFrames: Int = 0) throws(PluginError) {
         let s = try namedStage(plugin)
+        s.rt.ramps.store(s.controls.count, max(0, rampFrames))
         s.rt.bypass.store(on ? 1 : 0)
         dirty = true
+    }
+
+    /// Until a cycle that starts at `clock` (an engine's frame time), the chain takes no new control, bypass, mix or
+    /// gain value: values written to several chains after this, before that cycle, all start in it. A hold more
+    /// than `ChainState.holdLimit` frames ahead of a cycle is dropped as stale. nil: no hold.
+    public func hold(until clock: UInt32?) {
+        state.pointee.settings.store(ChainState.Setting.hold.rawValue, clock.map { 1 << 32 | Int($0) } ?? 0)
     }
 
     /// Whether a plugin is bypassed (as last set).

@@ -1,3 +1,4 @@
+import Foundation
 import LV2Host
 import Realtime
 
@@ -24,25 +25,38 @@ extension ChainState {
         defer { lv2host_fp_leave(mode) }
         if c.counts.load(Count.cycles.rawValue) == 0 { note(c, .started, clock: clock) }
         if let out = midi.output { lv2host_seq_clear(out, c.sequenceURID) }
+        let held = isHeld(c, clock: clock)
         var source = inputs
         for k in 0..<c.stageCount {
             let target = k == c.stageCount - 1 ? outputs : UnsafePointer(c.between + (k & 1) * c.width)
             runStage(c, c.stages[k], index: k, inputs: source, outputs: target, frames: frames, sides: sides,
-                     midi: midi, clock: clock)
+                     midi: midi, clock: clock, held: held)
             source = target
         }
-        mix(c, inputs: inputs, outputs: outputs, frames: frames, clock: clock)
+        mix(c, inputs: inputs, outputs: outputs, frames: frames, clock: clock, held: held)
         c.timeSent.pointee = 1
         _ = c.counts.add(Count.cycles.rawValue, 1)
+    }
+
+    /// Whether a hold (`Setting.hold`) keeps this cycle from taking new values; a hold reached (or stale: the clock
+    /// jumped) is dropped. Realtime: safe.
+    @inline(__always)
+    static func isHeld(_ c: ChainState, clock: Int) -> Bool {
+        let h = c.settings.load(Setting.hold.rawValue)
+        guard h != 0 else { return false }
+        let ahead = -Int(Int32(truncatingIfNeeded: clock &- (h & 0xFFFF_FFFF)))
+        if ahead > 0 && ahead <= ChainState.holdLimit { return true }
+        _ = c.settings.compareExchange(Setting.hold.rawValue, expected: h, desired: 0)
+        return false
     }
 
     /// Realtime: safe.
     @inline(__always)
     static func runStage(_ c: ChainState, _ s: StageState, index: Int, inputs: UnsafePointer<UnsafeMutablePointer<Float>>,
                          outputs: UnsafePointer<UnsafeMutablePointer<Float>>, frames: Int,
-                         sides: UnsafePointer<UnsafeMutablePointer<Float>>?, midi: ChainMIDI, clock: Int) {
+                         sides: UnsafePointer<UnsafeMutablePointer<Float>>?, midi: ChainMIDI, clock: Int, held: Bool) {
         let runs = s.fixedFrames == 0 || s.fixedFrames == frames
-        let bypassCell = s.bypass.load()
+        let bypassCell = held ? s.seen[s.controlCount] : s.bypass.load()
         let bypassed = bypassCell != 0
         let began = monotonicNanoseconds()
         defer { time(s, nanoseconds: monotonicNanoseconds() - began, frames: frames) }
@@ -51,25 +65,25 @@ extension ChainState {
         if runs {
             // Each control is read once per cycle, for every instance alike, and a value that differs from the one
             // applied last is noted with this cycle's clock: what a take's control log says is exactly what ran.
+            var sliced = false
             if s.instanceCount > 0 {
-                let first = s.instances[0].controlValues
-                for k in 0..<s.controlCount {
-                    let cell = s.controls.load(k)
-                    first[k] = Float(bitPattern: UInt32(truncatingIfNeeded: cell))
-                    if cell != s.seen[k] {
-                        s.seen[k] = cell
-                        note(c, .control, clock: clock, b: Int64(index) << 32 | Int64(k), c: Int64(cell))
-                    }
-                }
-                for i in 1..<max(1, s.instanceCount) {
-                    s.instances[i].controlValues.update(from: first, count: s.controlCount)
-                }
+                let gliding = takeControls(c, s, index: index, frames: frames, clock: clock, held: held,
+                                           advance: !s.slices)
+                sliced = gliding && s.slices && frames > ChainState.glideBlock
+                if !sliced { advanceGlides(s, frames: gliding ? frames : 0) }
             }
             if bypassCell != s.seen[s.controlCount] {
                 s.seen[s.controlCount] = bypassCell
+                let ramp = s.ramps.load(s.controlCount)
+                if ramp > 0 { note(c, .ramp, clock: clock, b: Int64(index), c: Int64(ramp)) }
                 note(c, .bypass, clock: clock, b: Int64(index), c: bypassed ? 1 : 0)
+                s.crossfade.pointee.step = ramp > 0 ? 1 / Float(ramp) : 0
+                s.crossfade.pointee.equalPower = ramp > 0
             }
-            for i in 0..<s.instanceCount {
+            if sliced {
+                runSliced(c, s, inputs: inputs, outputs: outputs, frames: frames, sides: sides, bypassed: bypassed)
+            }
+            for i in 0..<s.instanceCount where !sliced {
                 let inst = s.instances[i]
                 if s.enabledControl >= 0 && bypassed { inst.controlValues[s.enabledControl] = 0 }
                 for j in 0..<s.ins {
@@ -98,26 +112,152 @@ extension ChainState {
                     if s.writesInputs { takeBackInputs(c, s, inst, index: index, clock: clock) }
                 }
             }
+            if sliced {
+                for i in 0..<s.instanceCount {
+                    if let w = s.instances[i].worker { lv2host_worker_deliver(w) }
+                }
+                let inst = s.instances[0]
+                for k in 0..<s.outputCount { s.outputs.store(k, Int(inst.outputValues[k].bitPattern)) }
+                if s.writesInputs { takeBackInputs(c, s, inst, index: index, clock: clock) }
+            }
         } else {
             _ = c.counts.add(Count.blockMismatches.rawValue, 1)
         }
         // The host's bypass: a crossfade over this cycle between the plugin's output and its input (delayed by the
         // plugin's latency, so the switch does not move the signal in time). A plugin with lv2:enabled bypasses
         // itself; a passed-over plugin is dry at once (it wrote nothing).
+        // A switch of discrete controls (`takeControls`) fades out the same way, switches, and fades back.
         let delay = s.dry.capacity > 0 ? min(stageLatency(s), s.dry.maxDelay(frames: frames)) : 0
         if s.dry.capacity > 0 { writeDry(s.dry, inputs: inputs, widthIn: s.widthIn, frames: frames) }
+        let xf = s.crossfade
         let start = runs ? s.fade.pointee : 1
-        let end: Float = !runs || (bypassed && s.enabledControl < 0) ? 1 : 0
+        let wanted: Float = !runs || (bypassed && s.enabledControl < 0) || xf.pointee.dip == 1 ? 1 : 0
+        var end = wanted
+        if runs && xf.pointee.step > 0 {
+            let move = xf.pointee.step * Float(frames)
+            end = wanted > start ? min(wanted, start + move) : max(wanted, start - move)
+        }
         s.fade.pointee = end
-        if start == 0 && end == 0 { return }
+        if xf.pointee.dip == 1 && end >= 1 { xf.pointee.dip = 2 }
+        if start == 0 && end == 0 {
+            xf.pointee.equalPower = false
+            return
+        }
+        let equalPower = runs && xf.pointee.equalPower
         for o in 0..<s.widthOut {
             let out = outputs[o]
             for i in 0..<frames {
                 let g = start + (end - start) * Float(i + 1) / Float(frames)
                 let d = s.dry.capacity > 0 ? readDry(s.dry, channel: o, delay: delay, frames: frames, at: i)
                     : mapped(inputs, widthIn: s.widthIn, widthOut: s.widthOut, channel: o, at: i)
-                out[i] = g >= 1 ? d : out[i] * (1 - g) + d * g
+                if g >= 1 {
+                    out[i] = d
+                } else if equalPower {
+                    let a = g * (Float.pi / 2)
+                    out[i] = out[i] * cosf(a) + d * sinf(a)
+                } else {
+                    out[i] = out[i] * (1 - g) + d * g
+                }
             }
+        }
+    }
+
+    /// Takes the stage's control targets into its first instance's ports: a new target at once, or gliding over the
+    /// frames its change asked for (`StageState.ramps`) in the control's scale, or (a discrete control with a ramp)
+    /// switched under the stage's crossfade: out over half the ramp, the switch, back over the other half. Each new
+    /// target is noted with this cycle's clock (and its ramp), so a take's control log says exactly what ran.
+    /// `held`: no new target this cycle (glides and fades under way go on). Realtime: safe.
+    /// Returns whether a control glides this cycle (`advanceGlides` moves it).
+    @inline(__always)
+    static func takeControls(_ c: ChainState, _ s: StageState, index: Int, frames: Int, clock: Int, held: Bool,
+                             advance: Bool) -> Bool {
+        var gliding = false
+        let first = s.instances[0].controlValues
+        let xf = s.crossfade
+        let switching = xf.pointee.dip == 2
+        if switching { xf.pointee.dip = 0 }
+        for k in 0..<s.controlCount {
+            if !held {
+                let cell = s.controls.load(k)
+                if cell != s.seen[k] {
+                    s.seen[k] = cell
+                    let ramp = s.ramps.load(k)
+                    if ramp > 0 { note(c, .ramp, clock: clock, b: Int64(index) << 32 | Int64(k), c: Int64(ramp)) }
+                    note(c, .control, clock: clock, b: Int64(index) << 32 | Int64(k), c: Int64(cell))
+                    let target = Float(bitPattern: UInt32(truncatingIfNeeded: cell))
+                    if ramp <= 0 || first[k] == target {
+                        first[k] = target
+                        s.glides[k].length = 0
+                        s.pending[k] = StageState.noPending
+                    } else if s.scales[k] == ControlScale.discrete.rawValue {
+                        s.pending[k] = cell
+                        if xf.pointee.dip == 0 {
+                            xf.pointee.dip = 1
+                            xf.pointee.step = 2 / Float(max(2, ramp))
+                            xf.pointee.equalPower = true
+                        }
+                    } else {
+                        s.glides[k] = Glide(from: first[k], to: target, done: 0, length: ramp)
+                    }
+                }
+            }
+            if switching && s.pending[k] != StageState.noPending {
+                first[k] = Float(bitPattern: UInt32(truncatingIfNeeded: s.pending[k]))
+                s.pending[k] = StageState.noPending
+            }
+            if s.glides[k].length > 0 { gliding = true }
+        }
+        // A switch that arrived after the fade went out waits for the next dip.
+        if switching {
+            for k in 0..<s.controlCount where s.pending[k] != StageState.noPending {
+                xf.pointee.dip = 1
+                break
+            }
+        }
+        return gliding
+    }
+
+    /// Moves the stage's glides on by `frames` and gives every instance the first one's values. Realtime: safe.
+    @inline(__always)
+    static func advanceGlides(_ s: StageState, frames: Int) {
+        let first = s.instances[0].controlValues
+        if frames > 0 {
+            for k in 0..<s.controlCount where s.glides[k].length > 0 {
+                first[k] = s.glides[k].advance(frames, scale: s.scales[k])
+            }
+        }
+        for i in 1..<max(1, s.instanceCount) {
+            s.instances[i].controlValues.update(from: first, count: s.controlCount)
+        }
+    }
+
+    /// Runs a gliding stage in slices of `ChainState.glideBlock` frames, its controls moved on before each (a stage
+    /// with `StageState.slices`: audio and control ports only). Realtime: safe.
+    @inline(__always)
+    static func runSliced(_ c: ChainState, _ s: StageState, inputs: UnsafePointer<UnsafeMutablePointer<Float>>,
+                          outputs: UnsafePointer<UnsafeMutablePointer<Float>>, frames: Int,
+                          sides: UnsafePointer<UnsafeMutablePointer<Float>>?, bypassed: Bool) {
+        var offset = 0
+        while offset < frames {
+            let n = min(ChainState.glideBlock, frames - offset)
+            advanceGlides(s, frames: n)
+            for i in 0..<s.instanceCount {
+                let inst = s.instances[i]
+                if s.enabledControl >= 0 && bypassed { inst.controlValues[s.enabledControl] = 0 }
+                for j in 0..<s.ins {
+                    inst.connect(inst.handle, inst.audioIn[j], UnsafeMutableRawPointer(inputs[inst.firstChannel + j] + offset))
+                }
+                for j in 0..<s.sides {
+                    var buffer = c.silence
+                    if let sides { buffer = sides[s.firstSide + j] }
+                    inst.connect(inst.handle, inst.sideIn[j], UnsafeMutableRawPointer(buffer + offset))
+                }
+                for j in 0..<s.outs {
+                    inst.connect(inst.handle, inst.audioOut[j], UnsafeMutableRawPointer(outputs[inst.firstOutput + j] + offset))
+                }
+                lv2host_run(inst.run, inst.handle, UInt32(n))
+            }
+            offset += n
         }
     }
 
@@ -149,19 +289,33 @@ extension ChainState {
     /// Realtime: safe.
     @inline(__always)
     static func mix(_ c: ChainState, inputs: UnsafePointer<UnsafeMutablePointer<Float>>,
-                    outputs: UnsafePointer<UnsafeMutablePointer<Float>>, frames: Int, clock: Int) {
-        let mixCell = c.settings.load(Setting.mix.rawValue), gainCell = c.settings.load(Setting.gain.rawValue)
-        let wantMix = Float(bitPattern: UInt32(truncatingIfNeeded: mixCell))
-        let wantGain = Float(bitPattern: UInt32(truncatingIfNeeded: gainCell))
+                    outputs: UnsafePointer<UnsafeMutablePointer<Float>>, frames: Int, clock: Int, held: Bool) {
+        let mixCell = held ? c.seenSettings[0] : c.settings.load(Setting.mix.rawValue)
+        let gainCell = held ? c.seenSettings[1] : c.settings.load(Setting.gain.rawValue)
+        let mix0 = c.current[0], gain0 = c.current[1]
+        // A new value glides over the frames its change asked for (the gain by equal steps in dB), else over this
+        // one cycle.
         if mixCell != c.seenSettings[0] {
             c.seenSettings[0] = mixCell
+            let ramp = c.settings.load(Setting.mixRamp.rawValue)
+            if ramp > 0 { note(c, .ramp, clock: clock, b: -1, c: Int64(ramp)) }
             note(c, .mix, clock: clock, c: Int64(mixCell))
+            c.settingGlides[0] = Glide(from: mix0, to: Float(bitPattern: UInt32(truncatingIfNeeded: mixCell)), done: 0,
+                                       length: max(0, ramp))
         }
         if gainCell != c.seenSettings[1] {
             c.seenSettings[1] = gainCell
+            let ramp = c.settings.load(Setting.gainRamp.rawValue)
+            if ramp > 0 { note(c, .ramp, clock: clock, b: -2, c: Int64(ramp)) }
             note(c, .gain, clock: clock, c: Int64(gainCell))
+            c.settingGlides[1] = Glide(from: gain0, to: Float(bitPattern: UInt32(truncatingIfNeeded: gainCell)), done: 0,
+                                       length: max(0, ramp))
         }
-        let mix0 = c.current[0], gain0 = c.current[1]
+        let wantMix = c.settingGlides[0].length > 0 ? c.settingGlides[0].advance(frames, scale: ControlScale.linear.rawValue)
+            : Float(bitPattern: UInt32(truncatingIfNeeded: mixCell))
+        let wantGain = c.settingGlides[1].length > 0
+            ? c.settingGlides[1].advance(frames, scale: ControlScale.logarithmic.rawValue)
+            : Float(bitPattern: UInt32(truncatingIfNeeded: gainCell))
         c.current[0] = wantMix
         c.current[1] = wantGain
         let latency = latency(c, limit: c.dry.maxDelay(frames: frames))

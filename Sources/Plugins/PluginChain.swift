@@ -241,9 +241,12 @@ public final class PluginChain: @unchecked Sendable {
         let changes = MessageRing.allocate(capacity: ChainState.changeCapacity)
         let seenSettings = UnsafeMutablePointer<Int>.allocate(capacity: 2)
         seenSettings.initialize(repeating: 0, count: 2)
+        let settingGlides = UnsafeMutablePointer<Glide>.allocate(capacity: 2)
+        settingGlides.initialize(repeating: Glide(), count: 2)
         cleanups.append {
             changes.deallocate()
             seenSettings.deallocate()
+            settingGlides.deallocate()
         }
         state.initialize(to: ChainState(stages: stagePointer, stageCount: stages.count, inputChannels: inputs,
                                         outputChannels: outputChannels, width: width, between: between,
@@ -253,7 +256,7 @@ public final class PluginChain: @unchecked Sendable {
                                         sequenceURID: host.urid(LV2.atomSequence), midiURID: host.urid(LV2.midiEvent),
                                         timeURIDs: timeURIDs, timeSent: timeSent,
                                         takesTime: stages.contains { $0.rt.takesTime }, changes: changes,
-                                        seenSettings: seenSettings))
+                                        seenSettings: seenSettings, settingGlides: settingGlides))
         cleanups.append { [state] in
             between.deallocate()
             stagePointer.deallocate()
