@@ -287,6 +287,21 @@ struct SceneTests {
         #expect(Self.load(empty.toml()).0?.scenes == [Scene(name: "blank")])
     }
 
+    /// The example in docs/PRESETS.md "[[scene]]: scenes" reads as it says.
+    @Test func theDocumentedExampleReads() throws {
+        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/PRESETS.md")
+        let text = try String(contentsOf: docs, encoding: .utf8)
+        let section = try #require(text.range(of: "## [[scene]]: scenes")).upperBound
+        let start = try #require(text.range(of: "```toml\n", range: section..<text.endIndex)).upperBound
+        let end = try #require(text.range(of: "```", range: start..<text.endIndex)).lowerBound
+        let rig = Self.rig + "\n[[rack.plugins]]\nuri = \"http://example.org/reverb\"\n"
+        let (p, problems) = Self.load(rig + text[start..<end])
+        #expect(problems.isEmpty, "\(problems)")
+        #expect(p?.scenes.map(\.name) == ["verse", "chorus"] && p?.scenes.last?.values.count == 4 && p?.scenes.last?.rampMS == 50)
+        #expect(p?.maps.map(\.description) == ["program -> scene", "cc 11 -> morph verse chorus"])
+    }
+
     /// Every bad `[[scene]]` is named with file, line and key.
     @Test func badSceneTablesAreNamedWithFileLineAndKey() {
         let cases: [(String, String)] = [
