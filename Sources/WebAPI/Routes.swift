@@ -36,6 +36,7 @@ struct Routes {
         takeRoutes(api)
         presetRoutes(api)
         mapRoutes(api)
+        sceneRoutes(api)
         installedPluginRoutes(api)
 
         // The event stream is a WebSocket (see `EventStream`); a plain GET is told so.

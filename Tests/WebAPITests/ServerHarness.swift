@@ -25,9 +25,13 @@ final class ServerHarness: @unchecked Sendable {
     private var directory: String?
 
     /// `configure` adjusts the server's configuration; `sessionDirectory`: a preset whose session folder is this
-    /// (takes, presets, favourites), else no preset at all.
+    /// (takes, presets, favourites), else no preset at all; `prepare` is given the session on its control thread
+    /// before the server starts (scenes, say); `events`: the session's events go to the event stream each turn, as a
+    /// session's loop sends them.
     init(token: String? = nil, origins: [String] = [], host: String = "127.0.0.1",
-         sessionDirectory: String? = nil, metrics: MetricsSource? = nil, configure: (inout HTTPServer.Configuration) -> Void = { _ in }) throws {
+         sessionDirectory: String? = nil, metrics: MetricsSource? = nil,
+         configure: (inout HTTPServer.Configuration) -> Void = { _ in },
+         events: Bool = false, prepare: @escaping @Sendable (Session) -> Void = { _ in }) throws {
         var configuration = HTTPServer.Configuration(address: HTTPAddress(host: host, port: 0),
                                                      access: HTTPAccess(token: token, origins: origins))
         configure(&configuration)
@@ -42,6 +46,7 @@ final class ServerHarness: @unchecked Sendable {
                 preset.session.directory = sessionDirectory
                 session.preset = preset
             }
+            prepare(session)
             journal.withLock { $0 = session.journal }
             ready.signal()
             var server: HTTPServer?
@@ -50,6 +55,7 @@ final class ServerHarness: @unchecked Sendable {
                 if server == nil { server = serverBox.withLock { $0 } }
                 let t = DispatchTime.now().uptimeNanoseconds
                 server?.tick(session)
+                if events { _ = session.drainNumberedEvents() }
                 longest.note(Int(DispatchTime.now().uptimeNanoseconds - t))
             }
             stopped.signal()
