@@ -41,11 +41,12 @@ extension Command {
             return .success(.presetSave(name: name(0)))
         case "/tandem/plugin/set":
             let setting: ControlSetting = number(3).map { .number($0) } ?? .text(name(3))
-            return .success(.pluginSet(engine: name(0), plugin: name(1), symbol: name(2), value: setting))
+            return .success(.pluginSet(engine: name(0), plugin: name(1), symbol: name(2), value: setting, rampMS: number(4)))
         case "/tandem/plugin/get": return .success(.pluginGet(engine: name(0), plugin: name(1), symbol: name(2)))
-        case "/tandem/plugin/bypass": return .success(.pluginBypass(engine: name(0), plugin: name(1), on: number(2).map { $0 == 1 }))
-        case "/tandem/plugin/mix": return .success(.pluginMix(engine: name(0), mix: number(1)))
-        case "/tandem/plugin/gain": return .success(.pluginGain(engine: name(0), dB: number(1)))
+        case "/tandem/plugin/bypass":
+            return .success(.pluginBypass(engine: name(0), plugin: name(1), on: number(2).map { $0 == 1 }, rampMS: number(3)))
+        case "/tandem/plugin/mix": return .success(.pluginMix(engine: name(0), mix: number(1), rampMS: number(2)))
+        case "/tandem/plugin/gain": return .success(.pluginGain(engine: name(0), dB: number(1), rampMS: number(2)))
         case "/tandem/plugin/preset": return .success(.pluginPreset(engine: name(0), plugin: name(1), uri: name(2)))
         case "/tandem/plugin/list": return .success(.pluginList(engine: bound.first?.name))
         case "/tandem/plugin/save": return .success(.pluginSave)

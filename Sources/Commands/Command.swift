@@ -31,12 +31,14 @@ public enum Command: Sendable, Equatable {
     case load(paths: [String])
     case presetApply(path: String)
     case presetSave(name: String)
-    case pluginSet(engine: String, plugin: String, symbol: String, value: ControlSetting)
+    /// `rampMS`: glide there over that many milliseconds (a toggle, integer or enumeration switches under a
+    /// crossfade instead); nil or 0: from the next cycle. The same for bypass (a crossfade), mix and gain.
+    case pluginSet(engine: String, plugin: String, symbol: String, value: ControlSetting, rampMS: Double? = nil)
     case pluginGet(engine: String, plugin: String, symbol: String)
     /// `on` nil: read only.
-    case pluginBypass(engine: String, plugin: String, on: Bool?)
-    case pluginMix(engine: String, mix: Double?)
-    case pluginGain(engine: String, dB: Double?)
+    case pluginBypass(engine: String, plugin: String, on: Bool?, rampMS: Double? = nil)
+    case pluginMix(engine: String, mix: Double?, rampMS: Double? = nil)
+    case pluginGain(engine: String, dB: Double?, rampMS: Double? = nil)
     case pluginPreset(engine: String, plugin: String, uri: String)
     case pluginList(engine: String?)
     case pluginSave
@@ -136,8 +138,8 @@ public enum Command: Sendable, Equatable {
     /// The engine a plugin command names (the chain it acts on), or nil.
     public var engine: String? {
         switch self {
-        case .pluginSet(let e, _, _, _), .pluginGet(let e, _, _), .pluginBypass(let e, _, _), .pluginMix(let e, _),
-             .pluginGain(let e, _), .pluginPreset(let e, _, _), .pluginAdd(let e, _, _), .pluginRemove(let e, _),
+        case .pluginSet(let e, _, _, _, _), .pluginGet(let e, _, _), .pluginBypass(let e, _, _, _), .pluginMix(let e, _, _),
+             .pluginGain(let e, _, _), .pluginPreset(let e, _, _), .pluginAdd(let e, _, _), .pluginRemove(let e, _),
              .pluginMove(let e, _, _):
             return e
         case .pluginList(let e): return e
@@ -155,15 +157,17 @@ public enum Command: Sendable, Equatable {
         case .load(let paths): return paths.map { .text($0) }
         case .presetApply(let p): return [.text(p)]
         case .presetSave(let n): return [.text(n)]
-        case .pluginSet(let e, let p, let s, let v):
+        case .pluginSet(let e, let p, let s, let v, let r):
+            let ramp: [CommandValue] = r.map { [.number($0)] } ?? []
             switch v {
-            case .number(let d): return [.text(e), .text(p), .text(s), .number(d)]
-            case .text(let t): return [.text(e), .text(p), .text(s), .text(t)]
+            case .number(let d): return [.text(e), .text(p), .text(s), .number(d)] + ramp
+            case .text(let t): return [.text(e), .text(p), .text(s), .text(t)] + ramp
             }
         case .pluginGet(let e, let p, let s): return [.text(e), .text(p), .text(s)]
-        case .pluginBypass(let e, let p, let on): return [.text(e), .text(p)] + (on.map { [.number($0 ? 1 : 0)] } ?? [])
-        case .pluginMix(let e, let m): return [.text(e)] + (m.map { [.number($0)] } ?? [])
-        case .pluginGain(let e, let d): return [.text(e)] + (d.map { [.number($0)] } ?? [])
+        case .pluginBypass(let e, let p, let on, let r):
+            return [.text(e), .text(p)] + (on.map { [.number($0 ? 1 : 0)] + (r.map { [.number($0)] } ?? []) } ?? [])
+        case .pluginMix(let e, let m, let r): return [.text(e)] + (m.map { [.number($0)] + (r.map { [.number($0)] } ?? []) } ?? [])
+        case .pluginGain(let e, let d, let r): return [.text(e)] + (d.map { [.number($0)] + (r.map { [.number($0)] } ?? []) } ?? [])
         case .pluginPreset(let e, let p, let u): return [.text(e), .text(p), .text(u)]
         case .pluginList(let e): return e.map { [.text($0)] } ?? []
         case .pluginAdd(let e, let spec, let at): return [.text(e), .text(spec)] + (at.map { [.number(Double($0))] } ?? [])

@@ -104,6 +104,8 @@ public struct CommandSpec: Sendable {
     static let engine = Parameter("ENGINE", .name, help: "recorder, player or a rack name")
     static let plugin = Parameter("PLUGIN", .name, help: "its name in the chain")
     static let symbol = Parameter("SYMBOL", .name, help: "a control's symbol")
+    static let ramp = Parameter("RAMP_MS", .number(Scene.rampRange, unit: " ms"), optional: true,
+                                help: "glide (or crossfade) over this many ms; 0 or none: from the next cycle")
     static let scene = Parameter("NAME", .name, help: "a scene's name")
 
     /// Every command, in the order the documentation lists them.
@@ -130,15 +132,15 @@ public struct CommandSpec: Sendable {
                     help: "reads, checks and applies a preset by difference"),
         CommandSpec("/tandem/preset/save", .action, [Parameter("NAME", .name, help: "the file NAME.toml in the session folder")],
                     help: "writes the running setup as a preset"),
-        CommandSpec("/tandem/plugin/set", .action, [engine, plugin, symbol, Parameter("VALUE", .value, help: "in the control's range")],
-                    help: "sets a plugin control from the next cycle"),
+        CommandSpec("/tandem/plugin/set", .action, [engine, plugin, symbol, Parameter("VALUE", .value, help: "in the control's range"), ramp],
+                    help: "sets a plugin control from the next cycle, or gliding over RAMP_MS"),
         CommandSpec("/tandem/plugin/get", .query, [engine, plugin, symbol], help: "a control's current value"),
-        CommandSpec("/tandem/plugin/bypass", .action, [engine, plugin, Parameter("ON", .flag, optional: true)],
-                    help: "bypasses a plugin (1) or brings it back (0); without ON, reads"),
-        CommandSpec("/tandem/plugin/mix", .action, [engine, Parameter("MIX", .number(Limits.mix, unit: ""), optional: true, help: "0 dry to 1 wet")],
-                    help: "the chain's dry/wet mix; without MIX, reads"),
-        CommandSpec("/tandem/plugin/gain", .action, [engine, Parameter("GAIN", .number(Limits.gainDB, unit: " dB"), optional: true, help: "dB")],
-                    help: "the chain's output gain; without GAIN, reads"),
+        CommandSpec("/tandem/plugin/bypass", .action, [engine, plugin, Parameter("ON", .flag, optional: true), ramp],
+                    help: "bypasses a plugin (1) or brings it back (0), crossfading over RAMP_MS; without ON, reads"),
+        CommandSpec("/tandem/plugin/mix", .action, [engine, Parameter("MIX", .number(Limits.mix, unit: ""), optional: true, help: "0 dry to 1 wet"), ramp],
+                    help: "the chain's dry/wet mix, gliding over RAMP_MS; without MIX, reads"),
+        CommandSpec("/tandem/plugin/gain", .action, [engine, Parameter("GAIN", .number(Limits.gainDB, unit: " dB"), optional: true, help: "dB"), ramp],
+                    help: "the chain's output gain, gliding over RAMP_MS in dB; without GAIN, reads"),
         CommandSpec("/tandem/plugin/preset", .action, [engine, plugin, Parameter("PRESET", .name, help: "a URI")],
                     help: "loads an LV2 preset on a running plugin"),
         CommandSpec("/tandem/plugin/list", .query, [Parameter("ENGINE", .name, optional: true, help: "recorder, player or a rack name")],

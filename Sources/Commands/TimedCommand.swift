@@ -36,23 +36,27 @@ public struct TimedCommand: Sendable, Equatable, Codable {
     }
 
     // A change a chain applied, as the command that makes it (`ChainChange` in Plugins).
+    // `rampMS`: the glide it started (nil: none), in milliseconds that give its frames back exactly at the rate.
     public static func set(_ frame: Int, engine: String, plugin: String, symbol: String, value: Float,
-                           source: String? = nil) -> TimedCommand {
+                           rampMS: Double? = nil, source: String? = nil) -> TimedCommand {
         TimedCommand(frame: frame, command: .pluginSet(engine: engine, plugin: plugin, symbol: symbol,
-                                                       value: .number(Limits.double(value))), source: source)
+                                                       value: .number(Limits.double(value)), rampMS: rampMS), source: source)
     }
 
-    public static func bypass(_ frame: Int, engine: String, plugin: String, on: Bool,
+    public static func bypass(_ frame: Int, engine: String, plugin: String, on: Bool, rampMS: Double? = nil,
                               source: String? = nil) -> TimedCommand {
-        TimedCommand(frame: frame, command: .pluginBypass(engine: engine, plugin: plugin, on: on), source: source)
+        TimedCommand(frame: frame, command: .pluginBypass(engine: engine, plugin: plugin, on: on, rampMS: rampMS),
+                     source: source)
     }
 
-    public static func mix(_ frame: Int, engine: String, mix: Double, source: String? = nil) -> TimedCommand {
-        TimedCommand(frame: frame, command: .pluginMix(engine: engine, mix: mix), source: source)
+    public static func mix(_ frame: Int, engine: String, mix: Double, rampMS: Double? = nil,
+                           source: String? = nil) -> TimedCommand {
+        TimedCommand(frame: frame, command: .pluginMix(engine: engine, mix: mix, rampMS: rampMS), source: source)
     }
 
-    public static func gain(_ frame: Int, engine: String, dB: Double, source: String? = nil) -> TimedCommand {
-        TimedCommand(frame: frame, command: .pluginGain(engine: engine, dB: dB), source: source)
+    public static func gain(_ frame: Int, engine: String, dB: Double, rampMS: Double? = nil,
+                            source: String? = nil) -> TimedCommand {
+        TimedCommand(frame: frame, command: .pluginGain(engine: engine, dB: dB, rampMS: rampMS), source: source)
     }
 
     public static func preset(_ frame: Int, engine: String, plugin: String, uri: String,

@@ -298,6 +298,13 @@ public final class ControlProtocol {
             return ("marker-added", "\(take) \(String(format: "%.3f", seconds)) \(source) \(label)")
         case .mapAdded(let index, let map): return ("map-added", "\(index) \(map)")
         case .mapFailed(let why): return ("map-failed", why)
+        case .sceneRecalled(let name, let ramp, let applied, let missing, let lag, let source):
+            return ("scene-recalled", "\(CommandValue.text(name).word) \(Limits.number(ramp)) \(applied) \(source)"
+                    + (lag.map { " lag \(String(format: "%.2f", $0)) ms" } ?? "")
+                    + (missing.isEmpty ? "" : "; not applied: " + missing.joined(separator: "; ")))
+        case .sceneMorphed(let from, let to, let position, let source):
+            return ("scene-morphed", "\(CommandValue.text(from).word) \(CommandValue.text(to).word) \(Limits.number(position)) \(source)")
+        case .scenesChanged(let detail, let source): return ("scenes-changed", "\(detail) \(source)")
         case .relayed(let kind, let text): return (kind, text)
         }
     }

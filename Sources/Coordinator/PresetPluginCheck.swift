@@ -29,7 +29,7 @@ public enum PresetPluginCheck {
             let inputs = RackConfig(section: rack, session: preset.session, host: host).inputs.count
             chains.append((rack.plugins, rack.pluginSources, inputs, rack.outputs?.count, "rack.plugins"))
         }
-        guard !chains.isEmpty || !preset.maps.isEmpty else { return .none }
+        guard !chains.isEmpty || !preset.maps.isEmpty || !preset.scenes.isEmpty else { return .none }
         guard host.canLookUp else {
             return .skipped("plugins not looked up: lilv finds no LV2 plugins here (LV2_PATH, ~/.lv2, /usr/lib/lv2);"
                             + " they are checked when the preset runs")
@@ -56,7 +56,58 @@ public enum PresetPluginCheck {
             }
         }
         problems += mapProblems(preset, host: host, file: file)
+        problems += sceneProblems(preset, host: host, file: file)
         return .checked(problems)
+    }
+
+    /// What a scene names of a plugin that the plugin does not have: a control symbol, a value outside its range or
+    /// of the wrong kind, words its units do not read. (Engines and plugin names are checked when the preset is read.)
+    public static func sceneProblems(_ preset: Preset, host: PluginHost = .shared, file: String) -> [PresetProblem] {
+        var problems: [PresetProblem] = []
+        let rate = 48000   // the server's rate is not known here: a range in Hz (lv2:sampleRate) is checked at recall
+        for scene in preset.scenes {
+            for v in scene.values {
+                guard case .control(let symbol) = v.path.target, let name = v.path.plugin else { continue }
+                let specs: [PluginSpec]
+                switch v.path.engine {
+                case "recorder": specs = preset.recorder?.plugins ?? []
+                case "player": specs = preset.player?.plugins ?? []
+                default: specs = preset.racks.first { $0.name == v.path.engine }?.plugins ?? []
+                }
+                guard let spec = PluginSpec.uniqueNames(specs).first(where: { $0.name == name }),
+                      let info = host.plugin(spec.uri) else { continue }
+                let key = "scene.values.\(v.path)"
+                let at = "scene '\(scene.name)': '\(v.path)'"
+                let controls = info.ports.filter { $0.kind == .control && $0.isInput }
+                guard let port = controls.first(where: { $0.symbol == symbol })?.at(sampleRate: rate) else {
+                    problems.append(PresetProblem(file: file, line: v.line, key: key,
+                                                  message: "\(at): <\(spec.uri)> has no control '\(symbol)' (controls: "
+                                                      + controls.map(\.symbol).joined(separator: ", ") + ")"))
+                    continue
+                }
+                let number: Double
+                switch v.value {
+                case .number(let d): number = d
+                case .text(let t):
+                    switch ControlUnits.parse(t, port: port) {
+                    case .success(let d): number = d
+                    case .failure(let e):
+                        problems.append(PresetProblem(file: file, line: v.line, key: key, message: "\(at): \(e.message)"))
+                        continue
+                    }
+                }
+                let lo = Double(port.minimum ?? -.infinity), hi = Double(port.maximum ?? .infinity)
+                if !port.scalesWithRate && !(number >= lo && number <= hi) {
+                    problems.append(PresetProblem(file: file, line: v.line, key: key,
+                                                  message: "\(at): control '\(symbol)' = \(Limits.number(number)) is outside its"
+                                                      + " range \(port.minimum ?? -.infinity) to \(port.maximum ?? .infinity)"))
+                } else if let why = port.kindProblem(number) {
+                    problems.append(PresetProblem(file: file, line: v.line, key: key,
+                                                  message: "\(at): control '\(symbol)' = \(Limits.number(number)) \(why)"))
+                }
+            }
+        }
+        return problems
     }
 
     /// What a map names of a plugin that the plugin does not have: a control symbol (or an output port), a range

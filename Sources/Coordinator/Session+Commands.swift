@@ -98,7 +98,7 @@ extension Session {
                 // A name it cannot take is a bad value; a file already there, or a folder it cannot write, is not now.
                 return .refused(error.message, error.code == .badConfig && preset != nil ? .badValue : .conflict)
             }
-        case .pluginSet(let e, let plugin, let symbol, let value):
+        case .pluginSet(let e, let plugin, let symbol, let value, let ramp):
             guard hasEngine(e) else { return .refused(Self.unknownEngine(e), .notFound) }
             let engine = ChainEngine(rawValue: e)
             do throws(PluginError) {
@@ -110,7 +110,7 @@ extension Session {
                     number = try c.number(plugin, symbol, from: t)
                 }
                 let set = try setPluginControl(engine, plugin: plugin, symbol: symbol, value: number,
-                                               source: context.source, clamp: context.clamp)
+                                               source: context.source, clamp: context.clamp, rampFrames: rampFrames(ramp))
                 return .done("\(set)")
             } catch {
                 return .refused(error.description, Self.refusal(error))
@@ -122,30 +122,32 @@ extension Session {
             } catch {
                 return .refused(error.description, Self.refusal(error))
             }
-        case .pluginBypass(let e, let plugin, let on):
+        case .pluginBypass(let e, let plugin, let on, let ramp):
             guard hasEngine(e) else { return .refused(Self.unknownEngine(e), .notFound) }
             let engine = ChainEngine(rawValue: e)
             guard let chain = runningChain(engine) else { return .refused("the \(e) has no plugin chain", .notFound) }
             do {
-                if let on { try setPluginBypass(engine, plugin: plugin, on, source: context.source) }
+                if let on {
+                    try setPluginBypass(engine, plugin: plugin, on, source: context.source, rampFrames: rampFrames(ramp))
+                }
                 return .done(try chain.isBypassed(plugin) ? "1" : "0")
             } catch {
                 return .refused(error.description, Self.refusal(error))
             }
-        case .pluginMix(let e, let mix):
+        case .pluginMix(let e, let mix, let ramp):
             guard hasEngine(e) else { return .refused(Self.unknownEngine(e), .notFound) }
             guard let chain = runningChain(ChainEngine(rawValue: e)) else { return .refused("the \(e) has no plugin chain", .notFound) }
             if let mix {
-                chain.mix = mix
+                chain.setMix(mix, rampFrames: rampFrames(ramp))
                 controlLog.sources[ControlLogState.key(e, "mix")] = context.source
                 events.append(.chainLevelChanged(engine: e, mix: chain.mix, gainDB: chain.gainDB, source: context.source))
             }
             return .done("\(chain.mix)")
-        case .pluginGain(let e, let dB):
+        case .pluginGain(let e, let dB, let ramp):
             guard hasEngine(e) else { return .refused(Self.unknownEngine(e), .notFound) }
             guard let chain = runningChain(ChainEngine(rawValue: e)) else { return .refused("the \(e) has no plugin chain", .notFound) }
             if let dB {
-                chain.gainDB = dB
+                chain.setGain(dB: dB, rampFrames: rampFrames(ramp))
                 controlLog.sources[ControlLogState.key(e, "gain")] = context.source
                 events.append(.chainLevelChanged(engine: e, mix: chain.mix, gainDB: chain.gainDB, source: context.source))
             }
@@ -224,7 +226,7 @@ extension Session {
             handIsolatedRacksTheirMaps()
             return .done("map \(index) cleared")
         case .sceneRecall, .sceneSave, .sceneList, .sceneRename, .sceneDelete, .sceneMorph:
-            return .refused("scenes: not wired yet")   // lead: scenes
+            return executeScene(command, context: context)
         }
     }
 

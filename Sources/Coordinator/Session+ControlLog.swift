@@ -17,7 +17,8 @@ extension Session {
             guard let c = chain(engine) else { continue }
             let id = ObjectIdentifier(c)
             for change in c.drainChanges() {
-                guard let entry = controlEntry(change, engine: engine.rawValue, chain: id) else { continue }
+                guard let entry = controlEntry(change, engine: engine.rawValue, chain: id, sampleRate: c.sampleRate)
+                else { continue }
                 deliverControl(entry, frameTime: UInt32(truncatingIfNeeded: change.clock))
             }
             let dropped = c.changesDropped
@@ -36,19 +37,20 @@ extension Session {
 
     /// The command that makes `change` on `engine`'s chain (nil: nothing to log: a chain's first cycle that no
     /// preset load waits for).
-    func controlEntry(_ change: ChainChange, engine: String, chain: ObjectIdentifier) -> TimedCommand? {
+    func controlEntry(_ change: ChainChange, engine: String, chain: ObjectIdentifier, sampleRate: Int) -> TimedCommand? {
         let sources = controlLog.sources
+        let ramp = PluginChain.rampMS(frames: change.rampFrames, sampleRate: sampleRate)
         switch change.what {
         case .control(let plugin, let symbol, let value):
-            return .set(0, engine: engine, plugin: plugin, symbol: symbol, value: value,
+            return .set(0, engine: engine, plugin: plugin, symbol: symbol, value: value, rampMS: ramp,
                         source: sources[ControlLogState.key(engine, plugin, symbol)])
         case .bypass(let plugin, let on):
-            return .bypass(0, engine: engine, plugin: plugin, on: on,
+            return .bypass(0, engine: engine, plugin: plugin, on: on, rampMS: ramp,
                            source: sources[ControlLogState.key(engine, plugin, "bypass")])
         case .mix(let m):
-            return .mix(0, engine: engine, mix: m, source: sources[ControlLogState.key(engine, "mix")])
+            return .mix(0, engine: engine, mix: m, rampMS: ramp, source: sources[ControlLogState.key(engine, "mix")])
         case .gain(let dB):
-            return .gain(0, engine: engine, dB: dB, source: sources[ControlLogState.key(engine, "gain")])
+            return .gain(0, engine: engine, dB: dB, rampMS: ramp, source: sources[ControlLogState.key(engine, "gain")])
         case .started:
             return controlLog.presets.removeValue(forKey: chain)
         }

@@ -175,7 +175,22 @@ extension Session {
             }
             let reply = execute(.recordMark(label: label), context: context)
             if !reply.ok { events.append(.mapFailed("\(map): \(reply.detail)")) }
-        case .scene, .morph: break   // lead: scenes
+        case .scene(let names):
+            // Program N: the N-th listed (or, none listed, the N-th of the session's); a press: the first listed.
+            let list = names.isEmpty ? sceneState.book.names : names
+            if map.source == .program {
+                let index = program
+                guard list.indices.contains(index) else {
+                    events.append(.mapFailed("\(map): program \(program) has no scene (\(list.count) listed, programs 0 to "
+                                             + "\(max(0, list.count - 1)))"))
+                    break
+                }
+                command = .sceneRecall(name: list[index], rampMS: nil)
+            } else if press, let first = list.first {
+                command = .sceneRecall(name: first, rampMS: nil)
+            }
+        case .morph(let from, let to):
+            command = .sceneMorph(from: from, to: to, position: min(1, max(0, x.isFinite ? x : 0)))
         }
         if let command {
             let reply = execute(command, context: context)

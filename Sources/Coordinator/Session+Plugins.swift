@@ -28,6 +28,11 @@ extension Session {
         name == "recorder" || name == "player" || racks[name] != nil || supervisors[name] != nil
     }
 
+    /// The frames a glide of `ms` takes at the session's rate (0 for none).
+    func rampFrames(_ ms: Double?) -> Int {
+        PluginChain.rampFrames(ms: ms, sampleRate: patchClient?.sampleRate ?? 48000)
+    }
+
     /// The engine's chain running in this process (nil: none, or an isolated rack's).
     public func chain(_ engine: ChainEngine) -> PluginChain? { chainEngine(engine)?.plugins.chain }
 
@@ -54,25 +59,26 @@ extension Session {
     /// Subscribers hear of it (`controlChanged`, from `source`: osc, midi, preset).
     @discardableResult
     public func setPluginControl(_ engine: ChainEngine, plugin: String, symbol: String, value: Double,
-                                 source: String = "osc", clamp: Bool = false) throws(PluginError) -> Float {
+                                 source: String = "osc", clamp: Bool = false, rampFrames: Int = 0) throws(PluginError) -> Float {
         guard let c = chain(engine) else {
             throw PluginError(.unknownPlugin, plugin: plugin, "the \(engine.rawValue) has no plugin chain"
                               + (supervisors[engine.rawValue].map { " in this process (the rack runs isolated: its own control port is "
                                   + ($0.controlPort.map(String.init) ?? "not open") + ")" } ?? ""))
         }
-        let set = try c.set(plugin, symbol, value, clamp: clamp)
+        let set = try c.set(plugin, symbol, value, clamp: clamp, rampFrames: rampFrames)
         controlLog.sources[ControlLogState.key(engine.rawValue, plugin, symbol)] = source
         events.append(.controlChanged(engine: engine.rawValue, plugin: plugin, symbol: symbol, value: set, source: source))
         return set
     }
 
     /// Bypasses a plugin, or brings it back, from the next cycle; subscribers hear of a change (`bypassChanged`).
-    public func setPluginBypass(_ engine: ChainEngine, plugin: String, _ on: Bool, source: String = "osc") throws(PluginError) {
+    public func setPluginBypass(_ engine: ChainEngine, plugin: String, _ on: Bool, source: String = "osc",
+                                rampFrames: Int = 0) throws(PluginError) {
         guard let c = chain(engine) else {
             throw PluginError(.unknownPlugin, plugin: plugin, "the \(engine.rawValue) has no plugin chain")
         }
         let was = try c.isBypassed(plugin)
-        try c.setBypass(plugin, on)
+        try c.setBypass(plugin, on, rampFrames: rampFrames)
         controlLog.sources[ControlLogState.key(engine.rawValue, plugin, "bypass")] = source
         if was != on { events.append(.bypassChanged(engine: engine.rawValue, plugin: plugin, bypassed: on, source: source)) }
     }

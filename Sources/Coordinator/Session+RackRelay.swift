@@ -71,13 +71,13 @@ extension Session {
         guard let chain = chain(.rack(name)) else { return }
         for command in values.commands(rack: name) {
             switch command {
-            case .pluginSet(_, let plugin, let symbol, .number(let v)):
+            case .pluginSet(_, let plugin, let symbol, .number(let v), _):
                 guard let now = try? chain.value(plugin, symbol), Double(now) != v, Float(v) != now else { continue }
                 _ = try? setPluginControl(.rack(name), plugin: plugin, symbol: symbol, value: v, source: "restore")
-            case .pluginBypass(_, let plugin, let on?):
+            case .pluginBypass(_, let plugin, let on?, _):
                 guard let now = try? chain.isBypassed(plugin), now != on else { continue }
                 try? setPluginBypass(.rack(name), plugin: plugin, on, source: "restore")
-            case .pluginMix(_, let m?) where chain.mix != m, .pluginGain(_, let m?) where chain.gainDB != m:
+            case .pluginMix(_, let m?, _) where chain.mix != m, .pluginGain(_, let m?, _) where chain.gainDB != m:
                 if case .pluginMix = command { chain.mix = m } else { chain.gainDB = m }
                 events.append(.chainLevelChanged(engine: name, mix: chain.mix, gainDB: chain.gainDB, source: "restore"))
             default:

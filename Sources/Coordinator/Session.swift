@@ -77,6 +77,8 @@ public final class Session {
     public internal(set) var maps: [ControlMap] = []
     /// What the maps remember between messages (a learn waiting, the last CC level of each map).
     var mapState = MapState()
+    /// The scenes, the one recalled last, the morph in force (see Session+Scenes.swift).
+    var sceneState = SceneState()
     /// In an isolated rack's process (no recorder): where a marker map's marker goes (label, JACK frame time), to be
     /// relayed to the session that records.
     public var markRelay: ((String, UInt32) -> Void)?
@@ -131,8 +133,10 @@ public final class Session {
             wanted.maps = maps
             wanted.giveMappedRacksMIDIInputs()
         }
+        if keepingMaps && wanted.scenes.isEmpty { wanted.scenes = sceneState.book.scenes }
         let report = try applyDiff(wanted, notes: [])
         setMaps(wanted.maps)
+        setScenes(wanted.scenes)
         started = true
         return report
     }

@@ -46,6 +46,14 @@ public enum SessionEvent: Sendable {
     /// A control map could not do what its message asked (a program with no preset, a preset file that does not
     /// apply, no take running for a marker).
     case mapFailed(String)
+    /// A scene was recalled by `source`: its values start gliding over `rampMS` in one cycle; `missing` names
+    /// the values the rig could not take (each "PATH: why"), `lagMS` how long after the in-process chains the
+    /// isolated racks had theirs (nil: none involved).
+    case sceneRecalled(name: String, rampMS: Double, applied: Int, missing: [String], lagMS: Double?, source: String)
+    /// The rig was set `position` (0 to 1) of the way from scene `from` to scene `to`.
+    case sceneMorphed(from: String, to: String, position: Double, source: String)
+    /// The session's scenes changed (`detail`: "saved NAME", "renamed OLD NEW", "deleted NAME").
+    case scenesChanged(detail: String, source: String)
     /// An event an isolated rack's process told of (its kind and text as the control protocol shows them): a
     /// control, bypass or preset changed there.
     case relayed(kind: String, text: String)

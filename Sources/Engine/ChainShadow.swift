@@ -58,15 +58,15 @@ public struct ChainShadow: Equatable, Sendable {
     /// that change nothing kept here (reads, presets, lists) are passed over.
     public mutating func record(_ command: Command, detail: String) {
         switch command {
-        case .pluginSet(_, let plugin, let symbol, let value):
+        case .pluginSet(_, let plugin, let symbol, let value, _):
             let set: Double?
             if let d = Double(detail) { set = d } else if case .number(let d) = value { set = d } else { set = nil }
             if let set, set.isFinite { controls[plugin, default: [:]][symbol] = set }
-        case .pluginBypass(_, let plugin, let on?):
+        case .pluginBypass(_, let plugin, let on?, _):
             bypass[plugin] = on
-        case .pluginMix(_, let m?):
+        case .pluginMix(_, let m?, _):
             mix = Double(detail).flatMap { $0.isFinite ? $0 : nil } ?? m
-        case .pluginGain(_, let dB?):
+        case .pluginGain(_, let dB?, _):
             gainDB = Double(detail).flatMap { $0.isFinite ? $0 : nil } ?? dB
         default:
             break

@@ -107,21 +107,21 @@ extension PlayerState {
             c.store(Counter.gainDone.rawValue, 0)
             c.store(Counter.gainLength.rawValue, max(0, c.load(Counter.gainRamp.rawValue)))
         }
-        var wanted = Float(bitPattern: UInt32(truncatingIfNeeded: targetCell))
+        var gainWanted = Float(bitPattern: UInt32(truncatingIfNeeded: targetCell))
         let length = c.load(Counter.gainLength.rawValue)
         if length > 0 {
             let done = c.load(Counter.gainDone.rawValue) + got
             let from = Float(bitPattern: UInt32(truncatingIfNeeded: c.load(Counter.gainFrom.rawValue)))
             if done >= length {
                 c.store(Counter.gainLength.rawValue, 0)
-            } else if from > 0 && wanted > 0 {
-                wanted = from * expf(logf(wanted / from) * Float(done) / Float(length))
+            } else if from > 0 && gainWanted > 0 {
+                gainWanted = from * expf(logf(gainWanted / from) * Float(done) / Float(length))
             } else {
-                wanted = from + (wanted - from) * Float(done) / Float(length)
+                gainWanted = from + (gainWanted - from) * Float(done) / Float(length)
             }
             c.store(Counter.gainDone.rawValue, done)
         }
-        let target = transport == Transport.paused.rawValue ? 0 : wanted
+        let target = transport == Transport.paused.rawValue ? 0 : gainWanted
         if gainNow != 1 || target != 1 {
             let step = (target - gainNow) / Float(max(1, got))
             for ch in 0..<s.channels {

@@ -9,6 +9,19 @@ extension PluginChain {
     /// The range of the output gain in dB (as the player's gain).
     public static let gainRange = Limits.gainDB
 
+    /// The frames a glide of `ms` milliseconds takes at `sampleRate` (nothing for NaN, negative or none; at most
+    /// the longest ramp a scene may ask for).
+    public static func rampFrames(ms: Double?, sampleRate: Int) -> Int {
+        guard let ms, ms.isFinite, ms > 0 else { return 0 }
+        return Int((min(ms, Scene.rampRange.upperBound) * Double(sampleRate) / 1000).rounded())
+    }
+
+    /// The milliseconds of a glide of `frames` (nil for none), written so `rampFrames` gives the frames back.
+    public static func rampMS(frames: Int, sampleRate: Int) -> Double? {
+        guard frames > 0, sampleRate > 0 else { return nil }
+        return Double(frames) * 1000 / Double(sampleRate)
+    }
+
     static func clampMix(_ v: Double) -> Double { v.isFinite ? min(1, max(0, v)) : 1 }
     static func clampGain(_ v: Double) -> Double {
         v.isFinite ? min(gainRange.upperBound, max(gainRange.lowerBound, v)) : 0

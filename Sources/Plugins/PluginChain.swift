@@ -59,7 +59,7 @@ public final class PluginChain: @unchecked Sendable {
     public let wantedOutputs: Int?
 
     let host: PluginHost
-    let sampleRate: Int
+    public let sampleRate: Int
     var stages: [Stage] = []
     /// Wanted dry/wet mix (0 dry ... 1 wet) and output gain in dB.
     var mixValue: Double

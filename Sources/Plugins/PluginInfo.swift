@@ -59,7 +59,7 @@ public struct PluginPortInfo: Sendable, Codable, Equatable {
     /// and is taken as it is, clamped to the scaled range. Scaled blindly, 440 became 21,120,000 Hz and the plugin
     /// put out NaN. jalv scales only the range and uses the default as written (440 Hz here: the same value);
     /// Carla clamps the default into the unscaled range first and scales it (0.4 × the rate: 19,200 Hz).
-    func at(sampleRate: Int) -> PluginPortInfo {
+    public func at(sampleRate: Int) -> PluginPortInfo {
         guard scalesWithRate else { return self }
         var p = self
         let r = Float(sampleRate)

@@ -110,10 +110,11 @@ public enum AutomationList {
 
 /// What an automation event asks of the chain, checked.
 public enum AutomationAction: Sendable, Equatable {
-    case set(plugin: String, symbol: String, value: ControlSetting)
-    case bypass(plugin: String, on: Bool)
-    case mix(Double)
-    case gain(Double)
+    /// `rampMS`: glide (or crossfade) over that many milliseconds, as live (0: at once).
+    case set(plugin: String, symbol: String, value: ControlSetting, rampMS: Double = 0)
+    case bypass(plugin: String, on: Bool, rampMS: Double = 0)
+    case mix(Double, rampMS: Double = 0)
+    case gain(Double, rampMS: Double = 0)
     case preset(plugin: String, uri: String)
     case midi([UInt8])
 }
@@ -139,10 +140,10 @@ extension AutomationEvent {
                                         + " \(chain.kind == .rack ? "rack '\(chain.engine)'" : chain.engine + "'s chain")"))
         }
         switch command {
-        case .pluginSet(_, let p, let s, let v): return .success(.set(plugin: p, symbol: s, value: v))
-        case .pluginBypass(_, let p, let on?): return .success(.bypass(plugin: p, on: on))
-        case .pluginMix(_, let m?): return .success(.mix(m))
-        case .pluginGain(_, let d?): return .success(.gain(d))
+        case .pluginSet(_, let p, let s, let v, let r): return .success(.set(plugin: p, symbol: s, value: v, rampMS: r ?? 0))
+        case .pluginBypass(_, let p, let on?, let r): return .success(.bypass(plugin: p, on: on, rampMS: r ?? 0))
+        case .pluginMix(_, let m?, let r): return .success(.mix(m, rampMS: r ?? 0))
+        case .pluginGain(_, let d?, let r): return .success(.gain(d, rampMS: r ?? 0))
         case .pluginPreset(_, let p, let uri): return .success(.preset(plugin: p, uri: uri))
         case .pluginBypass, .pluginMix, .pluginGain:
             return .failure(RenderError(.badInput, "\(origin): \(command.address) without a value only reads; an"
@@ -180,7 +181,7 @@ public enum RenderCheck {
                 return (spec, host.plugin(spec.uri))
             }
             switch action {
-            case .set(let name, let symbol, let value):
+            case .set(let name, let symbol, let value, _):
                 guard let (spec, info) = plugin(name), let info else { continue }
                 let controls = info.ports.filter { $0.kind == .control && $0.isInput }
                 guard let port = controls.first(where: { $0.symbol == symbol }) else {
@@ -204,7 +205,7 @@ public enum RenderCheck {
                     problems.append("\(e.origin): control '\(symbol)' of \(name) = \(Limits.number(number)) is outside"
                                     + " its range \(port.minimum ?? -.infinity) to \(port.maximum ?? .infinity)")
                 }
-            case .bypass(let name, _):
+            case .bypass(let name, _, _):
                 _ = plugin(name)
             case .preset(let name, let uri):
                 guard let (spec, info) = plugin(name), let info else { continue }

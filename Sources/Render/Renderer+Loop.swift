@@ -298,11 +298,13 @@ extension Renderer {
             eventNotes.append(.init(event: event.line, origin: event.origin, appliedAt: at))
             do throws(PluginError) {
                 switch action {
-                case .set(let plugin, let symbol, let value):
-                    try chain.set(plugin, symbol, try chain.number(plugin, symbol, value))
-                case .bypass(let plugin, let on): try chain.setBypass(plugin, on)
-                case .mix(let m): chain.mix = m
-                case .gain(let d): chain.gainDB = d
+                case .set(let plugin, let symbol, let value, let ms):
+                    try chain.set(plugin, symbol, try chain.number(plugin, symbol, value),
+                                  rampFrames: PluginChain.rampFrames(ms: ms, sampleRate: rate))
+                case .bypass(let plugin, let on, let ms):
+                    try chain.setBypass(plugin, on, rampFrames: PluginChain.rampFrames(ms: ms, sampleRate: rate))
+                case .mix(let m, let ms): chain.setMix(m, rampFrames: PluginChain.rampFrames(ms: ms, sampleRate: rate))
+                case .gain(let d, let ms): chain.setGain(dB: d, rampFrames: PluginChain.rampFrames(ms: ms, sampleRate: rate))
                 case .preset(let plugin, let uri):
                     drainChanges()
                     guard let index = chain.specs.firstIndex(where: { $0.name == plugin }) else { return }
@@ -328,12 +330,15 @@ extension Renderer {
         mutating func drainChanges() {
             guard let chain = holder.chain else { return }
             let engine = job.chain.engine
+            let rate = self.rate
+            func ms(_ c: ChainChange) -> Double? { PluginChain.rampMS(frames: c.rampFrames, sampleRate: rate) }
             for c in chain.drainChanges() {
                 switch c.what {
-                case .control(let p, let s, let v): applied.append(.set(c.clock, engine: engine, plugin: p, symbol: s, value: v))
-                case .bypass(let p, let on): applied.append(.bypass(c.clock, engine: engine, plugin: p, on: on))
-                case .mix(let m): applied.append(.mix(c.clock, engine: engine, mix: m))
-                case .gain(let d): applied.append(.gain(c.clock, engine: engine, dB: d))
+                case .control(let p, let s, let v):
+                    applied.append(.set(c.clock, engine: engine, plugin: p, symbol: s, value: v, rampMS: ms(c)))
+                case .bypass(let p, let on): applied.append(.bypass(c.clock, engine: engine, plugin: p, on: on, rampMS: ms(c)))
+                case .mix(let m): applied.append(.mix(c.clock, engine: engine, mix: m, rampMS: ms(c)))
+                case .gain(let d): applied.append(.gain(c.clock, engine: engine, dB: d, rampMS: ms(c)))
                 case .started:
                     if var p = presetLoads.removeValue(forKey: ObjectIdentifier(chain)) {
                         p.frame = c.clock

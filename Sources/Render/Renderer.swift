@@ -130,9 +130,9 @@ public enum Renderer {
             }
             do throws(PluginError) {
                 switch action {
-                case .set(let plugin, let symbol, let value):
+                case .set(let plugin, let symbol, let value, _):
                     try chain.check(plugin, symbol, try chain.number(plugin, symbol, value))
-                case .bypass(let plugin, _): _ = try chain.isBypassed(plugin)
+                case .bypass(let plugin, _, _): _ = try chain.isBypassed(plugin)
                 case .preset(let plugin, let uri):
                     guard let spec = chain.specs.first(where: { $0.name == plugin }) else {
                         throw PluginError(.unknownPlugin, plugin: plugin, "no plugin named '\(plugin)' in the chain")

@@ -137,6 +137,14 @@ extension HTTPServer {
             return ["take": take, "seconds": seconds, "label": label, "source": source]
         case .chainLevelChanged(let engine, let mix, let gainDB, let source):
             return ["engine": engine, "mix": mix, "gainDB": gainDB, "source": source]
+        case .sceneRecalled(let name, let ramp, let applied, let missing, let lag, let source):
+            var f: [String: Any] = ["scene": name, "rampMS": ramp, "applied": applied, "missing": missing, "source": source]
+            if let lag, lag.isFinite { f["lagMS"] = lag }
+            return f
+        case .sceneMorphed(let from, let to, let position, let source):
+            return ["from": from, "to": to, "position": position.isFinite ? position : 0, "source": source]
+        case .scenesChanged(let detail, let source):
+            return ["detail": detail, "source": source]
         default:
             return [:]
         }

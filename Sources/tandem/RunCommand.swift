@@ -306,6 +306,11 @@ final class EventPrinter {
             case .mapAdded(let index, let map): out.append("map \(index): \(map)")
             case .mapFailed(let why): Console.err("tandem: map: \(why)\n")
             case .relayed: break   // for subscribers; the rack's own log has its lines
+            case .sceneRecalled(let name, let ramp, let applied, let missing, _, let source):
+                out.append("scene '\(name)' recalled: \(applied) value(s) over \(Limits.number(ramp)) ms (\(source))"
+                           + (missing.isEmpty ? "" : "; not applied: " + missing.joined(separator: "; ")))
+            case .sceneMorphed: break   // as often as a pedal moves: for subscribers
+            case .scenesChanged(let detail, let source): out.append("scenes: \(detail) (\(source))")
             }
         }
         return out

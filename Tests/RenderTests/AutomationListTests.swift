@@ -69,7 +69,7 @@ import Testing
         }
         // A logged gain comes back to the same 32-bit value the chain applied.
         let g = Float(pow(10, -3.1 / 20))
-        if case .pluginGain(_, let dB?) = try entries[2].command.get() { #expect(Float(pow(10, dB / 20)) == g) }
+        if case .pluginGain(_, let dB?, _) = try entries[2].command.get() { #expect(Float(pow(10, dB / 20)) == g) }
     }
 
     @Test func eventsThatARenderCannotApplyAreRefused() {

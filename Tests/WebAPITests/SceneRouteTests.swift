@@ -144,4 +144,30 @@ import TestSupport
         let names = (list["scenes"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
         #expect(names == ["verse", Self.chorus, "morph"] && (list["current"] == nil || list["current"] is NSNull), "\(list)")
     }
+
+    /// The OpenAPI document's scene name is the model's: its pattern and length refuse what `Scene.nameProblem`
+    /// refuses, name by name; its ramp and position ranges are the commands'.
+    @Test func theDocumentsSceneConstraintsAreTheModels() throws {
+        let url = HTTPServerTests.pageDirectory.deletingLastPathComponent().appendingPathComponent("openapi.json")
+        let doc = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
+        let schemas = try #require((doc["components"] as? [String: Any])?["schemas"] as? [String: Any])
+        func property(_ schema: String, _ name: String) -> [String: Any] {
+            ((schemas[schema] as? [String: Any])?["properties"] as? [String: Any])?[name] as? [String: Any] ?? [:]
+        }
+        let name = property("SceneSaveBody", "name")
+        for (schema, key) in [("SceneNameBody", "name"), ("MorphBody", "from"), ("MorphBody", "to")] {
+            #expect(property(schema, key)["pattern"] as? String == name["pattern"] as? String, "\(schema).\(key)")
+        }
+        #expect(name["minLength"] as? Int == Scene.nameLength.lowerBound && name["maxLength"] as? Int == Scene.nameLength.upperBound)
+        let regex = try NSRegularExpression(pattern: try #require(name["pattern"] as? String))
+        for n in ["verse", "Chorus 2 ✓", "a", "x-y", "1", "-x", " x", "x ", " ", "a\tb", "a\nb", "x\u{202E}y", "é\u{7}",
+                  "Brücke", "morph", "a  b"] {
+            let documented = regex.firstMatch(in: n, range: NSRange(n.startIndex..., in: n)) != nil
+            let taken = Scene.nameProblem(n) == nil
+            #expect(documented == taken, "'\(n)': the document says \(documented), the model \(taken)")
+        }
+        let ramp = property("RecallBody", "ramp_ms"), position = property("MorphBody", "position")
+        #expect(ramp["minimum"] as? Double == Scene.rampRange.lowerBound && ramp["maximum"] as? Double == Scene.rampRange.upperBound)
+        #expect(position["minimum"] as? Double == 0 && position["maximum"] as? Double == 1)
+    }
 }

@@ -24,6 +24,7 @@ const ROUTES = {
   presets: "presets",
   favourites: "favourites",
   maps: "maps",
+  scenes: "scenes",
 };
 
 /** The last answer for each resource (null until read), `error` for one that failed, `missing` for a route the
@@ -36,6 +37,8 @@ export const store = {
   presets: null,
   favourites: null,
   maps: null,
+  /** `GET /api/scenes`: the scenes, the one recalled last (`current`) and the morph in force, kept up by events. */
+  scenes: null,
   meters: [],
   /** Each measured programme's loudness (the status's `loudness`, refreshed by every meters message). */
   loudness: [],
@@ -56,8 +59,8 @@ window.tandem = { store };
 
 const listeners = new Map();
 
-/** Calls `fn(value)` whenever `topic` changes: a resource name, "meters", "event", "stream", "control",
- * "chain-level", "bypass", "marker". */
+/** Calls `fn(value)` whenever `topic` changes: a resource name ("scenes" too when an event moves the current one),
+ * "meters", "event", "stream", "control", "chain-level", "bypass", "marker". */
 export function on(topic, fn) {
   if (!listeners.has(topic)) listeners.set(topic, new Set());
   listeners.get(topic).add(fn);
@@ -326,6 +329,25 @@ function react(msg) {
     case "map-added":
     case "map-failed":
       refresh("maps");
+      return;
+    case "scene-recalled":
+      // Whoever recalled it (MIDI, OSC, a schedule, another page): its button is lit.
+      if (!store.scenes || typeof msg.scene !== "string") return refresh("scenes");
+      store.scenes.current = msg.scene;
+      delete store.scenes.morph;
+      emit("scenes", store.scenes);
+      return;
+    case "scene-morphed": {
+      const x = Number(msg.position);
+      if (!store.scenes || typeof msg.from !== "string" || typeof msg.to !== "string" || !Number.isFinite(x)) return refresh("scenes");
+      store.scenes.morph = { from: msg.from, to: msg.to, position: x };
+      if (x === 0 || x === 1) store.scenes.current = x === 0 ? msg.from : msg.to;
+      else delete store.scenes.current;
+      emit("scenes", store.scenes);
+      return;
+    }
+    case "scenes-changed":
+      refresh("scenes");
       return;
   }
   switch (kind) {

@@ -1,8 +1,10 @@
-// Overview: the server, the session's health, the recorder with its meters, the player, and the event log.
+// Overview: the scenes (scenes.js), the server, the session's health, the recorder with its meters, the player,
+// and the event log.
 
 import { post, put } from "./api.js";
 import { h, card, fact, text, dB, level, clock, bytes, basename, number, latest } from "./dom.js";
 import { store, on, emit, refresh } from "./live.js";
+import { sceneCard } from "./scenes.js";
 
 let el = {};
 
@@ -110,6 +112,7 @@ export function mount(root) {
   changes.addEventListener("change", () => el.log.classList.toggle("no-controls", !changes.checked));
 
   root.append(h("div", { class: "grid" },
+    sceneCard(),
     recorder,
     card("Meters", el.meters, h("p", { class: "hint" }, "Bright bar: RMS over 300 ms; dark bar: peak; white tick: peak held 1.5 s; CLIP: full scale in the last 3 s.")),
     card("Loudness", loudnessTarget(), el.loudness,

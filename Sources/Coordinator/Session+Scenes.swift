@@ -1,0 +1,364 @@
+import Commands
+import Engine
+import Foundation
+import Plugins
+import Presets
+
+/// The session's scenes and what it last did with them. Control thread.
+struct SceneState {
+    var book = SceneBook()
+    /// The scene recalled last (nil: none, or the rig changed by a morph since).
+    var current: String?
+    /// The morph in force: between which scenes, how far.
+    var morph: (from: String, to: String, position: Double)?
+    /// How long the last recall's relays to isolated racks took after the in-process chains started, in ms.
+    var lastLagMS: Double?
+}
+
+// Scenes (docs/PRESETS.md "Scenes"): a recall turns each value into the command of the command model that sets it
+// (with the scene's ramp), holds every chain of this process until one cycle (`PluginChain.hold`), and carries the
+// commands out through `execute` as any surface's; so each value is checked, said as a change (`controlChanged` …),
+// logged in a running take's control log with its ramp (a render of the take glides the same way), and relayed to an
+// isolated rack's process like any other plugin command. A value the rig does not take is reported; the rest apply.
+extension Session {
+    /// The glide a morph's steps take: about a turn of the control loop, so a pedal's steps join into one movement.
+    static let morphRampMS = 20.0
+
+    /// The scenes the session holds, in order.
+    public var scenes: SceneBook { sceneState.book }
+
+    /// Takes a preset's scenes (a preset applied); those saved at run time go with the preset they were made in.
+    func setScenes(_ list: [Scene]) {
+        guard list != sceneState.book.scenes else { return }
+        sceneState.book = SceneBook(list)
+        sceneState.current = nil
+        sceneState.morph = nil
+    }
+
+    /// The command that gives `value` to its path, gliding over `rampMS`; or why the rig cannot take it.
+    func sceneCommand(_ value: SceneValue, rampMS: Double) -> Result<Command, SceneError> {
+        let path = value.path
+        func fail(_ why: String) -> Result<Command, SceneError> { .failure(SceneError(.badValue, why)) }
+        if let why = value.problem { return fail(why) }
+        guard hasEngine(path.engine) else { return fail("'\(path)': " + Self.unknownEngine(path.engine)) }
+        let ramp: Double? = rampMS > 0 ? rampMS : nil
+        switch path.target {
+        case .control(let symbol):
+            guard let plugin = path.plugin else { return fail("'\(path)' names no plugin") }
+            let setting: ControlSetting
+            switch value.value {
+            case .number(let d): setting = .number(d)
+            case .text(let t): setting = .text(t)
+            }
+            return .success(.pluginSet(engine: path.engine, plugin: plugin, symbol: symbol, value: setting, rampMS: ramp))
+        case .bypass:
+            guard let plugin = path.plugin, let on = value.fixedNumber else { return fail("'\(path)' names no plugin") }
+            return .success(.pluginBypass(engine: path.engine, plugin: plugin, on: on == 1, rampMS: ramp))
+        case .mix:
+            guard let m = value.fixedNumber else { return fail("'\(path)': a mix is a number") }
+            return .success(.pluginMix(engine: path.engine, mix: m, rampMS: ramp))
+        case .gain:
+            guard let d = value.fixedNumber else { return fail("'\(path)': a gain is a number of dB") }
+            return .success(.pluginGain(engine: path.engine, dB: d, rampMS: ramp))
+        case .playerGain:
+            guard player != nil else { return fail("'\(path)': this session has no player") }
+            guard let d = value.fixedNumber else { return fail("'\(path)': a gain is a number of dB") }
+            return .success(.playerGain(dB: d))
+        }
+    }
+
+    /// Sets `values` on the rig, every in-process chain starting in one cycle, each continuous value gliding over
+    /// `rampMS`. Returns how many applied, and the others with why ("PATH: why"), and how long after the
+    /// in-process start the isolated racks' relays were done (nil: none).
+    func applySceneValues(_ values: [SceneValue], rampMS: Double,
+                          context: CommandContext) -> (applied: Int, missing: [String], lagMS: Double?) {
+        var applied = 0, missing: [String] = []
+        // One cycle for every chain here: the next one that starts at least half a period from now.
+        let holds = chainEngines.compactMap { chain($0) }
+        if let c = patchClient, c.bufferSize > 0 {
+            let period = UInt32(c.bufferSize), cycle = c.cycleFrameTime
+            let into = c.frameTime &- cycle
+            let start = cycle &+ period &+ (into > period / 2 ? period : 0)
+            for chain in holds { chain.hold(until: start) }
+        }
+        var isolated: [Command] = []
+        for v in values {
+            switch sceneCommand(v, rampMS: rampMS) {
+            case .failure(let why):
+                missing.append(why.description)
+            case .success(let command):
+                if let e = command.engine, racks[e] == nil, supervisors[e] != nil {
+                    isolated.append(command)   // after the in-process chains: they start first
+                    continue
+                }
+                if case .playerGain(let dB) = command {
+                    player?.setGain(dB: dB, rampFrames: rampFrames(rampMS))
+                    applied += 1
+                    continue
+                }
+                let reply = execute(command, context: context)
+                if reply.ok { applied += 1 } else { missing.append("'\(v.path)': \(reply.detail)") }
+            }
+        }
+        var lag: Double?
+        if !isolated.isEmpty {
+            let began = DispatchTime.now().uptimeNanoseconds
+            for command in isolated {
+                let reply = execute(command, context: context)
+                if reply.ok { applied += 1 } else { missing.append("\(command.engine ?? ""): \(reply.detail)") }
+            }
+            lag = Double(DispatchTime.now().uptimeNanoseconds - began) / 1e6
+        }
+        return (applied, missing, lag)
+    }
+
+    /// Recalls scene `name` over `rampMS` (nil: the scene's own ramp).
+    public func recallScene(_ name: String, rampMS: Double? = nil, context: CommandContext) -> CommandReply {
+        let scene: Scene
+        do { scene = try sceneState.book.find(name) } catch { return .refused(error.description, .notFound) }
+        let ramp = rampMS ?? scene.ramp
+        guard Scene.rampRange.contains(ramp) else {
+            return .refused("ramp \(Limits.number(ramp)) ms is out of range (allowed: \(Limits.describe(Scene.rampRange, unit: " ms")))",
+                            .badValue)
+        }
+        let (applied, missing, lag) = applySceneValues(scene.values, rampMS: ramp, context: context)
+        sceneState.current = name
+        sceneState.morph = nil
+        sceneState.lastLagMS = lag
+        events.append(.sceneRecalled(name: name, rampMS: ramp, applied: applied, missing: missing, lagMS: lag,
+                                     source: context.source))
+        if let r = recorder, r.isRecording { _ = execute(.recordMark(label: "scene \(name)"), context: context) }
+        return .done("scene '\(name)' recalled: \(applied) value(s) over \(Limits.number(ramp)) ms"
+                     + (lag.map { String(format: "; isolated racks %.2f ms after", $0) } ?? "")
+                     + (missing.isEmpty ? "" : "; not applied: " + missing.joined(separator: "; ")))
+    }
+
+    /// The value the running rig has at `path` (nil: it has none there, or an isolated rack did not say).
+    func currentSceneValue(_ path: ScenePath) -> SceneNumber? {
+        let engine = ChainEngine(rawValue: path.engine)
+        if case .playerGain = path.target { return player.map { .number($0.gainDB) } }
+        if let c = chain(engine) {
+            switch path.target {
+            case .control(let symbol):
+                guard let plugin = path.plugin, let v = try? c.value(plugin, symbol) else { return nil }
+                return .number(Limits.double(v))
+            case .bypass:
+                guard let plugin = path.plugin, let on = try? c.isBypassed(plugin) else { return nil }
+                return .number(on ? 1 : 0)
+            case .mix: return .number(c.mix)
+            case .gain: return .number(c.gainDB)
+            case .playerGain: return nil
+            }
+        }
+        guard racks[path.engine] == nil, supervisors[path.engine] != nil else { return nil }
+        let context = CommandContext(source: "scene")
+        let reply: CommandReply
+        switch path.target {
+        case .control(let symbol):
+            guard let plugin = path.plugin else { return nil }
+            reply = execute(.pluginGet(engine: path.engine, plugin: plugin, symbol: symbol), context: context)
+        case .bypass:
+            guard let plugin = path.plugin else { return nil }
+            reply = execute(.pluginBypass(engine: path.engine, plugin: plugin, on: nil), context: context)
+        case .mix: reply = execute(.pluginMix(engine: path.engine, mix: nil), context: context)
+        case .gain: reply = execute(.pluginGain(engine: path.engine, dB: nil), context: context)
+        case .playerGain: return nil
+        }
+        guard reply.ok, let d = Double(reply.detail), d.isFinite else { return nil }
+        return .number(d)
+    }
+
+    /// Every path the running rig has a value at (what a scene saved without paths captures): each plugin's
+    /// controls and bypass, each chain's mix and gain, the player's gain. An isolated rack's come from its process.
+    func rigPaths() -> [ScenePath] {
+        var out: [ScenePath] = []
+        var engines = chainEngines.map(\.rawValue)
+        engines += supervisors.keys.sorted().filter { racks[$0] == nil }
+        for e in engines {
+            let engine = ChainEngine(rawValue: e)
+            for spec in chainSpecs(engine) {
+                let symbols: [String]
+                if let c = chain(engine) {
+                    symbols = (c.controls(of: spec.name) ?? []).map(\.symbol)
+                } else {
+                    symbols = (PluginHost.shared.plugin(spec.uri)?.ports ?? [])
+                        .filter { $0.kind == .control && $0.isInput }.map(\.symbol)
+                }
+                out += symbols.compactMap { ScenePath.control(engine: e, plugin: spec.name, symbol: $0) }
+                if let p = ScenePath(engine: e, plugin: spec.name, target: .bypass) { out.append(p) }
+            }
+            if chain(engine) != nil || supervisors[e] != nil {
+                out += [ScenePath(engine: e, plugin: nil, target: .mix), ScenePath(engine: e, plugin: nil, target: .gain)]
+                    .compactMap { $0 }
+            }
+        }
+        if player != nil, let p = ScenePath(engine: "player", plugin: nil, target: .playerGain) { out.append(p) }
+        return out
+    }
+
+    /// Captures the running rig as scene `name` (every value, or those at `paths`), keeping its ramp when it
+    /// replaces one.
+    public func saveScene(_ name: String, paths texts: [String], context: CommandContext) -> CommandReply {
+        var paths: [ScenePath] = []
+        for t in texts {
+            switch ScenePath.parse(t) {
+            case .success(let p): paths.append(p)
+            case .failure(let e): return .refused(e.description, .badValue)
+            }
+        }
+        if paths.isEmpty { paths = rigPaths() }
+        var values: [SceneValue] = [], missing: [String] = []
+        for p in paths {
+            guard hasEngine(p.engine) else { return .refused("'\(p)': " + Self.unknownEngine(p.engine), .notFound) }
+            if let v = currentSceneValue(p) { values.append(SceneValue(path: p, value: v)) } else { missing.append("\(p)") }
+        }
+        if !texts.isEmpty && !missing.isEmpty {
+            return .refused("scene '\(name)' not saved: the rig has no value at " + missing.joined(separator: ", "),
+                            .notFound)
+        }
+        let old = sceneState.book.scene(named: name)
+        do {
+            try sceneState.book.save(Scene(name: name, values: values, rampMS: old?.rampMS))
+        } catch {
+            return .refused(error.description, .badValue)
+        }
+        keepScenesInPreset()
+        events.append(.scenesChanged(detail: "saved \(CommandValue.text(name).word)", source: context.source))
+        return .done("scene '\(name)' saved: \(values.count) value(s)"
+                     + (missing.isEmpty ? "" : "; no value at " + missing.joined(separator: ", ")))
+    }
+
+    /// The preset in force holds the scenes as they are now (a restore after a server loss, a preset saved).
+    func keepScenesInPreset() {
+        guard var p = preset else { return }
+        p.scenes = sceneState.book.scenes
+        preset = p
+    }
+
+    /// Sets the rig `position` of the way from scene `from` to scene `to`: continuous values in their own scale,
+    /// discrete ones (bypasses, toggles, enumerations) switching at the middle; a value one scene lacks is the running
+    /// rig's.
+    public func morphScenes(from: String, to: String, position: Double, context: CommandContext) -> CommandReply {
+        let a: Scene, b: Scene
+        do {
+            a = try sceneState.book.find(from)
+            b = try sceneState.book.find(to)
+        } catch {
+            return .refused(error.description, .notFound)
+        }
+        guard position.isFinite, (0...1).contains(position) else {
+            return .refused("position \(Limits.number(position)) is out of range (allowed: 0 to 1)", .badValue)
+        }
+        var values: [SceneValue] = [], missing: [String] = []
+        for path in SceneBook.union(a, b) {
+            guard let va = a.value(path) ?? currentSceneValue(path), let vb = b.value(path) ?? currentSceneValue(path) else {
+                missing.append("'\(path)': the rig has no value there")
+                continue
+            }
+            switch (morphNumber(path, va), morphNumber(path, vb)) {
+            case (.some(let x), .some(let y)):
+                let scale = morphScale(path)
+                let v = scale.map { SceneBook.morph(from: x, to: y, x: position, scale: $0) }
+                    ?? SceneBook.pick(from: x, to: y, x: position)
+                values.append(SceneValue(path: path, value: .number(v)))
+            default:
+                values.append(SceneValue(path: path, value: SceneBook.pick(from: va, to: vb, x: position)))
+            }
+        }
+        let (applied, refused, _) = applySceneValues(values, rampMS: Self.morphRampMS, context: context)
+        missing += refused
+        sceneState.current = position == 0 ? from : position == 1 ? to : nil
+        sceneState.morph = (from, to, position)
+        events.append(.sceneMorphed(from: from, to: to, position: position, source: context.source))
+        return .done("\(applied) value(s) \(Limits.number(position)) of the way from '\(from)' to '\(to)'"
+                     + (missing.isEmpty ? "" : "; not applied: " + missing.joined(separator: "; ")))
+    }
+
+    /// A scene value as a number in its path's own scale (a control in words read with the plugin's units); nil
+    /// when it cannot be told here (an isolated rack's control in words).
+    func morphNumber(_ path: ScenePath, _ value: SceneNumber) -> Double? {
+        let v = SceneValue(path: path, value: value)
+        if let d = v.fixedNumber { return d }
+        guard case .control(let symbol) = path.target, let plugin = path.plugin, case .text(let t) = value,
+              let c = chain(ChainEngine(rawValue: path.engine)) else { return nil }
+        return try? c.number(plugin, symbol, from: t)
+    }
+
+    /// How a path morphs: nil for a discrete one (it switches at the middle).
+    func morphScale(_ path: ScenePath) -> MorphScale? {
+        switch path.target {
+        case .bypass: return nil
+        case .mix, .gain, .playerGain: return .linear
+        case .control(let symbol):
+            guard let plugin = path.plugin, let c = chain(ChainEngine(rawValue: path.engine)),
+                  let scale = try? c.scale(plugin, symbol) else { return .linear }
+            switch scale {
+            case "discrete": return nil
+            case "logarithmic": return .logarithmic
+            default: return .linear
+            }
+        }
+    }
+
+    /// The scenes as JSON: each with its ramp and values, the one recalled last, the morph in force.
+    func scenesJSON() -> String {
+        struct Listing: Encodable {
+            struct Item: Encodable {
+                var name: String
+                var rampMS: Double
+                var values: [String: SceneNumber]
+                var order: [String]
+            }
+            struct Morph: Encodable {
+                var from: String
+                var to: String
+                var position: Double
+            }
+            var scenes: [Item]
+            var current: String?
+            var morph: Morph?
+            var lastLagMS: Double?
+        }
+        let items = sceneState.book.scenes.map { s in
+            Listing.Item(name: s.name, rampMS: s.ramp,
+                         values: Dictionary(s.values.map { ($0.path.description, $0.value) }, uniquingKeysWith: { a, _ in a }),
+                         order: s.values.map(\.path.description))
+        }
+        let listing = Listing(scenes: items, current: sceneState.current,
+                              morph: sceneState.morph.map { .init(from: $0.from, to: $0.to, position: $0.position) },
+                              lastLagMS: sceneState.lastLagMS)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return (try? encoder.encode(listing)).flatMap { String(data: $0, encoding: .utf8) } ?? "{}"
+    }
+
+    /// Carries out a scene command.
+    func executeScene(_ command: Command, context: CommandContext) -> CommandReply {
+        switch command {
+        case .sceneRecall(let name, let ramp): return recallScene(name, rampMS: ramp, context: context)
+        case .sceneSave(let name, let paths): return saveScene(name, paths: paths, context: context)
+        case .sceneList: return .done(scenesJSON())
+        case .sceneRename(let from, let to):
+            do { try sceneState.book.rename(from: from, to: to) } catch {
+                return .refused(error.description, error.kind == .notFound ? .notFound : .badValue)
+            }
+            if sceneState.current == from { sceneState.current = to }
+            keepScenesInPreset()
+            events.append(.scenesChanged(detail: "renamed \(CommandValue.text(from).word) \(CommandValue.text(to).word)",
+                                         source: context.source))
+            return .done("scene '\(from)' is now '\(to)'")
+        case .sceneDelete(let name):
+            do { try sceneState.book.delete(name) } catch {
+                return .refused(error.description, error.kind == .notFound ? .notFound : .badValue)
+            }
+            if sceneState.current == name { sceneState.current = nil }
+            keepScenesInPreset()
+            events.append(.scenesChanged(detail: "deleted \(CommandValue.text(name).word)", source: context.source))
+            return .done("scene '\(name)' deleted")
+        case .sceneMorph(let from, let to, let position):
+            return morphScenes(from: from, to: to, position: position, context: context)
+        default:
+            return .refused("not a scene command")
+        }
+    }
+}
