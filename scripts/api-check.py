@@ -45,6 +45,17 @@ PLUGINS = [("amp", "http://plugin.org.uk/swh-plugins/amp", "gain = -6"),
            ("delay", "urn:ardour:a-delay", None),
            ("spare", "http://plugin.org.uk/swh-plugins/amp", None)]
 
+# The document's example scenes ("verse", "chorus"), so its scene routes reach their success paths (both set the amp).
+SCENES = """
+[[scene]]
+name = "verse"
+values = { "fx/amp/gain" = -6.0 }
+[[scene]]
+name = "chorus"
+ramp_ms = 50
+values = { "fx/amp/gain" = -12.0 }
+"""
+
 
 def log(msg):
     print("api-check: " + msg, file=sys.stderr, flush=True)
@@ -218,7 +229,7 @@ to = "tandem-fx:in_1"
 [[connect]]
 from = "tandem-fx:out_1"
 to = "tandem-rec:in_1"
-""" % (server, folder, "\n".join(plugins))
+%s""" % (server, folder, "\n".join(plugins), SCENES if installed(binary, PLUGINS[0][1]) else "")
     preset = os.path.join(folder, "apicheck.toml")
     with open(preset, "w") as f:
         f.write(text)
