@@ -66,10 +66,22 @@ phone screen (`--part racks` runs only this part, in about a minute):
   racks where the Show list says the plugin in view while scrolling every rack
   value box   a control whose value has long labels ("-3dB @freq, flat") shows them whole in its value box
 
+Then a third session with two scenes of an in-process rack's amp (0 and -20 dB) and a program-change map, in a
+390x844 phone screen (`--part scenes` runs only this part, in about half a minute):
+
+  scenes buttons   a large button per scene on the Overview, on screen (under no bar) without scrolling
+  scenes tap       tapping a scene recalls it: the server's gain is the scene's, its button is lit, and the rack's
+                   output changes by the scenes' difference (-20 dB, within 0.5 dB, in captured samples)
+  scenes elsewhere a recall over OSC and one by MIDI program change (through the map) light their buttons
+  scenes morph     a morph made over OSC moves the page's morph slider and scenes; the slider dragged on the page
+                   sets the gain between the scenes' (in dB) and the output follows (within 0.5 dB)
+  scenes edited    a scene saved and deleted by another client appears and goes (`scenes-changed`)
+
     scripts/page-test.py                       # every check; exit 1 when one fails
     scripts/page-test.py --screenshots         # also docs/screenshots/TAB-1280x800.png and TAB-390x844.png
     scripts/page-test.py --no-firefox          # skip the Firefox check (it takes a minute more)
     scripts/page-test.py --part racks          # only the 30-plugin phone part
+    scripts/page-test.py --part scenes         # only the scenes part (its own session; about half a minute)
     scripts/page-test.py --part security       # only framing, cors and head (the first session; seconds)
     scripts/page-test.py --tandem .build/release/tandem --keep
 
@@ -425,8 +437,8 @@ class Rig:
             if r.get("pid"):
                 self.children.append(r["pid"])
 
-    def osc(self, address, *args):
-        """Sends one OSC message to the session's control port, as another client would."""
+    def osc(self, address, *args, port=None):
+        """Sends one OSC message to the session's control port (or `port`), as another client would."""
         def pad(b):
             return b + b"\0" * (4 - len(b) % 4)
         tags, data = ",", b""
@@ -436,7 +448,7 @@ class Rig:
             else:
                 tags, data = tags + "f", data + struct.pack(">f", a)
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
-            u.sendto(pad(address.encode()) + pad(tags.encode()) + data, ("127.0.0.1", self.osc_port))
+            u.sendto(pad(address.encode()) + pad(tags.encode()) + data, ("127.0.0.1", port or self.osc_port))
 
     def api(self, path, method="GET", body=None, timeout=10):
         return api_at(self.base, path, method, body, timeout)
@@ -702,9 +714,9 @@ def main():
                     help="run jackd without real-time scheduling (-r instead of -R)")
     ap.add_argument("--no-firefox", dest="firefox", action="store_false",
                     help="skip the Firefox check (it runs when firefox-esr or firefox is installed)")
-    ap.add_argument("--part", choices=["all", "racks", "security"], default="all",
-                    help="racks: only the 30-plugin phone part (its own session); security: only the framing, CORS "
-                         "and HEAD checks (the first session)")
+    ap.add_argument("--part", choices=["all", "racks", "scenes", "security"], default="all",
+                    help="racks: only the 30-plugin phone part (its own session); scenes: only the scenes part (its "
+                         "own session); security: only the framing, CORS and HEAD checks (the first session)")
     args = ap.parse_args()
 
     missing = [t for t in ("jackd", "jack_lsp", "chromium", "chromedriver", "ss") if not shutil.which(t)]
@@ -736,6 +748,9 @@ def main():
         if args.part == "racks":
             rig.start_jack()
             many_plugins_part(rig)
+        elif args.part == "scenes":
+            rig.start_jack()
+            scenes_part(rig)
         else:
             run(rig)
     except SetupError as e:
@@ -1061,6 +1076,7 @@ def run(rig):
           else f"the page's player failed: {audio}")
 
     many_plugins_part(rig)
+    scenes_part(rig)
 
     if rig.args.screenshots:
         # A take running and something pinned make the pictures say more.
@@ -1605,6 +1621,191 @@ def many_plugins_part(rig):
     except subprocess.TimeoutExpired:
         proc.kill()
     check("racks console", not errors, f"{len(errors)} console error(s) on the 30-plugin page"
+          + (": " + " | ".join(errors[:3]) if errors else ""))
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The scenes part: a session of its own, its page at 390x844.
+# ---------------------------------------------------------------------------------------------------------------------
+
+# A name with a space and beyond ASCII, which reaches the server percent-encoded in the route's path.
+SOFT = "soft é"
+SCENES_PRESET = """# Written by scripts/page-test.py (the scenes part).
+[session]
+name = "scenes"
+directory = "{dir}"
+server = "{server}"
+
+[player]
+client = "ps-play"
+channels = 1
+queue = ["signal.wav"]
+loop = "item"
+
+[[rack]]
+name = "stage"
+isolate = false
+inputs = 1
+outputs = 1
+[[rack.plugins]]
+uri = "{amp}"
+name = "amp"
+controls = {{ gain = 0.0 }}
+
+[[scene]]
+name = "loud"
+ramp_ms = 20
+[scene.values]
+"stage/amp/gain" = 0.0
+
+[[scene]]
+name = "{soft}"
+ramp_ms = 20
+[scene.values]
+"stage/amp/gain" = -20.0
+
+[[map]]
+program = true
+scenes = []
+
+[[connect]]
+from = "ps-play:out_1"
+to = "stage:in_1"
+"""
+
+LIT = "const b = document.querySelector('#scenes button.scene[aria-pressed=\"true\"]'); return b ? b.dataset.scene : null"
+
+
+def scenes_part(rig):
+    """A session of its own with two scenes of an in-process rack's amp (0 and -20 dB) and a program-change map,
+    its page in a 390x844 phone screen: the scene buttons, a tap heard in the rack's output, recalls by OSC and MIDI
+    and an edit by another client shown."""
+    folder = os.path.join(rig.dir, "scenes")
+    os.makedirs(folder, exist_ok=True)
+    test_signal(os.path.join(folder, "signal.wav"), seconds=2)
+    path = os.path.join(folder, "scenes.toml")
+    with open(path, "w") as f:
+        f.write(SCENES_PRESET.format(dir=folder, server=rig.server, amp=AMP, soft=SOFT))
+    port, osc_port = free_port(), free_port(socket.SOCK_DGRAM)
+    log = open(os.path.join(folder, "tandem.log"), "ab")
+    proc = subprocess.Popen([rig.args.tandem, "run", path, "--http", f"127.0.0.1:{port}", "--control-port",
+                             str(osc_port), "--no-view"], cwd=folder, stdout=log, stderr=log, env=rig.env)
+    rig.extra.append(proc)
+    base = f"http://127.0.0.1:{port}"
+    up = wait_for("the scenes session", lambda: proc.poll() is not None or (
+        len(api_at(base, "scenes")["scenes"]) == 2
+        and all(r.get("running") for r in api_at(base, "status").get("racks", []))), 60, every=0.2)
+    if not up or proc.poll() is not None:
+        raise SetupError(f"the scenes session did not start within 60 s; see {log.name}")
+    probe = Probe("pt-scenes")
+    probe.connect("stage:out_1", f"{probe.name}:cap")
+    probe.connect(f"{probe.name}:midi", "stage:midi_in")
+
+    d = rig.browser(*PHONE)
+    d.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                      {"width": PHONE[0], "height": PHONE[1], "deviceScaleFactor": 1, "mobile": True})
+    open_page(d, base)
+    buttons = wait_for("the scene buttons", lambda: len(d.find_elements("css selector", "#scenes button.scene")) == 2
+                       and d.find_elements("css selector", "#scenes button.scene"), 10)
+    names = [b.get_attribute("data-scene") for b in buttons or []]
+    places = [d.execute_script(ON_SCREEN, b) for b in buttons or []]
+    sizes = [(b.size["width"], b.size["height"]) for b in buttons or []]
+    check("scenes buttons", names == ["loud", SOFT] and all(p["ok"] for p in places)
+          and all(w >= 44 and h >= 44 for w, h in sizes),
+          f"{names} on the Overview at {PHONE[0]}x{PHONE[1]}, "
+          + ", ".join(f"{w}x{h} px at y {p['top']}..{p['bottom']} (between {p['from']} and {p['to']})"
+                      for (w, h), p in zip(sizes, places)))
+
+    def gain():
+        return api_at(base, "engines/stage/plugins/amp/controls/gain")["value"]
+
+    def button(name):
+        return d.execute_script("return [...document.querySelectorAll('#scenes button.scene')]"
+                                ".find((b) => b.dataset.scene === arguments[0])", name)
+
+    def level():
+        # 0.6 s from the next cycle; the first 0.1 s left out (the scene's 20 ms glide is over by then).
+        return level_db(probe.capture(0.6)[int(0.1 * RATE):])
+
+    def tap(name, value):
+        t0 = time.monotonic()
+        button(name).click()
+        done = wait_for(f"'{name}' set and lit", lambda: gain() == value and d.execute_script(LIT) == name, 5, every=0.01)
+        return bool(done), time.monotonic() - t0
+
+    loud_ok, _ = tap("loud", 0)
+    loud = level()
+    soft_ok, took = tap(SOFT, -20)
+    soft = level()
+    change = soft - loud
+    check("scenes tap", loud_ok and soft_ok and abs(change + 20) < 0.5,
+          f"'loud' tapped: stage:out_1 at {loud:.2f} dB RMS; '{SOFT}' tapped: gain {gain()} dB on the server "
+          f"{took * 1000:.0f} ms after the tap, its button lit, stage:out_1 at {soft:.2f} dB RMS, a change of "
+          f"{change:+.2f} dB (the scenes differ by -20 dB)")
+
+    # Recalled by other surfaces: OSC, then MIDI program change 1 (the preset's second scene) through the map.
+    t0 = time.monotonic()
+    rig.osc("/tandem/scene/recall", "loud", port=osc_port)
+    by_osc = wait_for("the page to light 'loud'", lambda: d.execute_script(LIT) == "loud", 5, every=0.01)
+    osc_after = time.monotonic() - t0
+    t0 = time.monotonic()
+    probe.send([0xC0, 1])
+    by_midi = wait_for(f"the page to light '{SOFT}'", lambda: d.execute_script(LIT) == SOFT, 5, every=0.01)
+    midi_after = time.monotonic() - t0
+    midi_gain = gain()
+    check("scenes elsewhere", bool(by_osc) and bool(by_midi) and midi_gain == -20,
+          (f"OSC /tandem/scene/recall loud lit 'loud' on the page {osc_after * 1000:.0f} ms after the message"
+           if by_osc else "an OSC recall never showed")
+          + (f"; MIDI program change 1 lit '{SOFT}' {midi_after * 1000:.0f} ms after it (gain {midi_gain} dB)"
+             if by_midi else f"; a MIDI program change never showed (gain {midi_gain} dB)"))
+
+    # The morph: one made over OSC moves the page's slider and its scenes; the slider dragged on the page morphs.
+    click(d, ".scene-more > summary")
+    rig.osc("/tandem/scene/morph", "loud", SOFT, 0.25, port=osc_port)
+    shown = wait_for("the page to show the morph", lambda: d.execute_script(
+        "return document.getElementById('morph').value === '0.25' && document.getElementById('morph-from').value === "
+        "'loud' && document.getElementById('morph-to').value === arguments[0] && !document.querySelector("
+        "'#scenes [aria-pressed=\"true\"]')", SOFT), 5, every=0.01)
+    from selenium.webdriver.common.action_chains import ActionChains
+    slider = css(d, "#morph")
+    d.execute_script("arguments[0].scrollIntoView({block: 'center'})", slider)
+    ActionChains(d).move_to_element(slider).click_and_hold().move_by_offset(slider.size["width"] // 4, 0).release().perform()
+    position = float(d.execute_script("return document.getElementById('morph').value"))
+    morphed = wait_for("the server's gain to follow the slider", lambda: abs(gain() + 20 * position) < 0.01, 5, every=0.01)
+    at = level()
+    check("scenes morph", bool(shown) and bool(morphed) and 0.5 < position < 1 and abs(at - (loud - 20 * position)) < 0.5,
+          ("a morph to 0.25 over OSC moved the page's slider there and lit no scene" if shown
+           else "an OSC morph did not show on the page")
+          + f"; the slider dragged to {position} set the gain to {gain():.2f} dB (expected {-20 * position:.2f}) and "
+          f"stage:out_1 to {at:.2f} dB RMS ({at - loud:+.2f} dB from 'loud')")
+    if rig.args.screenshots:
+        out = os.path.join(ROOT, "docs", "screenshots")
+        os.makedirs(out, exist_ok=True)
+        api_at(base, f"scenes/{urllib.parse.quote(SOFT)}/recall", method="POST")
+        wait_for("the page to light the scene", lambda: d.execute_script(LIT) == SOFT, 5)
+        d.execute_script("window.scrollTo(0, 0)")
+        d.save_screenshot(os.path.join(out, "scenes-390x844.png"))
+        say("  screenshot docs/screenshots/scenes-390x844.png")
+
+    # A scene saved and deleted by another client: the buttons follow (`scenes-changed`).
+    api_at(base, "scenes", method="POST", body={"name": "captured"})
+    added = wait_for("a third button", lambda: len(d.find_elements("css selector", "#scenes button.scene")) == 3, 5)
+    api_at(base, "scenes/captured", method="DELETE")
+    removed = wait_for("two buttons again", lambda: len(d.find_elements("css selector", "#scenes button.scene")) == 2, 5)
+    check("scenes edited", bool(added) and bool(removed),
+          "a scene saved over HTTP by another client appeared as a button, and went when deleted"
+          if added and removed else f"the buttons did not follow (added: {bool(added)}, removed: {bool(removed)})")
+
+    errors = [e["message"] for e in console_errors(d)]
+    probe.close()
+    d.quit()
+    rig.drivers.remove(d)
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    check("scenes console", not errors, f"{len(errors)} console error(s) on the scenes page"
           + (": " + " | ".join(errors[:3]) if errors else ""))
 
 
