@@ -101,8 +101,8 @@ function draw(list) {
   const key = JSON.stringify(names);
   if (key !== drawn) {
     drawn = key;
-    fill(el.row, scenes.map((s, i) => h("button", { class: "scene", type: "button", dataset: { scene: s.name },
-      title: `Recall '${s.name}' (program ${i}), gliding over ${number(s.rampMS)} ms`,
+    fill(el.row, scenes.map((s) => h("button", { class: "scene", type: "button", dataset: { scene: s.name },
+      title: `Recall '${s.name}', gliding over ${number(s.rampMS)} ms`,
       onclick: (e) => recall(s.name, e.currentTarget) }, s.name)));
     for (const select of [el.from, el.to]) {
       const was = select.value;
