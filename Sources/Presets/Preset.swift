@@ -302,6 +302,9 @@ public struct PlayerSection: Sendable, Equatable {
     /// `loudness = true`: the outputs' loudness is measured; `false` given: not even when the session asks.
     public var loudness = false
     public var loudnessOff = false
+    /// `scene_markers = true`: a cue point labelled `scene NAME` in a file the player plays recalls scene NAME when
+    /// it plays (off by default: files with cues do not switch a rig unasked).
+    public var sceneMarkers = false
     /// LV2 insert chain between the ring and the ports, in order.
     public var plugins: [PluginSpec] = []
     /// Where each plugin of `plugins` was written (same order).

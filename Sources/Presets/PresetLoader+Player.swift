@@ -6,7 +6,8 @@ extension Validator {
     mutating func player(_ t: TOMLTable) -> PlayerSection {
         let s = "player"
         unknownKeys(t, ["client", "channels", "ports", "queue", "loop", "gain", "map", "quality", "seek", "seek_frame",
-                        "start", "start_at", "tail", "ring", "plugins", "midi_ports", "loudness"], section: s)
+                        "start", "start_at", "tail", "ring", "plugins", "midi_ports", "loudness", "scene_markers"],
+                    section: s)
         var p = PlayerSection()
         p.client = client(t, s, default: p.client)
         p.ports = ports(t, s, prefix: "out", default: p.ports)
@@ -64,6 +65,7 @@ extension Validator {
         case false?: p.loudnessOff = true
         case nil: break
         }
+        p.sceneMarkers = bool(t, "scene_markers", s) ?? false
         return p
     }
 }

@@ -2,7 +2,7 @@
 /// checked against the preset's engines and its plugin against that engine's chain (symbols, ranges and values in
 /// words are looked up with the plugins, where the chains are built).
 extension Validator {
-    static let sceneKeys = ["name", "values", "ramp_ms"]
+    static let sceneKeys = ["name", "values", "ramp_ms", "at"]
 
     mutating func scenes(_ v: TOMLValue, preset p: Preset) -> [Scene] {
         guard case .array(let items, _) = v else {
@@ -28,7 +28,7 @@ extension Validator {
         return out
     }
 
-    /// One `[[scene]]`: `name`, `values = { "PATH" = VALUE, ... }`, optional `ramp_ms`.
+    /// One `[[scene]]`: `name`, `values = { "PATH" = VALUE, ... }`, optional `ramp_ms` and `at`.
     mutating func scene(_ t: TOMLTable, preset p: Preset) -> Scene? {
         let s = "scene"
         unknownKeys(t, Self.sceneKeys, section: s)
@@ -40,6 +40,7 @@ extension Validator {
             problem("scene", line, "every [[scene]] needs a name = \"...\"")
         }
         let ramp = number(t, "ramp_ms", s, Scene.rampRange, unit: " ms")
+        let times = sceneTimes(t)
         var values: [SceneValue] = []
         if let v = t["values"] {
             if case .table(let table) = v {
@@ -52,8 +53,37 @@ extension Validator {
         }
         guard let name else { return nil }
         var scene = Scene(name: name, values: values, rampMS: ramp)
+        scene.at = times
         scene.line = line
         return scene
+    }
+
+    /// `at = ["DAYS HH:MM[:SS]", ...]`: when the session recalls the scene by itself (`SceneTimes`); nil when absent
+    /// or refused (the problem told with the entry's line).
+    mutating func sceneTimes(_ t: TOMLTable) -> [String]? {
+        guard let v = t["at"] else { return nil }
+        let key = "scene.at"
+        guard case .array(let items, let line) = v else {
+            problem(key, v.line, "expected an array of strings like [\"Mon-Fri 18:30\"], found \(v.typeName)")
+            return nil
+        }
+        var texts: [String] = []
+        for item in items {
+            guard case .string(let text, let l) = item else {
+                problem(key, item.line, "expected strings like \"Mon-Fri 18:30\" or \"daily 07:00:15\", found \(item.typeName)")
+                return nil
+            }
+            if case .failure(let why) = SceneTimes.parse([text]) {
+                problem(key, l, why.description.replacingOccurrences(of: "entry 1: ", with: "entry \(texts.count + 1): "))
+                return nil
+            }
+            texts.append(text)
+        }
+        if case .failure(let why) = SceneTimes.parse(texts) {
+            problem(key, line, why.description)
+            return nil
+        }
+        return texts.isEmpty ? nil : texts
     }
 
     /// The values of one scene, in written order; each path read, its engine and plugin looked up in the preset.

@@ -86,6 +86,7 @@ public extension Preset {
             if p.tailSeconds != d.tailSeconds { out.number("tail", p.tailSeconds) }
             if p.ringSeconds != d.ringSeconds { out.number("ring", p.ringSeconds) }
             if p.loudness { out.bool("loudness", true) } else if p.loudnessOff { out.bool("loudness", false) }
+            if p.sceneMarkers { out.bool("scene_markers", true) }
             out.plugins(p.plugins, section: "player")
         }
 
@@ -267,6 +268,7 @@ struct TOMLText {
         arrayTable("scene")
         string("name", s.name)
         if let r = s.rampMS { number("ramp_ms", r) }
+        if let at = s.at, !at.isEmpty { strings("at", at) }
         line("[scene.values]")
         for v in s.values {
             switch (v.path.target, v.value) {

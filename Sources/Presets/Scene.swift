@@ -252,6 +252,8 @@ public struct Scene: Sendable, Equatable, Codable {
     public var values: [SceneValue]
     /// The glide in milliseconds (nil: `defaultRampMS`).
     public var rampMS: Double?
+    /// The local wall-clock times at which the session recalls it by itself (`SceneTimes`, as written; nil: none).
+    public var at: [String]?
     /// The line of the `[[scene]]` header in a preset; never part of equality, never encoded.
     public var line: Int?
 
@@ -261,10 +263,10 @@ public struct Scene: Sendable, Equatable, Codable {
         self.rampMS = rampMS
     }
 
-    enum CodingKeys: String, CodingKey { case name, values, rampMS = "ramp_ms" }
+    enum CodingKeys: String, CodingKey { case name, values, rampMS = "ramp_ms", at }
 
     public static func == (a: Scene, b: Scene) -> Bool {
-        a.name == b.name && a.values == b.values && a.rampMS == b.rampMS
+        a.name == b.name && a.values == b.values && a.rampMS == b.rampMS && a.at == b.at
     }
 
     /// The glide when a scene names none.
@@ -304,13 +306,14 @@ public struct Scene: Sendable, Equatable, Codable {
     }
 
     /// What is wrong with the scene as a whole (nil: nothing that can be told without the chains): its name, its
-    /// ramp, a path given twice, a value its path refuses.
+    /// ramp, its times, a path given twice, a value its path refuses.
     public var problem: String? {
         if let why = Self.nameProblem(name) { return why }
         if let r = rampMS, !Self.rampRange.contains(r) {
             return "scene '\(name)': ramp_ms \(Limits.number(r)) is out of range (allowed: "
                 + "\(Limits.describe(Self.rampRange, unit: " ms")))"
         }
+        if let at, case .failure(let why) = SceneTimes.parse(at) { return "scene '\(name)': at: \(why)" }
         var seen = Set<ScenePath>()
         for v in values {
             if !seen.insert(v.path).inserted { return "scene '\(name)': '\(v.path)' is given twice" }
