@@ -27,7 +27,7 @@ import Testing
     /// Runs `changes` scene changes at random cycles (seeded), each with `rampFrames`, and measures the output's
     /// largest step within the ramp (plus two cycles) after each.
     static func measure(rampFrames: Int, changes: Int = 100, seed: UInt64 = 7,
-                        parts: Set<String> = ["gain", "cutoff", "bypass"]) throws -> Run {
+                        parts: Set<String> = ["gain", "cutoff", "bypass"], gaps: (least: Int, spread: Int) = (12, 32)) throws -> Run {
         let chain = PluginChain(specs: [PluginSpec(uri: amp, name: "amp"), PluginSpec(uri: highpass, name: "filter")],
                                 channels: 1, sampleRate: rate, period: period, label: "test")
         #expect(chain.specs.count == 2)
@@ -54,7 +54,8 @@ import Testing
                 done += 1
                 watchUntil = cycle + max(1, rampFrames / period) + 2
                 random = random &* 6364136223846793005 &+ 1442695040888963407
-                next = cycle + 12 + Int(random >> 59)   // 12 to 43 cycles later: the sine's phase differs each time
+                // 12 to 43 cycles later by default: the sine's phase differs each time.
+                next = cycle + gaps.least + Int((random >> 33) % UInt64(gaps.spread))
             }
             for i in 0..<period {
                 input[i] = Float(0.5 * sin(phase))
@@ -97,6 +98,15 @@ import Testing
         // Every ramped change is noted with its ramp (what a take's control log and a render need).
         let ramped = glided.log.filter { $0.rampFrames == ramp }
         #expect(ramped.count >= 150)
+    }
+
+    /// Recalls that come faster than the ramp (every 1 to 3 cycles, a ramp of 30 ms is about 6): each starts from
+    /// where the values are, the newest target wins, and nothing clicks.
+    @Test func recallsFasterThanTheRampDoNotClick() throws {
+        let run = try Self.measure(rampFrames: 30 * Self.rate / 1000, gaps: (1, 3))
+        print("ChainRampTests: 100 changes every 1 to 3 cycles, ramp 30 ms: largest step x\(run.worstStepAtChange / run.sineStep)")
+        #expect(run.changes == 100)
+        #expect(run.worstStepAtChange <= run.sineStep * 1.5)
     }
 
     /// A frequency glides logarithmically: half way through, 200 Hz to 5 kHz is near 1 kHz (the geometric mean), not

@@ -77,7 +77,7 @@ import TestSupport
         defer { server.stop() }
         let dir = TestEnvironment.temporaryDirectory("scene-clicks-\(isolate)")
         let source = dir.appendingPathComponent("sine.wav").path
-        let seconds = 16.0
+        let seconds = 15.5
         // An isolated rack's process may still be starting when the take does: a second of the sine first, unlooked at.
         let sine = Signals.sine(frames: Int(seconds + 2) * 48000, channels: 1, frequency: 997, sampleRate: 48000,
                                 peak: 0.5)
@@ -129,6 +129,15 @@ import TestSupport
             at += 0.06 + Double(random.next() % 80) / 1000
             if at > seconds - 0.5 { break }
         }
+        // Then a morph from "open" to "thin" in 21 steps of 50 ms (the take's log holds each step's glide too).
+        for k in 0...20 where at < seconds - 0.2 {
+            let wait = at - Date().timeIntervalSince(started)
+            if wait > 0 { usleep(UInt32(wait * 1e6)) }
+            let reply = try CommandSurfacesTests.osc(port, "/tandem/scene/morph",
+                                                     [.text("open"), .text("thin"), .number(Double(k) / 20)])
+            #expect(reply.ok, "\(reply.detail)")
+            at += 0.05
+        }
         #expect(run.process.wait(timeout: seconds + 30) == 0, "\(run.output)")
         let take = try #require(announcedFile(run.output), "\(run.output)")
         let reportPath = try #require(announcedReport(run.output))
@@ -154,7 +163,7 @@ import TestSupport
         let recalls = starts.count
         let gains = entries.filter { $0.args.count >= 3 && $0.args[2].name == "gain" }
         print("scene figure: \(isolate ? "isolated" : "in-process") rack, \(recalls) cycles that started a recall's changes"
-              + " (of 120 sent): largest step at a recall ramped over 30 ms \(glided) (x\(glided / sineStep) the sine's"
+              + " (120 recalls and a 21-step morph sent): largest step at a recall ramped over 30 ms \(glided) (x\(glided / sineStep) the sine's"
               + " own \(sineStep)), at once \(abrupt) (x\(abrupt / sineStep)); take xruns \(xruns)")
         // In process every recall is one cycle: as many starts as recalls sent.
         if !isolate { #expect(recalls >= 110, "\(recalls) cycles started a recall's changes") } else { #expect(recalls >= 110) }
@@ -304,5 +313,97 @@ import TestSupport
         } else {
             #expect(values.count == 128 && wanted.allSatisfy { hit.contains($0) }, "every value hit: \(values)")
         }
+    }
+
+    /// Bad input on the command surfaces (OSC here; HTTP in SceneRouteTests), capture from the running rig, a scene
+    /// that names what the rig no longer has (the rest applies, the rest is reported), and a preset whose scene names a
+    /// control its plugin lacks: refused by `preset check` and by `run` in the same words.
+    @Test(.enabled(if: hasPlugins))
+    func badScenesAreRefusedInWordsAndARecallAppliesWhatItCan() throws {
+        let racks = """
+            [[rack]]
+            name = "fx"
+            inputs = 1
+            outputs = 1
+            midi_inputs = ["midi_in"]
+            [[rack.plugins]]
+            uri = "\(Self.amp)"
+            name = "amp"
+            [[rack.plugins]]
+            uri = "\(Self.highpass)"
+            name = "filter"
+            """
+        let scenes = """
+            [[scene]]
+            name = "a"
+            values = { "fx/amp/gain" = -3.0, "fx/filter/cutoff" = 300, "fx/@mix" = 0.5 }
+            [[scene]]
+            name = "b"
+            values = { "fx/amp/gain" = -9.0 }
+            """
+        let rig = try ControlMapRunTests.Rig("scenebad", racks: racks, maps: scenes)
+        defer { rig.stop() }
+        func ask(_ path: String, _ args: [OSCValue]) -> (ok: Bool, detail: String) {
+            let r = rig.request(path, args)
+            // ok: [ok, address, detail]; a refusal: [error, address, detail, kind].
+            return (r.first == "ok", r.first == "ok" ? (r.last ?? "") : r.dropFirst(2).joined(separator: " "))
+        }
+        var r = ask("/tandem/scene/recall", [.string("nosuch")])
+        #expect(!r.ok && r.detail.contains("nosuch") && r.detail.contains("'a', 'b'"), "\(r)")
+        for bad in [Double.nan, -1, 1e9, .infinity] {
+            r = ask("/tandem/scene/recall", [.string("a"), .double(bad)])
+            #expect(!r.ok && r.detail.lowercased().contains("ramp"), "ramp \(bad): \(r)")
+        }
+        for bad in [Double.nan, -0.1, 2, .infinity] {
+            r = ask("/tandem/scene/morph", [.string("a"), .string("b"), .double(bad)])
+            #expect(!r.ok, "position \(bad): \(r)")
+        }
+        r = ask("/tandem/scene/morph", [.string("a"), .string("a"), .double(0.5)])
+        #expect(!r.ok, "\(r)")
+        r = ask("/tandem/scene/recall", [.string("a")])
+        #expect(r.ok && r.detail.contains("3 value(s)"), "\(r)")
+        #expect(ask("/tandem/plugin/get", [.string("fx"), .string("amp"), .string("gain")]).detail == "-3.0")
+        // Captured from the running rig: every control, bypass, mix and gain.
+        r = ask("/tandem/scene/save", [.string("snap")])
+        #expect(r.ok, "\(r)")
+        let list = ask("/tandem/scene/list", []).detail
+        #expect(list.contains("\"name\":\"snap\"") && list.contains("\"fx\\/amp\\/gain\":-3")
+                && list.contains("\"fx\\/filter\\/@bypass\":0") && list.contains("\"fx\\/@mix\":0.5"), "\(list)")
+        #expect(!ask("/tandem/scene/save", [.string("x"), .string("fx/amp/nope")]).ok)
+        #expect(!ask("/tandem/scene/save", [.string("x"), .string("fx//gain")]).ok)
+        #expect(!ask("/tandem/scene/save", [.string("")]).ok)
+        #expect(!ask("/tandem/scene/save", [.string(String(repeating: "n", count: 65))]).ok)
+        #expect(!ask("/tandem/scene/rename", [.string("snap"), .string("a")]).ok)
+        #expect(ask("/tandem/scene/rename", [.string("snap"), .string("snap 2")]).ok)
+        #expect(!ask("/tandem/scene/delete", [.string("snap")]).ok)
+        // The filter removed from the chain: "a" still sets the gain and the mix, and says what it could not.
+        #expect(ask("/tandem/scene/recall", [.string("b")]).ok)
+        #expect(ask("/tandem/plugin/remove", [.string("fx"), .string("filter")]).ok)
+        r = ask("/tandem/scene/recall", [.string("a"), .double(0)])
+        #expect(r.ok && r.detail.contains("2 value(s)") && r.detail.contains("fx/filter/cutoff"), "\(r)")
+        #expect(ask("/tandem/plugin/get", [.string("fx"), .string("amp"), .string("gain")]).detail == "-3.0")
+        let recalled = rig.wait(for: "scene-recalled", prefix: "a 0 2 osc", count: 1)
+        #expect(recalled.first?.contains("not applied") == true, "\(recalled)")
+        #expect(rig.run.process.isRunning)
+
+        // A scene naming a control the plugin lacks: refused by check and by run, in the same words.
+        let bad = rig.dir.appendingPathComponent("bad.toml").path
+        try """
+            [session]
+            name = "bad"
+            directory = "\(rig.dir.path)"
+            \(racks)
+            [[scene]]
+            name = "oops"
+            values = { "fx/amp/gian" = -3.0, "fx/filter/cutoff" = "5 kHz" }
+            """.write(toFile: bad, atomically: true, encoding: .utf8)
+        let check = try TestEnvironment.run([TestEnvironment.product("tandem"), "preset", "check", bad], timeout: 60)
+        let run = try TestEnvironment.run([TestEnvironment.product("tandem"), "run", "--no-view", bad],
+                                          environment: ["JACK_DEFAULT_SERVER": rig.server.name], timeout: 60)
+        let words = "scene 'oops': 'fx/amp/gian': <\(Self.amp)> has no control 'gian'"
+        #expect(check.code == 2 && check.output.contains(words) && check.output.contains("has a unit"), "\(check.output)")
+        #expect(run.code == 2 && run.output.contains(words), "\(run.output)")
+        print("scene figure: bad input: preset check and run both exit 2 with \"\(words)\"; recall of a scene whose"
+              + " filter was removed: \(r.detail)")
     }
 }
