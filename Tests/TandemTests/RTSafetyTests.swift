@@ -186,6 +186,68 @@ import TestSupport
         }
     }
 
+    /// Scenes recalled and morphed while the rack runs (issue 48): glides in slices, a toggle switched under the
+    /// stage's crossfade, a ramped bypass, the mix and gain gliding, holds: the callbacks stay clean.
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: "/usr/lib/lv2/butterworth-swh.lv2")
+                   && PluginHost.shared.plugin("http://gareus.org/oss/lv2/fil4#mono") != nil
+                   && TestEnvironment.hasProgram("sndfile-jackplay")))
+    func callbacksAreCleanWhileScenesGlide() throws {
+        let server = try TestEnvironment.server("rtscene", period: 256)
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("rtscene")
+        let source = dir.appendingPathComponent("noise.wav").path
+        try TestEnvironment.writeWAV(Signals.noise(frames: 48000, channels: 1), channels: 1, path: source)
+        let player = try startJackplay(source, pattern: "fx:in_%d", server: server, loop: true,
+                                       log: dir.appendingPathComponent("jackplay.log").path)
+        defer { player.stop() }
+        let report = dir.appendingPathComponent("scenes.txt").path
+        let port = 31000 + Int(getpid() % 20000)
+        let path = dir.appendingPathComponent("scenes.toml").path
+        try """
+            [session]
+            name = "rtscene"
+            directory = "\(dir.path)"
+            control_port = \(port)
+            [[rack]]
+            name = "fx"
+            inputs = 1
+            outputs = 1
+            [[rack.plugins]]
+            uri = "http://plugin.org.uk/swh-plugins/amp"
+            name = "amp"
+            [[rack.plugins]]
+            uri = "http://plugin.org.uk/swh-plugins/butthigh_iir"
+            name = "hp"
+            [[rack.plugins]]
+            uri = "http://gareus.org/oss/lv2/fil4#mono"
+            name = "eq"
+            [[scene]]
+            name = "a"
+            ramp_ms = 40
+            values = { "fx/amp/gain" = 0.0, "fx/hp/cutoff" = 100, "fx/eq/HighPass" = 0, "fx/hp/@bypass" = false, "fx/@mix" = 1.0, "fx/@gain" = 0.0 }
+            [[scene]]
+            name = "b"
+            ramp_ms = 40
+            values = { "fx/amp/gain" = -20.0, "fx/hp/cutoff" = 3000, "fx/eq/HighPass" = 1, "fx/hp/@bypass" = true, "fx/@mix" = 0.5, "fx/@gain" = -6.0 }
+            """.write(toFile: path, atomically: true, encoding: .utf8)
+        let run = try TandemProcess(["run", "--no-view", path], server: server,
+                                    extraEnvironment: ["LD_PRELOAD": interposer, "RTCHECK_REPORT": report],
+                                    log: dir.appendingPathComponent("run.log").path)
+        #expect(run.waitFor("control protocol listening"), "\(run.output)")
+        for k in 0..<40 {
+            let reply = k % 4 == 3
+                ? try CommandSurfacesTests.osc(port, "/tandem/scene/morph", [.text("a"), .text("b"), .number(Double(k % 8) / 8)])
+                : try CommandSurfacesTests.osc(port, "/tandem/scene/recall", [.text(k % 2 == 0 ? "b" : "a")])
+            #expect(reply.ok, "\(reply.detail)")
+            usleep(70_000)
+        }
+        run.process.signal(SIGINT)
+        #expect(run.process.wait(timeout: 15) == 0, "\(run.output)")
+        let r = Self.lastReport(report)
+        print("rtcheck figure: scenes recalled and morphed 40 times in a rack: \(r.line)")
+        #expect(r.cycles > 400 && r.events == 0, "\(r.line)")
+    }
+
     /// MIDI flowing: `tandem play` plays a dense MIDI file (about 330 events a second, looped) from its MIDI port into
     /// `tandem record --midi-port`, which writes it into the take's MIDI file: both callbacks stay clean.
     @Test func callbacksAreCleanWithMIDIFlowing() throws {
