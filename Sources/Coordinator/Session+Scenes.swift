@@ -290,8 +290,19 @@ extension Session {
         case .bypass: return nil
         case .mix, .gain, .playerGain: return .linear
         case .control(let symbol):
-            guard let plugin = path.plugin, let c = chain(ChainEngine(rawValue: path.engine)),
-                  let scale = try? c.scale(plugin, symbol) else { return .linear }
+            guard let plugin = path.plugin else { return .linear }
+            let engine = ChainEngine(rawValue: path.engine)
+            let scale: String
+            if let c = chain(engine) {
+                guard let s = try? c.scale(plugin, symbol) else { return .linear }
+                scale = s
+            } else {
+                // An isolated rack's plugin: its port as the plugin's data describes it.
+                guard let spec = chainSpecs(engine).first(where: { $0.name == plugin }),
+                      let port = PluginHost.shared.plugin(spec.uri)?.ports.first(where: {
+                          $0.kind == .control && $0.isInput && $0.symbol == symbol }) else { return .linear }
+                scale = PluginChain.scale(of: port)
+            }
             switch scale {
             case "discrete": return nil
             case "logarithmic": return .logarithmic

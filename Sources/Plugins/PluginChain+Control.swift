@@ -73,7 +73,12 @@ extension PluginChain {
     public func scale(_ plugin: String, _ symbol: String) throws(PluginError) -> String {
         let s = try stage(plugin)
         guard let k = s.controlIndex(symbol) else { throw unknownControl(s, symbol) }
-        switch ControlScale.of(s.controls[k]) {
+        return Self.scale(of: s.controls[k])
+    }
+
+    /// How a control port moves when it glides: "linear", "logarithmic" or "discrete" (see `ControlScale`).
+    public static func scale(of port: PluginPortInfo) -> String {
+        switch ControlScale.of(port) {
         case .linear: return "linear"
         case .logarithmic: return "logarithmic"
         case .discrete: return "discrete"

@@ -34,8 +34,8 @@ import TestSupport
 
         /// `variants`: more preset files written beside it, each the same setup without maps changed by its function.
         init(_ tag: String, racks: String, maps: String, recorder: Bool = false,
-             variants: [String: (String) -> String] = [:]) throws {
-            server = try TestEnvironment.server("map\(tag)")
+             variants: [String: (String) -> String] = [:], period: Int = TestEnvironment.testPeriod) throws {
+            server = try TestEnvironment.server("map\(tag)", period: period)
             dir = TestEnvironment.temporaryDirectory("map\(tag)")
             let dc = dir.appendingPathComponent("dc.wav").path
             try TestEnvironment.writeWAV([Float](repeating: 0.5, count: 48000), channels: 1, path: dc, sample: .float32)
