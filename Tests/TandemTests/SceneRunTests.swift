@@ -365,6 +365,14 @@ import TestSupport
         r = ask("/tandem/scene/recall", [.string("a")])
         #expect(r.ok && r.detail.contains("3 value(s)"), "\(r)")
         #expect(ask("/tandem/plugin/get", [.string("fx"), .string("amp"), .string("gain")]).detail == "-3.0")
+        // A morph between scenes with different values: the union, each missing end taken from the running rig
+        // (b has no cutoff and no mix: they stay at a's 300 Hz and 0.5 all the way).
+        r = ask("/tandem/scene/morph", [.string("a"), .string("b"), .double(0.5)])
+        #expect(r.ok && r.detail.contains("3 value(s)"), "\(r)")
+        #expect(ask("/tandem/plugin/get", [.string("fx"), .string("amp"), .string("gain")]).detail == "-6.0")
+        #expect(ask("/tandem/plugin/get", [.string("fx"), .string("filter"), .string("cutoff")]).detail == "300.0")
+        #expect(ask("/tandem/plugin/mix", [.string("fx")]).detail == "0.5")
+        _ = ask("/tandem/scene/recall", [.string("a")])
         // Captured from the running rig: every control, bypass, mix and gain.
         r = ask("/tandem/scene/save", [.string("snap")])
         #expect(r.ok, "\(r)")
