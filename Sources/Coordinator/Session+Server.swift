@@ -28,6 +28,7 @@ extension Session {
         tickRacks()
         tickPlugins()
         tickMaps()
+        tickSceneTriggers(now: clock.now())   // after the maps: a recall by time or cue is the turn's last word
         announcePluginProblems()
         if let r = recorder { handleRecorderEvents(r.drainEvents()) }
         if let p = player { handlePlayerEvents(p.drainEvents()) }

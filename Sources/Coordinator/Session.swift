@@ -79,6 +79,8 @@ public final class Session {
     var mapState = MapState()
     /// The scenes, the one recalled last, the morph in force (see Session+Scenes.swift).
     var sceneState = SceneState()
+    /// Scenes' times due and cues told (see Session+SceneTriggers.swift).
+    var sceneTriggers = SceneTriggerState()
     /// In an isolated rack's process (no recorder): where a marker map's marker goes (label, JACK frame time), to be
     /// relayed to the session that records.
     public var markRelay: ((String, UInt32) -> Void)?

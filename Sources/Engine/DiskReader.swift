@@ -64,7 +64,11 @@ final class DiskReader: @unchecked Sendable {
     /// Nothing more to read. True until a queue is loaded (then `drainedAt` is left alone: there was no queue).
     private var drained = true
     private var failuresInARow = 0
+    /// The ring's read position at the last jump, handed to the next published marker (see `PlaybackMarker`).
+    private var jumpedAt: Int?
     static let chunkFrames = 4096
+    /// The most cue points kept of one file.
+    static let maxCues = 4096
     private let fileBuffer: UnsafeMutablePointer<Float>
     private var fileBufferChannels = 0
     private let resampled: UnsafeMutablePointer<Float>
@@ -149,6 +153,7 @@ final class DiskReader: @unchecked Sendable {
         drained = false
         state.set(.drainedAt, PlayerState.notDrained)
         state.set(.skipTo, state.ring.totalWritten)
+        jumpedAt = state.ring.totalRead
         index = item
         failuresInARow = 0
         if index >= queue.count || (!open(index, at: frame) && !advance()) { markDrained() }
@@ -176,6 +181,8 @@ final class DiskReader: @unchecked Sendable {
     private func publishMarker() {
         guard var marker = pendingMarker else { return }
         pendingMarker = nil
+        marker.staleFrom = jumpedAt
+        jumpedAt = nil
         let written = state.ring.totalWritten
         if let s = stream {
             if s.fed == 0 { s.startRing = written }
@@ -217,7 +224,8 @@ final class DiskReader: @unchecked Sendable {
             fileFrame = min(frame, f.frames)
             pendingMarker = PlaybackMarker(ringPosition: 0, item: i, path: path, fileFrame: fileFrame,
                                            ratio: Double(f.sampleRate) / Double(sampleRate), fileFrames: f.frames,
-                                           fileRate: f.sampleRate, repeatOfItem: repeating)
+                                           fileRate: f.sampleRate, repeatOfItem: repeating,
+                                           cues: Self.cues(of: f))
             if ending == nil { publishMarker() }
             failuresInARow = 0
             return true
@@ -227,6 +235,12 @@ final class DiskReader: @unchecked Sendable {
             failuresInARow += 1
             return false
         }
+    }
+
+    /// The cue points of `f` with their labels, by frame, at most `maxCues` (`SoundFileReader.labelledCues`:
+    /// malformed chunks give fewer, never an error). Reader thread (it reads the file's chunks).
+    static func cues(of f: SoundFileReader) -> [CueMarker] {
+        Array(f.labelledCues.filter { $0.frame >= 0 && $0.frame <= f.frames }.prefix(maxCues))
     }
 
     /// Opens item `i`, a MIDI file, at `frame` (frames at the server's rate); on failure reports it.

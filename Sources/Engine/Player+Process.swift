@@ -3,7 +3,8 @@ import Jack
 import Plugins
 import Realtime
 
-// The player's real-time path: ring to ports, start offset, gain ramp, underrun and skipped-cycle counting. Runs on
+// The player's real-time path: ring to ports, start offset, gain ramp, underrun and skipped-cycle counting, the wake-up
+// of a cue point passed. Runs on
 // JACK's process thread; never allocates, locks, logs, throws or waits.
 
 extension PlayerState {
@@ -46,6 +47,11 @@ extension PlayerState {
             if s.ring.writer.space >= s.wakeSpace && c.load(Counter.wokeReaderAt.rawValue) != written {
                 c.store(Counter.wokeReaderAt.rawValue, written)
                 s.wakeup.post()
+            }
+            let cueAt = c.load(Counter.cueAt.rawValue)
+            if reader.position > cueAt, let w = s.cueWakeup,
+               c.compareExchange(Counter.cueAt.rawValue, expected: cueAt, desired: Int.max) {
+                w.post()
             }
             let drainedAt = c.load(Counter.drainedAt.rawValue)
             if let notify = s.notify, reader.position >= drainedAt, c.load(Counter.announcedDrain.rawValue) != drainedAt {

@@ -11,8 +11,8 @@ import Takes
 /// The player: one JACK client with output ports, a playback ring and a disk-reader thread.
 ///
 /// Threads: control side only (one owner).
-// @unchecked Sendable: `queue`, `announcedMarker` and `announcedFinish` change only on the control thread that owns the
-// player; the RT callback and the reader thread see only `engine.state` and `reader`.
+// @unchecked Sendable: `queue`, `announcedMarker`, `announcedFinish` and `cuesCheckedTo` change only on the control
+// thread that owns the player; the RT callback and the reader thread see only `engine.state` and `reader`.
 public final class Player: @unchecked Sendable {
     public let config: PlayerConfig
     /// The client, its ports, RT state, chain and reader thread (see `EngineClient`).
@@ -21,6 +21,8 @@ public final class Player: @unchecked Sendable {
     private let logger: Logger
     private var announcedMarker = -1
     private var announcedFinish = false
+    /// The ring position up to which `drainCues` has looked (cues before it were told or skipped).
+    private var cuesCheckedTo = 0
 
     public var client: JackClient { engine.client }
     /// The outputs' loudness meters (nil: not measured).
@@ -60,7 +62,8 @@ public final class Player: @unchecked Sendable {
             return try PlayerState.allocate(client: client.cycleHandle, ports: ports, channels: ports.count,
                                             chain: slot, ringFrames: ringFrames,
                                             wakeSpace: max(client.bufferSize, PlayerState.minimumWakeSpace),
-                                            notify: notify, midiPorts: registered.midiOutputs, loudness: tap?.feed)
+                                            notify: notify, midiPorts: registered.midiOutputs, loudness: tap?.feed,
+                                            cueWakeup: loopWakeup)
         })
         loudnessTap = tap
         let gain = config.gain
@@ -230,6 +233,41 @@ public final class Player: @unchecked Sendable {
             announcedFinish = true
             out.append(.queueFinished)
         }
+        return out
+    }
+
+    /// The cue points of the files played since the last call whose frame has been played, in the order they played
+    /// (found as `drainEvents` finds item starts: the reader's markers against the ring's read position). A cue in
+    /// frames a seek or a new queue discarded unplayed is not told; one played again (a loop, a seek back) is told
+    /// again. `wakingAhead`: the next cue ahead becomes the position at which the callback wakes the control loop
+    /// (`cueAt`), so a cue is drained within a cycle of playing, not at the loop's next turn. Control thread.
+    public func drainCues(wakingAhead: Bool = true) -> [PlayerCue] {
+        let s = state.pointee
+        let played = s.ring.totalRead
+        let from = cuesCheckedTo
+        cuesCheckedTo = max(from, played)
+        let markers = reader.markers
+        let cycleTime = UInt32(truncatingIfNeeded: s.counter(.cycleFrameTime))
+        let cyclePosition = s.counter(.cycleRingPosition)
+        var out: [PlayerCue] = []
+        var ahead = Int.max
+        for (k, m) in markers.enumerated() where !m.cues.isEmpty {
+            var end = Int.max
+            if k + 1 < markers.count { end = min(markers[k + 1].ringPosition, markers[k + 1].staleFrom ?? .max) }
+            if end <= from { continue }
+            for c in m.cues where c.frame >= m.fileFrame {
+                let position = m.ringPosition(ofFileFrame: c.frame)
+                if position >= end { break }
+                if position >= played {
+                    ahead = min(ahead, position)
+                    break
+                }
+                guard position >= from else { continue }
+                out.append(PlayerCue(item: m.item, path: m.path, frame: c.frame, label: c.label,
+                                     frameTime: cycleTime &+ UInt32(truncatingIfNeeded: position - cyclePosition)))
+            }
+        }
+        s.set(.cueAt, wakingAhead ? ahead : Int.max)
         return out
     }
 

@@ -52,6 +52,10 @@ struct PlayerState: EngineState {
         /// The glide under way: the target it was taken for, its start gain (Float bits), frames done and its
         /// length (0: none). Callback only.
         case gainSeen, gainFrom, gainDone, gainLength
+        /// Ring position of the next cue point the control loop waits on (`Player.drainCues`), or Int.max: once
+        /// the read position passes it the callback posts `cueWakeup` and sets it to Int.max (compare-and-swap).
+        /// Written by the control side.
+        case cueAt
     }
 
     /// The JACK client (for the frame time the glue in `process` hands the cycle); `.none` without a server.
@@ -74,6 +78,8 @@ struct PlayerState: EngineState {
     let wakeup: Wakeup
     /// Posted for the control loop when the end of the queue has been played (nil: nobody waits for it).
     let notify: Wakeup?
+    /// Posted for the control loop when the play head passes `cueAt` (nil: nobody waits for cues).
+    let cueWakeup: Wakeup?
     /// Cost of each process cycle (work inside the callback), in nanoseconds.
     let cycleCost: CycleHistogram
     let wakeSpace: Int
@@ -86,7 +92,8 @@ struct PlayerState: EngineState {
     /// none for state driven without a server (tests call `cycle` and read `outputs.buffers`). Throws when the
     /// playback ring's memory cannot be had. Control thread.
     static func allocate(client: JackClientHandle, ports: [JackPort], channels: Int, chain: ChainSlot, ringFrames: Int,
-                         wakeSpace: Int, notify: Wakeup?, midiPorts: [JackPort] = [], loudness: LoudnessFeed? = nil)
+                         wakeSpace: Int, notify: Wakeup?, midiPorts: [JackPort] = [], loudness: LoudnessFeed? = nil,
+                         cueWakeup: Wakeup? = nil)
         throws(EngineError) -> UnsafeMutablePointer<PlayerState> {
         let ring: FrameRing
         do { ring = try FrameRing.allocate(channels: channels, capacity: ringFrames) } catch {
@@ -111,7 +118,7 @@ struct PlayerState: EngineState {
             chain: chain, shifted: shifted,
             ring: ring,
             counters: .allocate(count: Counter.allCases.count), wakeup: .allocate(), notify: notify,
-            cycleCost: .allocate(),
+            cueWakeup: cueWakeup, cycleCost: .allocate(),
             wakeSpace: wakeSpace, loudness: loudness, midi: .allocate(ports: midiPorts)))
         state.pointee.resetAfterWarmUp()
         return state
@@ -141,6 +148,7 @@ struct PlayerState: EngineState {
         counters.store(Counter.startAt.rawValue, PlayerState.unset)
         counters.store(Counter.nextFrameTime.rawValue, PlayerState.unset)
         counters.store(Counter.drainedAt.rawValue, PlayerState.notDrained)
+        counters.store(Counter.cueAt.rawValue, Int.max)
         counters.store(Counter.startedAtFrameTime.rawValue, PlayerState.unset)
         counters.store(Counter.wokeReaderAt.rawValue, PlayerState.unset)
         counters.store(Counter.announcedDrain.rawValue, PlayerState.unset)

@@ -79,8 +79,8 @@ public enum CueChunks {
         var labels: [UInt32: String] = [:]
         for c in layout.chunks {
             if c.id == "cue ", let body = readBytes(fd, at: c.offset + 8, count: min(c.size, 1 << 24)), body.count >= 4 {
-                let count = Int(u32(body, 0))
-                for i in 0..<count where 4 + i * 24 + 24 <= body.count {
+                let count = min(Int(u32(body, 0)), (body.count - 4) / 24)   // a count past the chunk is malformed
+                for i in 0..<count {
                     let at = 4 + i * 24
                     positions.append((u32(body, at), Int(u32(body, at + 20))))
                 }
@@ -238,6 +238,21 @@ public enum CueChunks {
 }
 
 extension SoundFileReader {
+    /// The file's cue points with their labels, sorted by frame: libsndfile's (`cues`), else, when it gives none or
+    /// none with a label and the file is a WAV or RF64 (libsndfile's RF64 reader ignores cue chunks), those
+    /// `CueChunks.read` finds walking the chunks itself. Empty when there are none; malformed chunks give fewer
+    /// cues, never an error. Reads the file: not for real-time code.
+    public var labelledCues: [CueMarker] {
+        var list = cues ?? []
+        let major = formatWord & Int32(SF_FORMAT_TYPEMASK)
+        let riff = major == Int32(SF_FORMAT_WAV) || major == Int32(SF_FORMAT_RF64) || major == Int32(SF_FORMAT_WAVEX)
+        if riff && list.allSatisfy({ $0.label.isEmpty }) {
+            let read = (try? CueChunks.read(from: path)) ?? []
+            if !read.isEmpty { list = read }
+        }
+        return list.sorted { $0.frame < $1.frame }
+    }
+
     /// The file's cue points as libsndfile reads them (labels from a `LIST`/`adtl` chunk after the `cue ` chunk),
     /// or nil when it has none. libsndfile reads cue points of WAV files only.
     public var cues: [CueMarker]? {
