@@ -173,7 +173,7 @@ public struct Patchbay: Sendable, Equatable {
         if expanded.count > ours.count {
             let listed = expanded.prefix(6).joined(separator: ", ") + (expanded.count > 6 ? ", …" : "")
             throw PatchError(message: "\(expanded.count) \(towardUs ? "source" : "destination") port(s) (\(listed)) for the "
-                             + "\(ours.count) \(towardUs ? "input" : "output")(s)")
+                             + "\(ours.count) \(towardUs ? "input" : "output")(s)", matched: expanded.count)
         }
         return zip(expanded, ours).map { other, mine in
             towardUs ? ConnectionRule(from: .exact(other), to: .exact(mine))
@@ -184,5 +184,8 @@ public struct Patchbay: Sendable, Equatable {
 
 public struct PatchError: Error, CustomStringConvertible {
     public let message: String
+    /// The ports the patterns matched when they outnumber the engine's (nil: another problem), so a command can say
+    /// which option gives the engine as many.
+    public var matched: Int? = nil
     public var description: String { message }
 }

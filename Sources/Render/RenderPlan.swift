@@ -91,6 +91,9 @@ public enum RenderPlan {
             }
         }
         if let strict = r.strict { chain.strict = strict }
+        if take == nil, r.preset == nil, r.rackInputs == nil, let note = followFiles(&chain, r, host: host) {
+            notes.append(note)
+        }
         if host.canLookUp {
             let found = host.check(chain: chain.plugins, inputs: chain.inputs,
                                    outputs: chain.kind == .rack ? chain.outputs : chain.inputs, midi: chain.kind == .rack)
@@ -136,6 +139,8 @@ public enum RenderPlan {
                 }
             }
         }
+
+        if take == nil { problems += widthProblems(sources, chain: chain, preset: r.preset != nil) }
 
         // Outputs.
         let outputTemplate = r.output ?? section.output
@@ -289,6 +294,52 @@ public enum RenderPlan {
             return nil
         }
         return folder
+    }
+
+    /// The channels a source's files give (the `--channels` taken), nil when its first file cannot be read (the
+    /// job says why when it runs).
+    static func width(_ inputs: [RenderInput]) -> Int? {
+        guard let first = inputs.first else { return nil }
+        return first.channels?.count ?? (try? SoundFileReader(path: first.path))?.channels
+    }
+
+    /// A `--plugin` chain given no `--inputs` takes its files' channels when they all give the same number but one
+    /// (a mono file feeds any chain) and the chain runs at that width: the mono amplifier on a stereo file runs as
+    /// two instances, as a rack given `--inputs 2` does. Returns the note each job says it with (nil: unchanged).
+    static func followFiles(_ chain: inout RenderChain, _ r: RenderRequest, host: PluginHost) -> String? {
+        let taken = r.channels.map { $0.map { $0 - 1 } }
+        let widths = Set(r.inputs.filter { !isMIDI($0) && FileManager.default.fileExists(atPath: $0) }
+            .compactMap { width([RenderInput(path: $0, channels: taken)]) }).subtracting([1])
+        guard chain.inputs > 0, widths.count == 1, let w = widths.first, w != chain.inputs, host.canLookUp else {
+            return nil
+        }
+        let shape = ChainLayout.throughShape(chain.plugins, inputs: w, outputs: r.rackOutputs,
+                                             label: "rack \(r.rackName)", host: host)
+        let found = host.check(chain: chain.plugins, inputs: w, outputs: shape.outputs, midi: true)
+        guard !found.contains(where: { $0.contains { $0.error.stopsStart } }) else { return nil }
+        let first = chain.inputs
+        chain.inputs = w
+        chain.outputs = shape.outputs
+        return "the chain takes the file's \(w) channels, as with --inputs \(w) (its first plugin takes \(first);"
+            + " --inputs \(first) --channels \((1...first).map(String.init).joined(separator: ",")) renders \(first))"
+    }
+
+    /// Files whose channels the chain cannot take (neither mono nor the chain's width), each with what to give
+    /// instead: before anything runs, so no job starts only to fail.
+    static func widthProblems(_ sources: [[RenderInput]], chain: RenderChain, preset: Bool) -> [String] {
+        guard chain.inputs > 0 else { return [] }
+        let n = chain.inputs
+        return sources.compactMap { inputs -> String? in
+            guard let w = width(inputs), w != 1, w != n, let file = inputs.first?.path else { return nil }
+            let key = !preset ? "--inputs \(w)"
+                : chain.kind == .rack ? "inputs = \(w) in the preset's [[rack]] '\(chain.engine)'"
+                : "channels = \(w) in the preset's [\(chain.engine)]"
+            let owner = !preset ? "the chain" : chain.kind == .rack ? "the chain of rack '\(chain.engine)'"
+                : "the \(chain.engine)'s chain"
+            return "'\(file)' gives \(w) channels and \(owner) takes \(n): give the chain \(w) inputs (\(key)),"
+                + " choose \(n) of the file's channels (--channels \((1...min(n, w)).map(String.init).joined(separator: ",")))"
+                + ", or give a mono file"
+        }
     }
 
     /// The chain the request names.

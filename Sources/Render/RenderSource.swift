@@ -106,7 +106,8 @@ final class RenderSource {
             guard w == chainInputs || w == 1 else {
                 throw RenderError(.badInput, "the input gives \(w) channels and the chain takes \(chainInputs)"
                                   + (chainInputs == 0 ? " (it starts with an instrument: give it a MIDI file)"
-                                     : ": give a mono file, a file of \(chainInputs), or choose channels (--channels)"))
+                                     : ": give the chain \(w) inputs (--inputs \(w), or the preset's inputs or"
+                                     + " channels), choose \(chainInputs) of the file's channels (--channels), or give a mono file"))
             }
         }
         if let fr = fileRate, fr != rate {

@@ -97,7 +97,8 @@ public final class HTTPServer: Sendable {
             return port
         case .failure(let error):
             task.cancel()
-            throw HTTPServerError("--http/session.http: cannot listen on \(configuration.address): \(error)")
+            if let io = error as? IOError { throw HTTPServerError(Self.words(configuration.address, errno: io.errnoCode)) }
+            throw HTTPServerError("the HTTP API cannot listen on \(configuration.address): \(error)")
         }
     }
 

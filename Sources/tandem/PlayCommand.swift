@@ -152,6 +152,7 @@ struct PlayCommand: ParsableCommand {
         // after the second.
         let start = preset.player?.start
         preset.player?.start = connect.isEmpty ? start ?? .immediately : .command
+        runner.checkHTTP(controlOptions.httpAddress)
         runner.start(preset)
         guard let player = runner.session.player else { fail(.failure, "the player did not start") }
         if connect.isEmpty {
@@ -167,7 +168,8 @@ struct PlayCommand: ParsableCommand {
             let midi = connect.filter { !midiNames.isEmpty && !fits($0, audioNames, .audio) && fits($0, midiNames, .midi) }
             let audio = connect.filter { !midi.contains($0) }
             let owner = "the player \(player.client.name)"
-            preset.connections = runner.rules(audio, ports: player.ports, towardUs: false, option: "--connect", owner: owner)
+            preset.connections = runner.rules(audio, ports: player.ports, towardUs: false, option: "--connect", owner: owner,
+                                              widen: port.isEmpty ? "-c" : nil)
                 + runner.rules(midi, names: midiNames, towardUs: false, type: .midi, option: "--connect", owner: owner)
             preset.player?.start = start ?? .immediately
             runner.reapply(preset)

@@ -260,6 +260,7 @@ struct RackCommand: ParsableCommand {
                 fail(.badInput, "\(problems.count) problem(s) with --map; nothing started")
             }
         }
+        runner.checkHTTP(controlOptions.httpAddress)
         runner.start(preset)
         guard let rack = runner.session.racks[name] else { fail(.failure, "the rack did not start") }
         if connectIn.isEmpty && connectOut.isEmpty && !child {
@@ -268,8 +269,10 @@ struct RackCommand: ParsableCommand {
         }
         if !connectIn.isEmpty || !connectOut.isEmpty || !connectMidiIn.isEmpty || !connectMidiOut.isEmpty {
             let owner = "rack \(rack.client.name)"
-            preset.connections = runner.rules(connectIn, ports: rack.inputs, towardUs: true, option: "--connect-in", owner: owner)
-                + runner.rules(connectOut, ports: rack.outputs, towardUs: false, option: "--connect-out", owner: owner)
+            preset.connections = runner.rules(connectIn, ports: rack.inputs, towardUs: true, option: "--connect-in",
+                                              owner: owner, widen: "--inputs")
+                + runner.rules(connectOut, ports: rack.outputs, towardUs: false, option: "--connect-out", owner: owner,
+                               widen: "--outputs")
                 + runner.rules(connectMidiIn, names: rack.midiInputNames, towardUs: true, type: .midi,
                                option: "--connect-midi-in", owner: owner)
                 + runner.rules(connectMidiOut, names: rack.midiOutputNames, towardUs: false, type: .midi,

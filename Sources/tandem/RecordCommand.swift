@@ -294,6 +294,7 @@ struct RecordCommand: ParsableCommand {
         // (A level-triggered or scheduled recorder decides its takes by itself: it starts as it is.)
         let selfRunning = start == .level || preset.recorder?.schedule != nil
         if !connect.isEmpty && !selfRunning { preset.recorder?.start = .armed }
+        runner.checkHTTP(controlOptions.httpAddress)
         runner.start(preset)
         guard let recorder = runner.session.recorder else { fail(.failure, "the recorder did not start") }
         for r in recorder.recovered {
@@ -305,7 +306,7 @@ struct RecordCommand: ParsableCommand {
                         + "(or give --connect 'system:capture_.*')\n")
         } else {
             preset.connections = runner.rules(connect, ports: recorder.ports, towardUs: true, option: "--connect",
-                                              owner: "the recorder \(recorder.client.name)")
+                                              owner: "the recorder \(recorder.client.name)", widen: port.isEmpty ? "-c" : nil)
             preset.recorder?.start = start ?? .immediately
             runner.reapply(preset)
             if start == .immediately && !selfRunning { runner.session.startTake() }

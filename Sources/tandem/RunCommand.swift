@@ -125,6 +125,8 @@ struct RunCommand: ParsableCommand {
         let explicitPort = controlPort ?? initial.session.controlPort
         runner.openControl(explicit: explicitPort, fallback: Self.defaultControlPort,
                            anyFree: explicitPort == nil && (initial.session.controlPortAuto || nsm != nil))
+        let httpAddress = http.flatMap(HTTPAddress.init) ?? initial.session.http
+        runner.checkHTTP(httpAddress, metricsPort: metricsPort ?? initial.session.metricsPort)
         if initial.session.onServerLoss == .resume && initial.session.serverWaitSeconds > 0 {
             waitForServer(initial.session, signals: runner.signals, logger: runner.logger, systemd: runner.systemd)
         }
@@ -136,7 +138,7 @@ struct RunCommand: ParsableCommand {
             fail(error.code == .jack ? .jackUnavailable : .badInput, error.message)
         }
         nsm?.opened(runner.session)
-        runner.openHTTP(http.flatMap(HTTPAddress.init) ?? initial.session.http, origins: initial.session.httpOrigins,
+        runner.openHTTP(httpAddress, origins: initial.session.httpOrigins,
                         metricsPort: metricsPort ?? initial.session.metricsPort)
         if let nsm {
             runner.tick = { session, events in nsm.tick(session, events: events) }

@@ -110,15 +110,33 @@ final class SessionRunner {
         socketWaker = SocketWaker(fds: [c.socket.fd], wakeup: signals.wakeup)
     }
 
+    /// Refuses HTTP addresses that cannot be listened on (a port another program holds, an address not this
+    /// machine's) with exit 2, before any JACK client is made, as a taken control port is: `openHTTP`, which comes
+    /// after the session starts, takes the same arguments.
+    func checkHTTP(_ address: HTTPAddress?, metricsPort: Int? = nil) {
+        for address in Self.httpAddresses(address, metricsPort: metricsPort) {
+            if let problem = HTTPServer.bindProblem(address) {
+                session.close()
+                fail(.badInput, problem + "; nothing started")
+            }
+        }
+    }
+
+    /// The addresses `openHTTP` listens on: `address`, and 127.0.0.1:`metricsPort` when that is set and differs.
+    static func httpAddresses(_ address: HTTPAddress?, metricsPort: Int?) -> [HTTPAddress] {
+        var addresses = address.map { [$0] } ?? []
+        if let metricsPort, metricsPort > 0, address?.port != metricsPort || address?.isLoopback != true {
+            addresses.append(HTTPAddress(host: "127.0.0.1", port: metricsPort))
+        }
+        return addresses
+    }
+
     /// Starts the HTTP and WebSocket API on `address` (nil: none), and on 127.0.0.1:`metricsPort` when that is set
     /// and differs (the old metrics endpoint's place: the same server, there). Any address but loopback needs the
     /// token (made on first start). An address that cannot be had, or a token that cannot be read, stops the run
     /// (exit 2): it was asked for explicitly, and an operator's alerts would otherwise watch nothing.
     func openHTTP(_ address: HTTPAddress?, origins: [String] = [], metricsPort: Int? = nil) {
-        var addresses = address.map { [$0] } ?? []
-        if let metricsPort, metricsPort > 0, address?.port != metricsPort || address?.isLoopback != true {
-            addresses.append(HTTPAddress(host: "127.0.0.1", port: metricsPort))
-        }
+        let addresses = Self.httpAddresses(address, metricsPort: metricsPort)
         guard !addresses.isEmpty else { return }
         let metrics = SessionMetricsBox(SessionMetrics(session: session))
         self.metrics = metrics
@@ -217,20 +235,26 @@ final class SessionRunner {
 
     /// Exact connection rules for a one-shot command's `--connect` patterns (see `Session.orderedRules`); a pattern
     /// that names nothing, or too many ports, closes the session and exits 2 in words.
-    func rules(_ patterns: [String], ports: [JackPort], towardUs: Bool, option: String, owner: String) -> [ConnectionRule] {
-        rules(patterns, names: ports.map(\.name), towardUs: towardUs, type: .audio, option: option, owner: owner)
+    /// `widen`: the option that gives the engine more ports (`--inputs`, `-c`), named when the patterns match more
+    /// ports than it has.
+    func rules(_ patterns: [String], ports: [JackPort], towardUs: Bool, option: String, owner: String,
+               widen: String? = nil) -> [ConnectionRule] {
+        rules(patterns, names: ports.map(\.name), towardUs: towardUs, type: .audio, option: option, owner: owner,
+              widen: widen)
     }
 
     /// `names`: full names of the engine's ports of kind `type`. A problem names the option, its patterns and the
     /// engine (`owner`, e.g. "rack fx"), and is exit 2.
     func rules(_ patterns: [String], names: [String], towardUs: Bool, type: PortType, option: String,
-               owner: String) -> [ConnectionRule] {
+               owner: String, widen: String? = nil) -> [ConnectionRule] {
         guard !patterns.isEmpty else { return [] }
         do {
             return try session.orderedRules(patterns, ports: names, towardUs: towardUs, type: type)
         } catch {
             session.close()
-            fail(.badInput, "\(option) " + patterns.map { "'\($0)'" }.joined(separator: " ") + ": \(error) of \(owner)")
+            let more = error.matched.flatMap { n in widen.map { "; \($0) \(n) gives it \(n)" } } ?? ""
+            fail(.badInput, "\(option) " + patterns.map { "'\($0)'" }.joined(separator: " ") + ": \(error) of \(owner)"
+                 + more)
         }
     }
 

@@ -3,6 +3,9 @@ import Jack
 import SoundFile
 import Testing
 import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Messages a newcomer met that did not tell them what to do, each as it reads now (issue 43, "Words").
 @Suite(.serialized) struct WordsTests {
@@ -97,5 +100,85 @@ import TestSupport
         #expect(t.process.wait(timeout: 15) == 0, "\(t.output)")
         #expect(t.output.contains("take 1 duration reached: 48000 frames") && !t.output.contains("take 1 durationReached"),
                 "\(t.output)")
+    }
+
+    /// A loopback TCP port another program listens on (this test's socket): the socket and its port.
+    static func takenPort() throws -> (fd: Int32, port: Int) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var size = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, size) == 0 && listen(fd, 4) == 0 && getsockname(fd, $0, &size) == 0
+            }
+        }
+        guard fd >= 0, bound else { throw FixtureError("cannot listen on 127.0.0.1: \(String(cString: strerror(errno)))") }
+        return (fd, Int(UInt16(bigEndian: addr.sin_port)))
+    }
+
+    /// A taken HTTP port is exit 2 before anything starts, naming the address and what to do, from `--http` and
+    /// from a preset's `http` (it printed NIO's "bind(descriptor:ptr:bytes:): Address already in use" after the
+    /// recorder had made a take).
+    @Test func aTakenHTTPPortIsExitTwoBeforeAnything() throws {
+        let server = try TestEnvironment.server("wordshttp")
+        defer { server.stop() }
+        let dir = TestEnvironment.temporaryDirectory("words-http")
+        let taken = try Self.takenPort()
+        defer { close(taken.fd) }
+        let address = "127.0.0.1:\(taken.port)"
+        let record = try TandemProcess(["record", "-c", "1", "-d", dir.path, "-t", "1", "--http", address],
+                                       server: server, log: dir.appendingPathComponent("rec.log").path)
+        #expect(record.process.wait(timeout: 15) == 2, "\(record.output)")
+        let preset = dir.appendingPathComponent("h.toml").path
+        try "[session]\nname = \"h\"\ndirectory = \"\(dir.path)\"\nhttp = \"\(address)\"\n[recorder]\nchannels = 1\n"
+            .write(toFile: preset, atomically: true, encoding: .utf8)
+        let run = try TandemProcess(["run", "--no-view", "--control-port", "0", preset], server: server,
+                                    log: dir.appendingPathComponent("run.log").path)
+        #expect(run.process.wait(timeout: 15) == 2, "\(run.output)")
+        for output in [record.output, run.output] {
+            #expect(output.contains("the HTTP API cannot listen on \(address): port \(taken.port) is taken: another program"
+                                    + " listens there; choose another port") && output.contains("nothing started")
+                    && !output.contains("errno") && !output.contains("recorder ready"), "\(output)")
+        }
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir.path)
+        #expect(!files.contains { $0.hasSuffix(".wav") }, "\(files)")
+    }
+
+    /// A stereo file through a mono plugin: the chain takes the file's two channels and says so, as `--inputs 2`
+    /// would (it failed the job without naming `--inputs`); a chain told `--inputs 1` is refused naming `--inputs 2`
+    /// before anything runs; a rack with more sources than inputs names `--inputs N`.
+    @Test(.enabled(if: RackTests.hasSWH))
+    func aStereoFileThroughAMonoChainNamesInputs() throws {
+        let dir = TestEnvironment.temporaryDirectory("words-inputs")
+        let input = dir.appendingPathComponent("stereo.wav").path
+        let frames = 4800
+        var samples: [Float] = []
+        for i in 0..<frames {
+            let t = Double(i)
+            samples += [Float(sin(t * 0.05) * 0.5), Float(sin(t * 0.013) * 0.25)]
+        }
+        try TestEnvironment.writeWAV(samples, channels: 2, path: input, sample: .float32)
+        let followed = try Self.tandem(["render", "--plugin", RackTests.amp + ",gain=-6", "stereo.wav", "-o", "out.wav"], in: dir)
+        #expect(followed.code == 0 && followed.output.contains("the chain takes the file's 2 channels, as with --inputs 2"),
+                "\(followed.output)")
+        let out = try TestEnvironment.readAudio(dir.appendingPathComponent("out.wav").path)
+        #expect(out.channels == 2 && out.samples.count == samples.count, "\(out.channels) channels")
+        let worst = zip(out.samples, samples).map { abs($0 - $1 * 0.501187) }.max() ?? 1
+        #expect(worst < 1e-4, "largest difference from the input at -6 dB: \(worst)")
+        let one = try Self.tandem(["render", "--plugin", RackTests.amp, "--inputs", "1", "stereo.wav", "-o", "one.wav"], in: dir)
+        #expect(one.code == 2 && one.output.contains("'stereo.wav' gives 2 channels and the chain takes 1: give the chain"
+                                                     + " 2 inputs (--inputs 2), choose 1 of the file's channels (--channels 1)")
+                && !one.output.contains("job 1"), "\(one.output)")
+        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("one.wav").path))
+
+        let server = try TestEnvironment.server("wordsinputs")
+        defer { server.stop() }
+        let rack = try TandemProcess(["rack", "--plugin", RackTests.amp, "--connect-in", "system:capture_.*", "--no-view"],
+                                     server: server, log: dir.appendingPathComponent("rack.log").path)
+        #expect(rack.process.wait(timeout: 15) == 2, "\(rack.output)")
+        #expect(rack.output.contains("2 source port(s) (system:capture_1, system:capture_2) for the 1 input(s) of rack rack;"
+                                     + " --inputs 2 gives it 2"), "\(rack.output)")
     }
 }
