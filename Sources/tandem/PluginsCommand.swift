@@ -151,8 +151,8 @@ extension PluginsCommand.Show {
 
 /// `--plugin`, shared by `record` and `play`: an insert chain from the command line.
 struct PluginOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("Plugin for the insert chain, in order (repeatable): an LV2 URI, ladspa:LIBRARY/LABEL, ladspa:ID or dssi:LIBRARY/LABEL (see `tandem plugins`).",
-                                            valueName: "URI[,name=NAME][,preset=URI][,SYMBOL=VALUE...]"))
+    @Option(name: .long, help: ArgumentHelp("Plugin for the insert chain, in order (repeatable): an LV2 URI, ladspa:LIBRARY/LABEL, ladspa:ID or dssi:LIBRARY/LABEL (see `tandem plugins`); bypass starts it bypassed; midi_channel (a rack's) the MIDI channel its MIDI inputs take.",
+                                            valueName: "URI[,name=NAME][,preset=URI][,bypass][,midi_channel=N][,SYMBOL=VALUE...]"))
     var plugin: [String] = []
 
     @Option(name: .long, help: ArgumentHelp("A plugin that cannot run as asked (not installed, channels do not fit, an unknown control or a value out of range): fail (exit 2, nothing started) or bypass (run without it, and say so).",

@@ -181,4 +181,99 @@ import Glibc
         #expect(rack.output.contains("2 source port(s) (system:capture_1, system:capture_2) for the 1 input(s) of rack rack;"
                                      + " --inputs 2 gives it 2"), "\(rack.output)")
     }
+
+    /// The long options in `text` (`--name`), without `--help` and `--version`.
+    static func longOptions(_ text: some StringProtocol) -> Set<String> {
+        Set(String(text).matches(of: /--[a-z][a-z0-9-]*/).map { String($0.output) }).subtracting(["--help", "--version"])
+    }
+
+    /// What `tandem PATH --help` prints: its options' long names, its `--plugin` value's keys (`bypass`,
+    /// `midi_channel`), and its subcommands.
+    static func help(_ path: [String]) throws -> (options: Set<String>, pluginKeys: Set<String>, subcommands: [String]) {
+        let text = try tandem(path + ["--help"]).output
+        var options = Set<String>(), keys = Set<String>(), subcommands: [String] = []
+        var part = ""
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.isEmpty { part = "" }   // a part ends at its blank line ("  See 'tandem help ...'" is none)
+            if !line.hasPrefix(" "), line.hasSuffix(":") {
+                part = String(line)
+                continue
+            }
+            if part == "OPTIONS:", line.hasPrefix("  -") {
+                let label = line.dropFirst(2).components(separatedBy: "  ")[0]
+                options.formUnion(longOptions(label))
+                if label.contains("--plugin <") { keys = pluginKeys(label) }
+            } else if part == "SUBCOMMANDS:", line.hasPrefix("  "), !line.hasPrefix("   "),
+                      let word = line.split(separator: " ").first, word.allSatisfy({ $0.isLowercase || $0 == "-" }) {
+                subcommands.append(String(word))
+            }
+        }
+        return (options, keys, subcommands)
+    }
+
+    /// The lower-case keys of a `--plugin URI[,name=N][,bypass]...` form (placeholders such as SYM=V left out).
+    static func pluginKeys(_ form: some StringProtocol) -> Set<String> {
+        Set(String(form).matches(of: /\[,([a-z_]+)/).map { String($0.output.1) })
+    }
+
+    /// docs/CLI.md and `--help` agree on every option: each long option `tandem SUB --help` prints (for every
+    /// subcommand, found from `tandem --help`) appears in CLI.md's section for SUB, and each option that section
+    /// lists (in its heading and its tables' first column) is one SUB's `--help` prints; so do `--plugin`'s keys.
+    /// Every mismatch is reported at once.
+    @Test func cliDocsAndHelpAgreeOnEveryOption() throws {
+        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/CLI.md")
+        let lines = try String(contentsOf: docs, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
+        // The sections: "## tandem WORDS ..." to the next "## ".
+        var sections: [(command: String, lines: [Substring])] = []
+        for line in lines {
+            if line.hasPrefix("## ") {
+                sections.append((line.hasPrefix("## tandem ") ? String(line.dropFirst(10)) : "", [line]))
+            } else if !sections.isEmpty {
+                sections[sections.count - 1].lines.append(line)
+            }
+        }
+        // Every command path, from the root's subcommands down; each to the section of its longest heading prefix.
+        var queue = try Self.help([]).subcommands.map { [$0] }
+        var helped: [String: (options: Set<String>, keys: Set<String>)] = [:]
+        var mismatches: [String] = []
+        while let path = queue.first {
+            queue.removeFirst()
+            let h = try Self.help(path)
+            if path.count < 3 { queue += h.subcommands.map { path + [$0] } }
+            let section = (1...path.count).reversed().lazy.compactMap { n -> Int? in
+                let words = path.prefix(n).joined(separator: " ")
+                return sections.firstIndex { $0.command == words || $0.command.hasPrefix(words + " ") }
+            }.first
+            guard let section else {
+                if !h.options.isEmpty { mismatches.append("tandem \(path.joined(separator: " ")): no section in CLI.md") }
+                continue
+            }
+            let text = sections[section].lines.joined(separator: "\n")
+            for option in h.options.subtracting(Self.longOptions(text)).sorted() {
+                mismatches.append("tandem \(path.joined(separator: " ")) \(option): in --help, not in CLI.md")
+            }
+            let key = sections[section].command
+            helped[key] = ((helped[key]?.options ?? []).union(h.options), (helped[key]?.keys ?? []).union(h.pluginKeys))
+        }
+        for (command, lines) in sections {
+            guard let help = helped[command] else { continue }
+            var listed = Self.longOptions(lines[0])
+            var keys = Set<String>()
+            for line in lines {
+                guard line.hasPrefix("| `-") else { continue }
+                let first = line.dropFirst(2).components(separatedBy: " | ")[0]
+                listed.formUnion(Self.longOptions(first))
+                if first.contains("--plugin URI") { keys.formUnion(Self.pluginKeys(first)) }
+            }
+            if lines[0].contains("--plugin URI") { keys.formUnion(Self.pluginKeys(lines[0])) }
+            for option in listed.subtracting(help.options).sorted() {
+                mismatches.append("tandem \(command.split(separator: " ")[0]) \(option): in CLI.md, not in --help")
+            }
+            for k in keys.subtracting(help.keys).sorted() {
+                mismatches.append("tandem \(command.split(separator: " ")[0]) --plugin ,\(k): in CLI.md, not in --help")
+            }
+        }
+        #expect(mismatches.isEmpty, "\(mismatches.count) mismatch(es):\n\(mismatches.joined(separator: "\n"))")
+    }
 }
