@@ -38,6 +38,24 @@ public struct Patchbay: Sendable, Equatable {
 
     public init(repair: Bool = false) { self.repair = repair }
 
+    /// The rules that connect nothing among `outputs` and `inputs` (all kinds of port), each with what it lacks, in
+    /// words: "connect a2j:.*keyboard.* -> fx:midi_in (line 12): no output port matches 'a2j:.*keyboard.*'". A
+    /// rule may wait for ports that come later; until then it is said at start and in the status, never silent.
+    public static func idle(_ rules: [ConnectionRule], outputs: [String], inputs: [String]) -> [String] {
+        rules.compactMap { rule in
+            let from = outputs.contains(where: rule.from.matches), to = inputs.contains(where: rule.to.matches)
+            guard !from || !to else { return nil }
+            var lacks: [String] = []
+            if !from { lacks.append("no output port matches '\(rule.from)'") }
+            if !to { lacks.append("no input port matches '\(rule.to)'") }
+            return "connect \(rule.from) -> \(rule.to)" + (rule.line.map { " (line \($0))" } ?? "") + ": "
+                + lacks.joined(separator: ", ")
+        }
+    }
+
+    /// Rules that connected nothing at the last pass (see `idle`), for the status.
+    public var idleRules: [String] = []
+
     /// Every connection `rules` ask for among `outputs` and `inputs` (`pairs`: first with first in natural name
     /// order; `all`: every source to every destination).
     public static func desired(_ rules: [ConnectionRule], outputs: [String], inputs: [String]) -> Set<Connection> {

@@ -19,6 +19,11 @@ extension Session {
             all.formUnion(Patchbay.desired(p.connections, outputs: c.ports(direction: .output, type: type),
                                            inputs: c.ports(direction: .input, type: type)))
         }
+        let idle = Patchbay.idle(p.connections, outputs: c.ports(direction: .output), inputs: c.ports(direction: .input))
+        for rule in idle where !patchbay.idleRules.contains(rule) {
+            patchLogger.warning("a connection rule connects nothing (yet): \(rule)")
+        }
+        patchbay.idleRules = idle
         var cache = ConnectionCache(client: c)
         let plan = patchbay.plan(desired: desired, isConnected: { cache.contains($0) })
         for x in plan.disconnect {
@@ -77,9 +82,19 @@ extension Session {
     public func orderedRules(_ patterns: [String], ports: [String], towardUs: Bool,
                              type: PortType = .audio) throws(PatchError) -> [ConnectionRule] {
         guard let c = patchClient else { throw PatchError(message: "no JACK client to read the graph with") }
-        return try Patchbay.orderedRules(patterns, ours: ports,
-                                         existing: c.ports(direction: towardUs ? .output : .input, type: type),
-                                         towardUs: towardUs)
+        let rules = try Patchbay.orderedRules(patterns, ours: ports,
+                                              existing: c.ports(direction: towardUs ? .output : .input, type: type),
+                                              towardUs: towardUs)
+        if !rules.isEmpty && rules.count < ports.count {
+            // Fewer ports matched than the engine has: the rest are left unconnected, and said so.
+            let idle = Array(ports.dropFirst(rules.count))
+            let kind = towardUs ? "input" : "output"
+            let range = idle.count > 1 ? "\(idle[0]) to \(idle[idle.count - 1])" : (idle.first ?? "")
+            let matched = patterns.joined(separator: " ")
+            let silent = towardUs ? " (silent in the take)" : ""
+            patchLogger.warning("\(matched) matched \(rules.count) port(s) for \(ports.count) \(kind)(s): \(range) stay unconnected\(silent)")
+        }
+        return rules
     }
 }
 

@@ -70,6 +70,7 @@ extension Session {
                              workers: workers.list.map { $0.detail.isEmpty ? $0.name : "\($0.name): \($0.detail)" },
                              racks: rackStatus(), plugins: pluginStatus())
         status.loudness = programmes.isEmpty ? nil : programmes
+        status.idleConnections = patchbay.idleRules.isEmpty ? nil : patchbay.idleRules
         status.preset = .init(path: preset?.path)
         return status
     }

@@ -132,6 +132,8 @@ public struct SessionStatus: Codable, Sendable {
             name = path.map { (($0 as NSString).lastPathComponent as NSString).deletingPathExtension }
         }
     }
+    /// Connection rules that connect nothing now (a pattern that matches no port yet), each with what it lacks.
+    public var idleConnections: [String]? = nil
     /// EBU R128 loudness of each measured programme (`loudness` in the preset; absent when nothing is measured).
     public var loudness: [ProgrammeLoudness]? = nil
 

@@ -127,3 +127,16 @@ import Presets
         #expect(outward.map { "\($0.from) \($0.to)" } == ["play:out_1 sys:playback_1"])
     }
 }
+
+/// Rules that connect nothing are said (issue 43, item 6): which side matches no port.
+@Suite struct IdleRuleTests {
+    @Test func aRuleThatMatchesNoPortIsNamedWithWhatItLacks() {
+        let rules = [ConnectionRule(from: PortPattern("gen:out_*"), to: PortPattern("rec:in_*")),
+                     ConnectionRule(from: PortPattern("sytem:capture_*"), to: PortPattern("rec:in_*")),
+                     ConnectionRule(from: PortPattern("gen:out_1"), to: PortPattern("/nobody:.*/"))]
+        let idle = Patchbay.idle(rules, outputs: ["gen:out_1", "gen:out_2"], inputs: ["rec:in_1", "rec:in_2"])
+        #expect(idle == ["connect sytem:capture_* -> rec:in_*: no output port matches 'sytem:capture_*'",
+                         "connect gen:out_1 -> /nobody:.*/: no input port matches '/nobody:.*/'"])
+        #expect(Patchbay.idle(rules, outputs: [], inputs: []).count == 3)
+    }
+}
