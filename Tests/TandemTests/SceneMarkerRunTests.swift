@@ -25,8 +25,9 @@ import TestSupport
         var output: String
     }
 
-    /// Runs the preset with `scene_markers = on` and returns what was heard and recorded.
-    static func run(_ tag: String, on: Bool) throws -> Outcome {
+    /// Runs the preset with `scene_markers = on` and returns what was heard and recorded; `seek`: the player is sent
+    /// there (seconds) as soon as the take has started.
+    static func run(_ tag: String, on: Bool, seek: Double? = nil) throws -> Outcome {
         let server = try TestEnvironment.server("scmk\(tag)")
         defer { server.stop() }
         let dir = TestEnvironment.temporaryDirectory("scene-markers-\(tag)")
@@ -104,6 +105,7 @@ import TestSupport
         }
         request("/tandem/subscribe", [.string("osc.udp://127.0.0.1:\(socket.port)/"), .float(60)])
         request("/tandem/record/start", [])
+        if let seek { request("/tandem/play/seek", [.double(seek)]) }
         #expect(run.process.wait(timeout: 30) == 0, "\(run.output)")
         receive()
         let take = try #require(announcedFile(run.output), "\(run.output)")
@@ -142,6 +144,17 @@ import TestSupport
             #expect(abs(marks[0].frame - quietAt) <= 1 && abs(marks[1].frame - loudAt) <= 1,
                     "take markers \(marks.map(\.frame)), cues at \(quietAt), \(loudAt)")
         }
+    }
+
+    /// A seek at once to 1.2 s (frame 57600) jumps over the cues of the two scenes, which the reader had already put
+    /// in the ring: they are discarded unplayed and recall nothing; the cue after the seek point is told.
+    @Test(.enabled(if: ControlMapRunTests.hasPlugins))
+    func cuesASeekSkipsRecallNothing() throws {
+        let o = try Self.run("seek", on: true, seek: 1.2)
+        #expect(!o.events.contains { $0.kind == "scene-recalled" }, "\(o.events)")
+        let refusals = o.events.filter { $0.kind == "refused" }.map(\.text)
+        #expect(refusals.count == 1 && refusals.first?.hasPrefix("cue 'scene nowhere' at frame 66000 of ") == true,
+                "\(refusals)")
     }
 
     @Test(.enabled(if: ControlMapRunTests.hasPlugins))
