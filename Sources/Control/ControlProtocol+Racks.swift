@@ -21,7 +21,8 @@ extension ControlProtocol {
     /// carries it out with the surface it came from (its `control-changed` events say `http`, `midi`, `restore`).
     public static let relayedAddress = "/tandem/relayed"
     /// The sources an envelope may name.
-    static let relaySources: Set<String> = ["osc", "http", "midi", "restore"]
+    /// (`schedule` and `marker`: a scene recalled at its time or by a cue; `scene`: a scene reading the rig.)
+    static let relaySources: Set<String> = ["osc", "http", "midi", "restore", "schedule", "marker", "scene"]
 
     /// The child's reply to `m` when it is a plugin command (`command`) for an isolated rack of this session; nil
     /// when it is not (the session carries it out). Control thread; blocks at most `rackReplySeconds`.

@@ -217,8 +217,10 @@ extension Session {
                             .notFound)
         }
         let old = sceneState.book.scene(named: name)
+        var scene = Scene(name: name, values: values, rampMS: old?.rampMS)
+        scene.at = old?.at   // a scene saved again keeps its times
         do {
-            try sceneState.book.save(Scene(name: name, values: values, rampMS: old?.rampMS))
+            try sceneState.book.save(scene)
         } catch {
             return .refused(error.description, .badValue)
         }
