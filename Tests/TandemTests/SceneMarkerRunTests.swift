@@ -27,7 +27,7 @@ import TestSupport
 
     /// Runs the preset with `scene_markers = on` and returns what was heard and recorded; `seek`: the player is sent
     /// there (seconds) as soon as the take has started.
-    static func run(_ tag: String, on: Bool, seek: Double? = nil) throws -> Outcome {
+    static func run(_ tag: String, on: Bool, seek: Double? = nil, isolate: Bool = false) throws -> Outcome {
         let server = try TestEnvironment.server("scmk\(tag)")
         defer { server.stop() }
         let dir = TestEnvironment.temporaryDirectory("scene-markers-\(tag)")
@@ -63,7 +63,7 @@ import TestSupport
             client = "cm-fx"
             inputs = 1
             outputs = 1
-            isolate = false
+            isolate = \(isolate)
             [[rack.plugins]]
             uri = "\(ControlMapRunTests.amp)"
             name = "amp"
@@ -144,6 +144,22 @@ import TestSupport
             #expect(abs(marks[0].frame - quietAt) <= 1 && abs(marks[1].frame - loudAt) <= 1,
                     "take markers \(marks.map(\.frame)), cues at \(quietAt), \(loudAt)")
         }
+    }
+
+    /// The same cues with rack `fx` isolated (a recording session's default): the recalls reach its process (the
+    /// relay takes the source `marker`) and the gain follows.
+    @Test(.enabled(if: ControlMapRunTests.hasPlugins))
+    func cuesRecallScenesInAnIsolatedRack() throws {
+        let o = try Self.run("iso", on: true, isolate: true)
+        let recalls = o.events.filter { $0.kind == "scene-recalled" }.map(\.text)
+        #expect(recalls.count == 2 && recalls[0].hasPrefix("quiet 0 1 marker") && recalls[1].hasPrefix("loud 0 1 marker")
+                && !recalls.contains { $0.contains("not applied") }, "\(o.events)")
+        let r = o.samples
+        let first = try #require(r.firstIndex { abs($0) > 0.1 })
+        let quietAt = first + Self.cues[0].frame, loudAt = first + Self.cues[2].frame
+        let quiet = (quietAt..<loudAt).first { abs(r[$0]) < 0.1 }
+        #expect(quiet != nil, "the gain never dropped")
+        if let quiet { print("scene marker figure: isolated rack, cue played to changed output: \(quiet - quietAt) frames") }
     }
 
     /// A seek at once to 1.2 s (frame 57600) jumps over the cues of the two scenes, which the reader had already put
