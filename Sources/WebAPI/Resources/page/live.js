@@ -335,6 +335,9 @@ function react(msg) {
       if (!store.scenes || typeof msg.scene !== "string") return refresh("scenes");
       store.scenes.current = msg.scene;
       delete store.scenes.morph;
+      // How much later an isolated rack's process had its values, and what the rig could not take.
+      if (typeof msg.lagMS === "number") store.scenes.lastLagMS = msg.lagMS; else delete store.scenes.lastLagMS;
+      store.scenes.missing = Array.isArray(msg.missing) ? msg.missing.length : 0;
       emit("scenes", store.scenes);
       return;
     case "scene-morphed": {

@@ -124,5 +124,8 @@ function draw(list) {
     text(el.position, number(m.position, 2));
   }
   text(el.state, m ? `Morph: ${number(m.position, 2)} of the way from '${m.from}' to '${m.to}'`
-    : current ? `Scene: ${current}` : scenes.length ? "No scene recalled yet" : "");
+    : current ? `Scene: ${current}` + (typeof list.lastLagMS === "number"
+      ? ` (isolated racks ${number(list.lastLagMS, 1)} ms later)` : "")
+      + (list.missing ? `; ${list.missing} value(s) not applied` : "")
+      : scenes.length ? "No scene recalled yet" : "");
 }
