@@ -24,6 +24,8 @@ public final class ControlProtocol {
     private let logger: Logger
     /// Largest message accepted (larger ones get an error reply).
     public static let maxMessageBytes = 8192
+    /// The largest reply sent: a UDP datagram over IPv4 carries 65,507 bytes of payload.
+    public static let maxReplyBytes = 65_000
 
     struct Subscriber {
         var address: sockaddr_in
@@ -98,7 +100,14 @@ public final class ControlProtocol {
                 case .failure(let e): reply = [.string("error"), .string("?"), .string("malformed: \(e.message)")]
                 }
             }
-            let message = OSCMessage("/tandem/reply", reply).encode()
+            var message = OSCMessage("/tandem/reply", reply).encode()
+            if message.count > Self.maxReplyBytes {
+                // A reply no datagram carries would vanish: say so, and where the whole answer is.
+                let address = reply.count > 1 ? (reply[1].string ?? "?") : "?"
+                message = OSCMessage("/tandem/reply", [.string("error"), .string(address), .string(
+                    "the reply has \(message.count) bytes, more than one datagram carries (\(Self.maxReplyBytes)); ask the"
+                    + " HTTP API for it (docs/HTTP.md)"), .string("conflict")]).encode()
+            }
             socket.send(message, to: d.source)
             for key in subscribers.keys where !Self.same(subscribers[key]?.address, d.source) { sendToSubscriber(key, message) }
         }

@@ -13,6 +13,9 @@ struct SceneState {
     var morph: (from: String, to: String, position: Double)?
     /// How long the last recall's relays to isolated racks took after the in-process chains started, in ms.
     var lastLagMS: Double?
+    /// Isolated racks that did not answer during the operation under way (a recall, a save, a morph): not asked
+    /// again until it ends, so a hung rack costs one timeout, not one per value.
+    var unanswered: Set<String> = []
 }
 
 // Scenes (docs/PRESETS.md "Scenes"): a recall turns each value into the command of the command model that sets it
@@ -104,8 +107,14 @@ extension Session {
         if !isolated.isEmpty {
             let began = DispatchTime.now().uptimeNanoseconds
             for command in isolated {
+                let rack = command.engine ?? ""
+                if sceneState.unanswered.contains(rack) {
+                    missing.append("\(rack): not tried (the rack did not answer this recall's first value)")
+                    continue
+                }
                 let reply = execute(command, context: context)
-                if reply.ok { applied += 1 } else { missing.append("\(command.engine ?? ""): \(reply.detail)") }
+                if reply.ok { applied += 1 } else { missing.append("\(rack): \(reply.detail)") }
+                if !reply.ok && reply.detail.contains("did not answer") { sceneState.unanswered.insert(rack) }
             }
             lag = Double(DispatchTime.now().uptimeNanoseconds - began) / 1e6
         }
@@ -121,6 +130,7 @@ extension Session {
             return .refused("ramp \(Limits.number(ramp)) ms is out of range (allowed: \(Limits.describe(Scene.rampRange, unit: " ms")))",
                             .badValue)
         }
+        sceneState.unanswered = []
         let (applied, missing, lag) = applySceneValues(scene.values, rampMS: ramp, context: context)
         sceneState.current = name
         sceneState.morph = nil
@@ -150,7 +160,8 @@ extension Session {
             case .playerGain: return nil
             }
         }
-        guard racks[path.engine] == nil, supervisors[path.engine] != nil else { return nil }
+        guard racks[path.engine] == nil, supervisors[path.engine] != nil,
+              !sceneState.unanswered.contains(path.engine) else { return nil }
         let context = CommandContext(source: "scene")
         let reply: CommandReply
         switch path.target {
@@ -164,8 +175,33 @@ extension Session {
         case .gain: reply = execute(.pluginGain(engine: path.engine, dB: nil), context: context)
         case .playerGain: return nil
         }
+        if !reply.ok && reply.detail.contains("did not answer") { sceneState.unanswered.insert(path.engine) }
         guard reply.ok, let d = Double(reply.detail), d.isFinite else { return nil }
         return .number(d)
+    }
+
+    /// Why the rig has no value at `path`, told without asking a process: no such engine, plugin or control (an
+    /// isolated rack's looked up in its plugin's data); nil when it may have one.
+    func scenePathProblem(_ path: ScenePath) -> String? {
+        guard hasEngine(path.engine) else { return "'\(path)': " + Self.unknownEngine(path.engine) }
+        if case .playerGain = path.target { return player == nil ? "'\(path)': this session has no player" : nil }
+        let engine = ChainEngine(rawValue: path.engine)
+        if chain(engine) == nil && (racks[path.engine] != nil || supervisors[path.engine] == nil) {
+            return "'\(path)': the \(path.engine) has no plugin chain"
+        }
+        guard let plugin = path.plugin else { return nil }
+        let specs = chainSpecs(engine)
+        guard let spec = specs.first(where: { $0.name == plugin }) else {
+            return "'\(path)': the \(path.engine) has no plugin '\(plugin)' (plugins: "
+                + (specs.isEmpty ? "none" : specs.map(\.name).joined(separator: ", ")) + ")"
+        }
+        guard case .control(let symbol) = path.target else { return nil }
+        let controls = chain(engine)?.controls(of: plugin)
+            ?? PluginHost.shared.plugin(spec.uri)?.ports.filter { $0.kind == .control && $0.isInput } ?? []
+        guard controls.contains(where: { $0.symbol == symbol }) else {
+            return "'\(path)': <\(spec.uri)> has no control '\(symbol)'"
+        }
+        return nil
     }
 
     /// Every path the running rig has a value at (what a scene saved without paths captures): each plugin's
@@ -206,10 +242,16 @@ extension Session {
             case .failure(let e): return .refused(e.description, .badValue)
             }
         }
+        // Paths named are checked first, without asking any process (an isolated rack's from its plugin's data).
+        let problems = paths.compactMap(scenePathProblem)
+        if !problems.isEmpty {
+            return .refused("scene '\(name)' not saved: " + problems.prefix(8).joined(separator: "; ")
+                            + (problems.count > 8 ? "; and \(problems.count - 8) more" : ""), .notFound)
+        }
         if paths.isEmpty { paths = rigPaths() }
+        sceneState.unanswered = []
         var values: [SceneValue] = [], missing: [String] = []
         for p in paths {
-            guard hasEngine(p.engine) else { return .refused("'\(p)': " + Self.unknownEngine(p.engine), .notFound) }
             if let v = currentSceneValue(p) { values.append(SceneValue(path: p, value: v)) } else { missing.append("\(p)") }
         }
         if !texts.isEmpty && !missing.isEmpty {
@@ -252,6 +294,7 @@ extension Session {
             return .refused("position \(Limits.number(position)) is out of range (allowed: 0 to 1)", .badValue)
         }
         var values: [SceneValue] = [], missing: [String] = []
+        sceneState.unanswered = []
         for path in SceneBook.union(a, b) {
             guard let va = a.value(path) ?? currentSceneValue(path), let vb = b.value(path) ?? currentSceneValue(path) else {
                 missing.append("'\(path)': the rig has no value there")
@@ -281,9 +324,16 @@ extension Session {
     func morphNumber(_ path: ScenePath, _ value: SceneNumber) -> Double? {
         let v = SceneValue(path: path, value: value)
         if let d = v.fixedNumber { return d }
-        guard case .control(let symbol) = path.target, let plugin = path.plugin, case .text(let t) = value,
-              let c = chain(ChainEngine(rawValue: path.engine)) else { return nil }
-        return try? c.number(plugin, symbol, from: t)
+        guard case .control(let symbol) = path.target, let plugin = path.plugin, case .text(let t) = value else { return nil }
+        let engine = ChainEngine(rawValue: path.engine)
+        if let c = chain(engine) { return try? c.number(plugin, symbol, from: t) }
+        // An isolated rack's control: read with its plugin's data, as its process would.
+        guard let spec = chainSpecs(engine).first(where: { $0.name == plugin }),
+              let port = PluginHost.shared.plugin(spec.uri)?.ports.first(where: {
+                  $0.kind == .control && $0.isInput && $0.symbol == symbol }),
+              case .success(let d) = ControlUnits.parse(t, port: port.at(sampleRate: patchClient?.sampleRate ?? 48000))
+        else { return nil }
+        return d
     }
 
     /// How a path morphs: nil for a discrete one (it switches at the middle).
@@ -356,15 +406,44 @@ extension Session {
                 return .refused(error.description, error.kind == .notFound ? .notFound : .badValue)
             }
             if sceneState.current == from { sceneState.current = to }
+            if let m = sceneState.morph {
+                sceneState.morph = (m.from == from ? to : m.from, m.to == from ? to : m.to, m.position)
+            }
+            // The maps that name it follow the new name.
+            maps = maps.map { map in
+                var map = map
+                switch map.target {
+                case .scene(let names): map.target = .scene(names.map { $0 == from ? to : $0 })
+                case .morph(let a, let b): map.target = .morph(from: a == from ? to : a, to: b == from ? to : b)
+                default: break
+                }
+                return map
+            }
+            if var p = preset {
+                p.maps = maps
+                preset = p
+            }
             keepScenesInPreset()
             events.append(.scenesChanged(detail: "renamed \(CommandValue.text(from).word) \(CommandValue.text(to).word)",
                                          source: context.source))
             return .done("scene '\(from)' is now '\(to)'")
         case .sceneDelete(let name):
+            let naming = maps.enumerated().filter { _, map in
+                switch map.target {
+                case .scene(let names): return names.contains(name)
+                case .morph(let a, let b): return a == name || b == name
+                default: return false
+                }
+            }
+            if let (index, map) = naming.first {
+                return .refused("scene '\(name)' not deleted: map \(index) (\(map)) names it; clear the map first"
+                                + " (/tandem/map/clear \(index))", .conflict)
+            }
             do { try sceneState.book.delete(name) } catch {
                 return .refused(error.description, error.kind == .notFound ? .notFound : .badValue)
             }
             if sceneState.current == name { sceneState.current = nil }
+            if let m = sceneState.morph, m.from == name || m.to == name { sceneState.morph = nil }
             keepScenesInPreset()
             events.append(.scenesChanged(detail: "deleted \(CommandValue.text(name).word)", source: context.source))
             return .done("scene '\(name)' deleted")

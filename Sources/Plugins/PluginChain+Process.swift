@@ -67,6 +67,12 @@ extension ChainState {
             // applied last is noted with this cycle's clock: what a take's control log says is exactly what ran.
             var sliced = false
             if s.instanceCount > 0 {
+                // A plugin's own bypass (lv2:enabled) gets its port back from the control's value once the bypass
+                // clears (the loops below write 0 there while bypassed).
+                if s.enabledControl >= 0 && !bypassed {
+                    s.instances[0].controlValues[s.enabledControl] =
+                        Float(bitPattern: UInt32(truncatingIfNeeded: s.seen[s.enabledControl]))
+                }
                 let gliding = takeControls(c, s, index: index, frames: frames, clock: clock, held: held,
                                            advance: !s.slices)
                 sliced = gliding && s.slices && frames > ChainState.glideBlock

@@ -141,6 +141,11 @@ extension Validator {
             return "'\(path)': no engine '\(path.engine)' in this preset (engines: "
                 + (engines.isEmpty ? "none" : engines.joined(separator: ", ")) + ")"
         }
+        if path.engine == "recorder" || path.engine == "player", specs.isEmpty, path.target == .mix || path.target == .gain {
+            // The recorder's and player's mix and gain belong to their insert chain, which runs only with plugins.
+            return "'\(path)': the \(path.engine) has no plugin chain (no [[\(path.engine).plugins]]): its mix and gain"
+                + " are its chain's" + (path.engine == "player" ? " (the player's own gain is 'player/@player_gain')" : "")
+        }
         if let plugin = path.plugin, !specs.contains(where: { $0.name == plugin }) {
             return "'\(path)': the \(path.engine) has no plugin '\(plugin)' (plugins: "
                 + (specs.isEmpty ? "none" : specs.map(\.name).joined(separator: ", ")) + ")"

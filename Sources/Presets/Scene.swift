@@ -410,8 +410,10 @@ public struct SceneBook: Sendable, Equatable, Codable {
     }
 
     func missing(_ name: String) -> SceneError {
-        SceneError(.notFound, "no scene '\(name)' (scenes: " + (scenes.isEmpty ? "none" : names.map { "'\($0)'" }
-            .joined(separator: ", ")) + ")")
+        // At most 12 names: a book of a thousand would make an answer no datagram carries.
+        let listed = names.prefix(12).map { "'\($0)'" }.joined(separator: ", ")
+            + (names.count > 12 ? " and \(names.count - 12) more" : "")
+        return SceneError(.notFound, "no scene '\(name)' (scenes: " + (scenes.isEmpty ? "none" : listed) + ")")
     }
 
     // MARK: Morph

@@ -109,6 +109,53 @@ import Testing
         #expect(run.worstStepAtChange <= run.sineStep * 1.5)
     }
 
+    /// A plugin that bypasses itself (fil4's lv2:enabled port) comes back when its bypass clears, at once or over a
+    /// ramp (found by attack: after 06d4c79 the port stayed at 0 and the plugin stayed bypassed).
+    @Test func aPluginsOwnBypassClearsAgain() throws {
+        let fil4 = "http://gareus.org/oss/lv2/fil4#mono"
+        guard PluginHost.shared.plugin(fil4) != nil else { return }
+        let chain = PluginChain(specs: [PluginSpec(uri: fil4, name: "eq", controls: [.init(symbol: "gain", value: 12)])],
+                                channels: 1, sampleRate: Self.rate, period: Self.period, label: "test")
+        #expect(try chain.bypassesItself("eq"))
+        let input = UnsafeMutablePointer<Float>.allocate(capacity: Self.period)
+        let output = UnsafeMutablePointer<Float>.allocate(capacity: Self.period)
+        defer {
+            input.deallocate()
+            output.deallocate()
+        }
+        var ins = [input], outs = [output]
+        var phase = 0.0
+        // The peak of the last 50 of `cycles` (the plugin fades its own bypass in and out over some of them).
+        func peak(cycles: Int) -> Float {
+            var p: Float = 0
+            for c in 0..<cycles {
+                for i in 0..<Self.period {
+                    input[i] = Float(0.1 * sin(phase))
+                    phase += 2 * Double.pi * 997 / Double(Self.rate)
+                }
+                ins.withUnsafeBufferPointer { i in
+                    outs.withUnsafeBufferPointer { o in
+                        ChainState.run(chain.state.pointee, inputs: i.baseAddress!, outputs: o.baseAddress!, frames: Self.period)
+                    }
+                }
+                if c >= cycles - 50 { for i in 0..<Self.period { p = max(p, abs(output[i])) } }
+            }
+            return p
+        }
+        let on = peak(cycles: 200)
+        try chain.setBypass("eq", true)
+        let bypassed = peak(cycles: 200)
+        try chain.setBypass("eq", false)
+        let back = peak(cycles: 200)
+        try chain.setBypass("eq", true, rampFrames: 1440)
+        _ = peak(cycles: 200)
+        try chain.setBypass("eq", false, rampFrames: 1440)
+        let backRamped = peak(cycles: 200)
+        print("ChainRampTests: fil4 at +12 dB: peak \(on), bypassed \(bypassed), back \(back), back after a ramped bypass \(backRamped)")
+        #expect(abs(on - 0.398) < 0.02 && abs(bypassed - 0.1) < 0.01)
+        #expect(abs(back - on) < 0.01 && abs(backRamped - on) < 0.01)
+    }
+
     /// A frequency glides logarithmically: half way through, 200 Hz to 5 kHz is near 1 kHz (the geometric mean), not
     /// near 2.6 kHz.
     @Test func aFrequencyGlidesInEqualRatios() throws {

@@ -341,7 +341,10 @@ struct SceneTests {
         let (p, text) = Self.load(Self.rig.replacingOccurrences(of: "[player]\n", with: "")
                                   + "\n[[scene]]\nname = \"v\"\nvalues = { \"player/@player_gain\" = -3 }")
         #expect(p == nil && text.contains("'player/@player_gain': no engine 'player' in this preset (engines: fx)"), "\(text)")
-        let (q, fine) = Self.load(Self.rig.replacingOccurrences(of: "[player]\n", with: "[recorder]\nchannels = 1\n")
+        // The recorder's mix and gain belong to its insert chain: a recorder with a plugin takes them (SceneChainTests:
+        // one without is refused).
+        let (q, fine) = Self.load(Self.rig.replacingOccurrences(of: "[player]\n", with: "[recorder]\nchannels = 1\n"
+                                                                + "[[recorder.plugins]]\nuri = \"urn:x:amp\"\nname = \"amp\"\n")
                                   + "\n[[scene]]\nname = \"v\"\nvalues = { \"recorder/@gain\" = -3 }")
         #expect(q?.scenes.first?.values.first?.path.description == "recorder/@gain" && fine.isEmpty, "\(fine)")
         let (r, root) = Self.load("scene = 3\n" + Self.rig)

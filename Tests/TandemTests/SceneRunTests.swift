@@ -342,6 +342,10 @@ import TestSupport
             [[scene]]
             name = "b"
             values = { "fx/amp/gain" = -9.0 }
+            [[map]]
+            cc = 11
+            rack = "fx"
+            morph = ["a", "b"]
             """
         let rig = try ControlMapRunTests.Rig("scenebad", racks: racks, maps: scenes)
         defer { rig.stop() }
@@ -386,6 +390,18 @@ import TestSupport
         #expect(!ask("/tandem/scene/rename", [.string("snap"), .string("a")]).ok)
         #expect(ask("/tandem/scene/rename", [.string("snap"), .string("snap 2")]).ok)
         #expect(!ask("/tandem/scene/delete", [.string("snap")]).ok)
+        // A scene a map names: renamed, the map follows; deleted, refused naming the map.
+        #expect(ask("/tandem/scene/rename", [.string("a"), .string("a2")]).ok)
+        #expect(ask("/tandem/map/list", []).detail.contains("morph a2 b"), "\(ask("/tandem/map/list", []))")
+        r = ask("/tandem/scene/delete", [.string("b")])
+        #expect(!r.ok && r.detail.contains("map 0") && r.detail.contains("clear the map first"), "\(r)")
+        #expect(ask("/tandem/scene/rename", [.string("a2"), .string("a")]).ok)
+        // A list too long for a datagram is refused in words, never lost.
+        for k in 0..<200 { _ = ask("/tandem/scene/save", [.string("capture number \(k) " + String(repeating: "x", count: 40))]) }
+        r = ask("/tandem/scene/list", [])
+        #expect(!r.ok && r.detail.contains("more than one datagram carries") && r.detail.contains("HTTP"), "\(r.detail.prefix(300))")
+        r = ask("/tandem/scene/recall", [.string("nosuch")])
+        #expect(!r.ok && r.detail.contains("and 191 more"), "\(r.detail.prefix(300))")
         // The filter removed from the chain: "a" still sets the gain and the mix, and says what it could not.
         #expect(ask("/tandem/scene/recall", [.string("b")]).ok)
         #expect(ask("/tandem/plugin/remove", [.string("fx"), .string("filter")]).ok)
