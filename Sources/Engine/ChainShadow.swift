@@ -16,6 +16,12 @@ public struct ChainShadow: Equatable, Sendable {
     /// The chain's dry/wet mix and output gain in dB, when changed.
     public private(set) var mix: Double?
     public private(set) var gainDB: Double?
+    /// Values acknowledged whose own event has not come back yet: an event still on its way from before the
+    /// acknowledgement (the process announces every change, in order) must not undo it. Plugin/symbol (controls),
+    /// then the mix and the gain.
+    var awaited: [String: Double] = [:]
+    var awaitedMix: Double?
+    var awaitedGain: Double?
 
     public init() {}
 
@@ -40,6 +46,11 @@ public struct ChainShadow: Equatable, Sendable {
         switch kind {
         case "control-changed":
             guard words.count >= 4, words[0] == rack, let value = Double(words[3]), value.isFinite else { return }
+            let key = words[1] + "/" + words[2]
+            if let want = awaited[key] {
+                guard Float(want) == Float(value) else { return }   // from before the acknowledged value
+                awaited[key] = nil
+            }
             controls[words[1], default: [:]][words[2]] = value
         case "bypass-changed":
             guard words.count >= 3, words[0] == rack else { return }
@@ -47,8 +58,15 @@ public struct ChainShadow: Equatable, Sendable {
         case "chain-level-changed":
             guard words.count >= 3, words[0] == rack, let m = Double(words[1]), m.isFinite,
                   let g = Double(words[2]), g.isFinite else { return }
-            mix = m
-            gainDB = g
+            // Each half is taken unless an acknowledged value of it waits for its own event.
+            if let want = awaitedMix, want != m {} else {
+                awaitedMix = nil
+                mix = m
+            }
+            if let want = awaitedGain, want != g {} else {
+                awaitedGain = nil
+                gainDB = g
+            }
         default:
             break
         }
@@ -61,13 +79,18 @@ public struct ChainShadow: Equatable, Sendable {
         case .pluginSet(_, let plugin, let symbol, let value, _):
             let set: Double?
             if let d = Double(detail) { set = d } else if case .number(let d) = value { set = d } else { set = nil }
-            if let set, set.isFinite { controls[plugin, default: [:]][symbol] = set }
+            if let set, set.isFinite {
+                controls[plugin, default: [:]][symbol] = set
+                awaited[plugin + "/" + symbol] = set
+            }
         case .pluginBypass(_, let plugin, let on?, _):
             bypass[plugin] = on
         case .pluginMix(_, let m?, _):
             mix = Double(detail).flatMap { $0.isFinite ? $0 : nil } ?? m
+            awaitedMix = mix
         case .pluginGain(_, let dB?, _):
             gainDB = Double(detail).flatMap { $0.isFinite ? $0 : nil } ?? dB
+            awaitedGain = gainDB
         default:
             break
         }

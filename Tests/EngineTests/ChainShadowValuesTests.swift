@@ -38,3 +38,24 @@ struct ChainShadowValuesTests {
         ])
     }
 }
+
+/// An event still on its way from before an acknowledged value must not undo it (IsolatedRackParityTests' restore
+/// failed 2 of 4 runs: the mix's event, carrying the old gain, came after the gain's acknowledgement).
+@Suite struct ChainShadowOrderTests {
+    @Test func aStaleEventDoesNotUndoAnAcknowledgedValue() {
+        var s = ChainShadow()
+        s.record(.pluginMix(engine: "fx", mix: 0.5), detail: "0.5")
+        s.record(.pluginGain(engine: "fx", dB: -6), detail: "-6.0")
+        s.record(.pluginSet(engine: "fx", plugin: "amp", symbol: "gain", value: .number(-12)), detail: "-12.0")
+        s.observe(kind: "control-changed", text: "fx amp gain -3.0 midi", rack: "fx")      // from before the set
+        s.observe(kind: "chain-level-changed", text: "fx 0.5 0.0 http", rack: "fx")        // the mix's, old gain
+        #expect(s.mix == 0.5 && s.gainDB == -6)
+        #expect(s.commands(rack: "fx").contains(.pluginSet(engine: "fx", plugin: "amp", symbol: "gain", value: .number(-12))))
+        s.observe(kind: "chain-level-changed", text: "fx 0.5 -6.0 http", rack: "fx")       // the gain's own
+        s.observe(kind: "control-changed", text: "fx amp gain -12.0 http", rack: "fx")
+        s.observe(kind: "chain-level-changed", text: "fx 0.5 -3.0 midi", rack: "fx")       // a later change
+        s.observe(kind: "control-changed", text: "fx amp gain -9.0 midi", rack: "fx")
+        #expect(s.gainDB == -3)
+        #expect(s.commands(rack: "fx").contains(.pluginSet(engine: "fx", plugin: "amp", symbol: "gain", value: .number(-9))))
+    }
+}
