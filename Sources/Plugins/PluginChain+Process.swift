@@ -73,8 +73,7 @@ extension ChainState {
                     s.instances[0].controlValues[s.enabledControl] =
                         Float(bitPattern: UInt32(truncatingIfNeeded: s.seen[s.enabledControl]))
                 }
-                let gliding = takeControls(c, s, index: index, frames: frames, clock: clock, held: held,
-                                           advance: !s.slices)
+                let gliding = takeControls(c, s, index: index, frames: frames, clock: clock, held: held)
                 sliced = gliding && s.slices && frames > ChainState.glideBlock
                 if !sliced { advanceGlides(s, frames: gliding ? frames : 0) }
             }
@@ -175,8 +174,7 @@ extension ChainState {
     /// `held`: no new target this cycle (glides and fades under way go on). Realtime: safe.
     /// Returns whether a control glides this cycle (`advanceGlides` moves it).
     @inline(__always)
-    static func takeControls(_ c: ChainState, _ s: StageState, index: Int, frames: Int, clock: Int, held: Bool,
-                             advance: Bool) -> Bool {
+    static func takeControls(_ c: ChainState, _ s: StageState, index: Int, frames: Int, clock: Int, held: Bool) -> Bool {
         var gliding = false
         let first = s.instances[0].controlValues
         let xf = s.crossfade
