@@ -30,18 +30,20 @@ public struct SceneTimes: Sendable, Equatable {
     /// The most entries one scene's `at` holds.
     public static let maxEntries = 256
 
-    /// The entries of `texts`, or the first problem in words that quote the entry ("entry 2: 'Mon 25:00': ...").
+    /// The entries of `texts`, or every problem in words that quote the entry ("entry 2: 'Mon 25:00': ...").
     public static func parse(_ texts: [String]) -> Result<SceneTimes, SceneError> {
         if texts.count > maxEntries {
             return .failure(SceneError(.badValue, "\(texts.count) times; a scene's at holds at most \(maxEntries)"))
         }
         var entries: [Entry] = []
+        var problems: [String] = []
         for (i, text) in texts.enumerated() {
             switch entry(text) {
             case .success(let e): entries.append(e)
-            case .failure(let why): return .failure(SceneError(.badValue, "entry \(i + 1): '\(text)': \(why.message)"))
+            case .failure(let why): problems.append("entry \(i + 1): '\(text)': \(why.message)")
             }
         }
+        if !problems.isEmpty { return .failure(SceneError(.badValue, problems.joined(separator: "; "))) }
         return .success(SceneTimes(entries: entries))
     }
 

@@ -26,3 +26,15 @@ import Testing
         #expect(!words.contains { $0.contains("player_gain':") }, "the player's own gain needs no chain: \(words)")
     }
 }
+
+/// Every bad `at` entry is named, not only the first (found by attack).
+@Suite struct SceneTimesEveryProblemTests {
+    @Test func everyBadEntryIsNamed() {
+        guard case .failure(let e) = SceneTimes.parse(["Mon 25:00", "daily 07:00", "Xyz 10:00"]) else {
+            Issue.record("bad entries taken")
+            return
+        }
+        #expect(e.description.contains("entry 1: 'Mon 25:00'") && e.description.contains("entry 3: 'Xyz 10:00'")
+                && !e.description.contains("entry 2"), "\(e.description)")
+    }
+}
