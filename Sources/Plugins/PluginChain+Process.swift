@@ -1,4 +1,6 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc   // expf, logf, sinf, cosf: the C library's math, nothing of Foundation on the process thread
+#endif
 import LV2Host
 import Realtime
 
